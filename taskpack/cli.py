@@ -1,0 +1,179 @@
+"""The `taskpack` command: thin click commands over the library.
+
+Exit codes: 0 success, 1 invalid input or failed operation (one-line message, no traceback),
+2 usage error (click's own).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from taskpack.errors import TaskpackError
+from taskpack.model import Task
+from taskpack.taskset import INLINE_MAX, TaskSet, blob_relpath
+from taskpack.taskset import open as open_taskset
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _user_errors(fn: F) -> F:
+    """Turn taskpack's errors into click's one-line, exit-code-1 failures."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TaskpackError as e:
+            raise click.ClickException(str(e)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+taskset_path = click.argument(
+    "path", type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+split_option = click.option(
+    "--split", "-s", "split_name", help="Split to read (default: the only split, else 'train')."
+)
+
+
+def _pick_split(ts: TaskSet, name: str | None) -> str:
+    if name is not None:
+        return name
+    if len(ts.splits) == 1:
+        return ts.splits[0]
+    if "train" in ts.splits:
+        return "train"
+    raise click.UsageError(f"choose a split with --split: {', '.join(ts.splits)}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="taskpack")
+def main() -> None:
+    """Package, convert and serve task datasets for RL of language models."""
+
+
+@main.command()
+@taskset_path
+@_user_errors
+def validate(path: Path) -> None:
+    """Check every task, digest and stored file of the task set at PATH."""
+    from taskpack.verify import verify
+
+    ts = open_taskset(path)
+    problems = verify(ts)
+    if problems:
+        for p in problems:
+            click.echo(f"{path}: {p}", err=True)
+        raise click.ClickException(f"{path}: invalid ({len(problems)} problem(s) shown)")
+    m = ts.manifest
+    total = sum(s.rows for s in m.splits.values())
+    click.echo(f"{path}: {m.name}@{m.version} is valid: {total} tasks in {len(m.splits)} split(s)")
+
+
+@main.command()
+@taskset_path
+@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@_user_errors
+def info(path: Path, as_json: bool) -> None:
+    """Show the name, version, splits, counts, digests and sizes of the task set at PATH."""
+    ts = open_taskset(path)
+    m = ts.manifest
+    if as_json:
+        click.echo(m.model_dump_json(indent=2))
+        return
+    blobs = {sha for s in m.splits.values() for sha in s.blobs}
+    blob_bytes = sum((path / blob_relpath(sha)).stat().st_size for sha in blobs)
+    click.echo(f"{m.name}@{m.version}  {m.digest}")
+    if m.description:
+        click.echo(m.description)
+    click.echo(f"license: {m.license or 'unknown'}   created: {m.created.isoformat()}")
+    click.echo(f"{'split':<16}{'tasks':>10}{'bytes':>14}  digest")
+    for name, s in m.splits.items():
+        click.echo(f"{name:<16}{s.rows:>10}{s.bytes:>14}  {s.digest}")
+    click.echo(f"large files: {len(blobs)} ({blob_bytes} bytes, stored once each)")
+
+
+@main.command("ls")
+@taskset_path
+@split_option
+@_user_errors
+def ls(path: Path, split_name: str | None) -> None:
+    """List the task ids of one split of the task set at PATH."""
+    ts = open_taskset(path)
+    for tid in ts.split(_pick_split(ts, split_name)).ids():
+        click.echo(tid)
+
+
+def _readable(task: Task) -> dict[str, Any]:
+    """The task as shown to a person: files as text when they are short UTF-8, else by hash."""
+    shown = task.model_dump(mode="json", exclude_none=True, exclude={"files"})
+    files = []
+    for f in task.files:
+        entry: dict[str, Any] = {"path": f.path, "mode": f"{f.mode:04o}", "size": f.size}
+        entry["sha256"] = f.sha256
+        if f.data is not None and (f.size or 0) <= INLINE_MAX:
+            try:
+                entry["text"] = f.data.decode("utf-8")
+            except UnicodeDecodeError:
+                entry["text"] = None
+        files.append(entry)
+    if files:
+        shown["files"] = files
+    return shown
+
+
+@main.command()
+@taskset_path
+@click.argument("task_id")
+@split_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
+)
+@_user_errors
+def show(path: Path, task_id: str, split_name: str | None, fmt: str) -> None:
+    """Print one task of the task set at PATH by its id."""
+    ts = open_taskset(path)
+    split = ts.split(_pick_split(ts, split_name))
+    task = split.get(task_id)
+    if task is None:
+        raise TaskpackError(f"split {split.name!r} has no task {task_id!r}")
+    shown = _readable(task)
+    if fmt == "json":
+        click.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+    else:
+        click.echo(_yaml(shown), nl=False)
+
+
+def _yaml(value: Any) -> str:
+    """YAML with multi-line strings as literal blocks, so code and patches read as written."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, s: str) -> yaml.Node:
+        style = "|" if "\n" in s else None  # PyYAML falls back where a block cannot hold s
+        return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(value, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+@main.command()
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Replace TARGET if it exists.")
+@_user_errors
+def example(target: Path, force: bool) -> None:
+    """Write a small generated demo task set to TARGET."""
+    from taskpack.example import build_example
+
+    m = build_example(target, overwrite=force)
+    counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
+    click.echo(f"wrote {m.name}@{m.version} to {target} ({counts})")

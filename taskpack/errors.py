@@ -1,0 +1,39 @@
+"""The errors taskpack raises for bad input, and how a pydantic error becomes one readable line.
+
+Every error a user can cause is a `TaskpackError`; the CLI turns it into a one-line message and
+exit code 1, so nothing a user typed or fed in ends in a traceback.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+class TaskpackError(Exception):
+    """Bad input or a failed operation the user can act on; never a bug in taskpack."""
+
+
+class InvalidTask(TaskpackError):
+    """A task (or a source row meant to become one) broke the model's rules.
+
+    `where` names the place (file and line, or split and row, and the task id when known) so the
+    message alone leads the user to the bad data.
+    """
+
+    def __init__(self, where: str, reason: str) -> None:
+        self.where = where
+        self.reason = reason
+        super().__init__(f"{where}: {reason}" if where else reason)
+
+
+def describe_validation_error(err: ValidationError, limit: int = 3) -> str:
+    """One line per pydantic error, as `field.path: message`, capped so a row with 40 bad fields
+    still prints a readable message."""
+    parts = []
+    for e in err.errors()[:limit]:
+        loc = ".".join(str(p) for p in e["loc"]) or "task"
+        parts.append(f"{loc}: {e['msg']}")
+    extra = len(err.errors()) - limit
+    if extra > 0:
+        parts.append(f"(+{extra} more)")
+    return "; ".join(parts)

@@ -1,0 +1,473 @@
+"""The on-disk task-set format: write it atomically, read it lazily, verify it.
+
+    NAME/
+      manifest.json              name, version, splits (rows, digest, bytes), version digest
+      splits/<split>.parquet     one row per task, nested columns, row groups of <= 1024 tasks
+      blobs/sha256/<ab>/<hash>   files larger than INLINE_MAX, stored once by content
+
+Files up to INLINE_MAX bytes ride inline in the Parquet row, so a typical task is one row read;
+larger ones are stored once by sha256 and read only when a task is materialized. Row groups are
+small so that opening a split and reading task i touches one row group, not the whole file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, overload
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error
+from taskpack.model import (
+    NAME,
+    SEMVER,
+    Manifest,
+    SplitInfo,
+    Task,
+    canonical_json,
+    version_digest,
+)
+
+INLINE_MAX = 64 * 1024
+ROW_GROUP_ROWS = 1024
+ROW_GROUP_BYTES = 8 * 1024 * 1024
+MANIFEST = "manifest.json"
+_JSON_COLUMNS = ("reward", "environment", "limits", "source", "metadata")
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("digest", pa.string(), nullable=False),
+        pa.field(
+            "prompt",
+            pa.list_(pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])),
+        ),
+        pa.field("answer", pa.string()),
+        pa.field("solution", pa.string()),
+        pa.field(
+            "files",
+            pa.list_(
+                pa.struct(
+                    [
+                        pa.field("path", pa.string()),
+                        pa.field("mode", pa.int32()),
+                        pa.field("size", pa.int64()),
+                        pa.field("sha256", pa.string()),
+                        pa.field("data", pa.binary()),
+                    ]
+                )
+            ),
+        ),
+        # Variable-shaped parts are canonical JSON text: a union of reward kinds or free-form
+        # metadata would otherwise widen into sparse struct columns that differ per task set.
+        *(pa.field(name, pa.string()) for name in _JSON_COLUMNS),
+    ]
+)
+
+Fetch = Callable[[str], bytes]
+
+
+# --- rows <-> tasks ------------------------------------------------------------------------
+
+
+def coerce_task(task: Task | Mapping[str, Any], where: str) -> Task:
+    """Validate a mapping into a Task, naming `where` and the id in any error."""
+    if isinstance(task, Task):
+        return task
+    try:
+        return Task.model_validate(task)
+    except ValidationError as e:
+        tid = task.get("id") if isinstance(task, Mapping) else None
+        label = f"{where} (id {tid!r})" if isinstance(tid, str) and tid else where
+        raise InvalidTask(label, describe_validation_error(e)) from None
+
+
+def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[dict[str, Any], str]:
+    content = task.canonical()
+    digest = "sha256:" + hashlib.sha256(canonical_json(content)).hexdigest()
+    files = []
+    for f, meta in zip(task.files, content["files"]):
+        data = f.read_bytes()
+        if len(data) > INLINE_MAX:
+            store_blob(data, meta["sha256"])
+            data = None
+        files.append({**meta, "data": data})
+    row = {
+        "id": task.id,
+        "digest": digest,
+        "prompt": content["prompt"],
+        "answer": task.answer,
+        "solution": task.solution,
+        "files": files,
+    }
+    for name in _JSON_COLUMNS:
+        value = content[name]
+        row[name] = None if value is None else canonical_json(value).decode("utf-8")
+    return row, digest
+
+
+def task_from_row(row: dict[str, Any], fetch: Fetch | None) -> Task:
+    for name in _JSON_COLUMNS:
+        if row[name] is not None:
+            row[name] = json.loads(row[name])
+    row.pop("digest", None)
+    task = Task.model_validate(row)
+    for f in task.files:
+        if f.data is None:
+            f._fetch = fetch
+    return task
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+class _SplitWriter:
+    """Streams tasks into one Parquet file, a row group at a time, hashing as it goes."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.name = name
+        self.root = root
+        self.relpath = f"splits/{name}.parquet"
+        self.path = root / self.relpath
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = pq.ParquetWriter(self.path, SCHEMA, compression="zstd")
+        self._rows: list[dict[str, Any]] = []
+        self._pending_bytes = 0
+        self._count = 0
+        self._hash = hashlib.sha256()
+        self._blobs: set[str] = set()
+
+    def _store_blob(self, data: bytes, sha: str) -> None:
+        self._blobs.add(sha)
+        target = self.root / blob_relpath(sha)
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{sha}.{uuid.uuid4().hex}")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+
+    def add(self, task: Task | Mapping[str, Any]) -> Task:
+        task = coerce_task(task, f"split {self.name!r} row {self._count}")
+        row, digest = task_to_row(task, self._store_blob)
+        self._hash.update(digest.encode("ascii") + b"\n")
+        self._rows.append(row)
+        self._pending_bytes += sum(len(f["data"] or b"") for f in row["files"])
+        self._count += 1
+        if len(self._rows) >= ROW_GROUP_ROWS or self._pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
+        return task
+
+    def _flush(self) -> None:
+        if self._rows:
+            table = pa.Table.from_pylist(self._rows, schema=SCHEMA)
+            self._writer.write_table(table, row_group_size=len(self._rows))
+            self._rows, self._pending_bytes = [], 0
+
+    def close(self) -> SplitInfo:
+        self._flush()
+        self._writer.close()
+        _check_unique_ids(self.path, self.name)
+        return SplitInfo(
+            path=self.relpath,
+            rows=self._count,
+            digest="sha256:" + self._hash.hexdigest(),
+            bytes=self.path.stat().st_size,
+            blobs=sorted(self._blobs),
+        )
+
+    def abort(self) -> None:
+        self._writer.close()
+
+
+def _check_unique_ids(path: Path, split: str) -> None:
+    # Checked once at the end against the written id column: a set of a million ids in Python
+    # would cost more memory than the whole streaming write.
+    import pyarrow.compute as pc
+
+    ids = pq.read_table(path, columns=["id"]).column("id")
+    if len(pc.unique(ids)) == len(ids):
+        return
+    first: dict[str, int] = {}
+    for row, tid in enumerate(ids.to_pylist()):
+        if tid in first:
+            raise InvalidTask(
+                f"split {split!r} row {row} (id {tid!r})",
+                f"id: duplicate of row {first[tid]}; ids must be unique within a task set",
+            )
+        first[tid] = row
+
+
+def blob_relpath(sha: str) -> str:
+    return f"blobs/sha256/{sha[:2]}/{sha}"
+
+
+class TaskSetWriter:
+    """Writes a task set into a temporary folder beside `target`, moved into place on success.
+
+    Used as a context manager: an exception inside the block (bad row, full disk, Ctrl-C) removes
+    the temporary folder and leaves any previous task set at `target` untouched.
+    """
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str],
+        *,
+        name: str,
+        version: str = "0.1.0",
+        description: str = "",
+        license: str | None = None,
+        source: Mapping[str, Any] | None = None,
+        overwrite: bool = False,
+    ) -> None:
+        self.target = Path(target)
+        _check_pattern("name", name, NAME)
+        _check_pattern("version", version, SEMVER, "a semantic version such as 1.0.0")
+        if self.target.exists() and not overwrite:
+            raise TaskpackError(f"{self.target} already exists (overwrite it with --force)")
+        self._meta: dict[str, Any] = {
+            "name": name,
+            "version": version,
+            "description": description,
+            "license": license,
+            "source": dict(source or {}),
+        }
+        self._splits: dict[str, SplitInfo] = {}
+        self._tmp: Path | None = None
+        self.manifest: Manifest | None = None
+
+    def __enter__(self) -> TaskSetWriter:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(
+            tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=self.target.parent)
+        )
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self._tmp is not None
+        try:
+            if exc_type is None:
+                self._commit(self._tmp)
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def write_split(self, name: str, tasks: Iterable[Task | Mapping[str, Any]]) -> SplitInfo:
+        """Write one split from any iterable of tasks or task mappings, streaming."""
+        writer = self.open_split(name)
+        try:
+            for task in tasks:
+                writer.add(task)
+        except BaseException:
+            writer.abort()
+            raise
+        return self.close_split(writer)
+
+    def open_split(self, name: str) -> _SplitWriter:
+        assert self._tmp is not None, "use TaskSetWriter as a context manager"
+        _check_pattern("split name", name, NAME)
+        if name in self._splits:
+            raise TaskpackError(f"split {name!r} written twice")
+        return _SplitWriter(self._tmp, name)
+
+    def close_split(self, writer: _SplitWriter) -> SplitInfo:
+        info = writer.close()
+        self._splits[writer.name] = info
+        return info
+
+    def _commit(self, tmp: Path) -> None:
+        if not self._splits:
+            raise TaskpackError("a task set needs at least one split")
+        digest = version_digest({n: s.digest for n, s in self._splits.items()})
+        manifest = Manifest(digest=digest, splits=self._splits, **self._meta)
+        (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _replace_dir(tmp, self.target)
+        self.manifest = manifest
+
+
+def _check_pattern(what: str, value: str, pattern: str, expected: str | None = None) -> None:
+    import re
+
+    if not isinstance(value, str) or not re.match(pattern, value):
+        raise TaskpackError(f"invalid {what} {value!r}: expected {expected or pattern}")
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Move `new` to `target`; an existing target is set aside first and restored on failure."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write(
+    target: str | os.PathLike[str],
+    splits: Mapping[str, Iterable[Task | Mapping[str, Any]]],
+    **meta: Any,
+) -> Manifest:
+    """Write a task set from `{split name: tasks}`; see `TaskSetWriter` for the options."""
+    with TaskSetWriter(target, **meta) as writer:
+        for name, tasks in splits.items():
+            writer.write_split(name, tasks)
+    assert writer.manifest is not None
+    return writer.manifest
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+class Split:
+    """One split of a task set: `len`, `split[i]`, `split.get(id)`, iteration.
+
+    Nothing is read until asked: `len` comes from the manifest, `split[i]` reads the one row
+    group holding task i (a few recent ones are kept), `get` reads the id column once.
+    """
+
+    _CACHED_GROUPS = 8
+
+    def __init__(self, name: str, info: SplitInfo, parquet: Path, fetch: Fetch | None) -> None:
+        self.name = name
+        self.info = info
+        self._parquet = parquet
+        self._fetch = fetch
+        self._file: pq.ParquetFile | None = None
+        self._starts: list[int] = []
+        self._groups: OrderedDict[int, pa.Table] = OrderedDict()
+        self._index: dict[str, int] | None = None
+
+    def __repr__(self) -> str:
+        return f"<Split {self.name!r}: {len(self)} tasks>"
+
+    def __len__(self) -> int:
+        return self.info.rows
+
+    @property
+    def digest(self) -> str:
+        return self.info.digest
+
+    def _pf(self) -> pq.ParquetFile:
+        if self._file is None:
+            try:
+                self._file = pq.ParquetFile(self._parquet)
+            except (OSError, pa.ArrowException) as e:
+                raise TaskpackError(f"split {self.name!r}: cannot read {self._parquet}: {e}")
+            meta = self._file.metadata
+            start = 0
+            for g in range(meta.num_row_groups):
+                self._starts.append(start)
+                start += meta.row_group(g).num_rows
+            if start != self.info.rows:
+                raise TaskpackError(
+                    f"split {self.name!r}: {self._parquet} holds {start} rows, "
+                    f"the manifest says {self.info.rows}"
+                )
+        return self._file
+
+    def _group(self, g: int) -> pa.Table:
+        table = self._groups.get(g)
+        if table is None:
+            table = self._pf().read_row_group(g)
+            self._groups[g] = table
+            if len(self._groups) > self._CACHED_GROUPS:
+                self._groups.popitem(last=False)
+        else:
+            self._groups.move_to_end(g)
+        return table
+
+    @overload
+    def __getitem__(self, i: int) -> Task: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Task]: ...
+    def __getitem__(self, i: int | slice) -> Task | list[Task]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"task {i} out of range: split {self.name!r} has {n} tasks")
+        i %= n
+        self._pf()
+        import bisect
+
+        g = bisect.bisect_right(self._starts, i) - 1
+        row = self._group(g).slice(i - self._starts[g], 1).to_pylist()[0]
+        return task_from_row(row, self._fetch)
+
+    def ids(self) -> list[str]:
+        return [str(x) for x in self._pf().read(columns=["id"]).column("id").to_pylist()]
+
+    def get(self, task_id: str, default: Task | None = None) -> Task | None:
+        if self._index is None:
+            self._index = {tid: row for row, tid in enumerate(self.ids())}
+        row = self._index.get(task_id)
+        return default if row is None else self[row]
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Raw rows as stored, digest included, for verification and format writers."""
+        for batch in self._pf().iter_batches(batch_size=ROW_GROUP_ROWS):
+            yield from batch.to_pylist()
+
+    def __iter__(self) -> Iterator[Task]:
+        for row in self.rows():
+            yield task_from_row(row, self._fetch)
+
+
+class TaskSet:
+    """A task set on disk: its manifest and its splits."""
+
+    def __init__(self, root: Path, manifest: Manifest) -> None:
+        self.root = root
+        self.manifest = manifest
+
+    def __repr__(self) -> str:
+        m = self.manifest
+        return f"<TaskSet {m.name}@{m.version} {dict((n, s.rows) for n, s in m.splits.items())}>"
+
+    @property
+    def splits(self) -> list[str]:
+        return list(self.manifest.splits)
+
+    def split(self, name: str) -> Split:
+        info = self.manifest.splits.get(name)
+        if info is None:
+            raise TaskpackError(
+                f"{self.manifest.name} has no split {name!r} (splits: {', '.join(self.splits)})"
+            )
+        return Split(name, info, self.root / info.path, self.read_blob)
+
+    def read_blob(self, sha: str) -> bytes:
+        path = self.root / blob_relpath(sha)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise TaskpackError(f"{self.root}: blob {sha} is missing") from None
+
+
+def read_manifest(path: Path) -> Manifest:
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise TaskpackError(f"{path.parent} is not a task set: no {MANIFEST}") from None
+    except ValidationError as e:
+        raise TaskpackError(f"{path}: {describe_validation_error(e)}") from None
+
+
+def open(path: str | os.PathLike[str]) -> TaskSet:  # noqa: A001 - mirrors builtins.open on purpose
+    """Open the task-set folder at `path`."""
+    root = Path(path)
+    return TaskSet(root, read_manifest(root / MANIFEST))
