@@ -35,9 +35,7 @@ def _user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-taskset_path = click.argument(
-    "path", type=click.Path(exists=True, file_okay=False, path_type=Path)
-)
+taskset_path = click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 split_option = click.option(
     "--split", "-s", "split_name", help="Split to read (default: the only split, else 'train')."
 )

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -31,7 +31,7 @@ from pydantic import (
 
 from taskpack.errors import TaskpackError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Literal[1] = 1
 
 
 def _utf8(value: str) -> str:
@@ -177,17 +177,15 @@ class Judge(_Model):
 
 
 Reward = Annotated[
-    Union[
-        ExactMatch,
-        NumericMatch,
-        MultipleChoice,
-        UnitTests,
-        SweTests,
-        WeightedTests,
-        TestCommand,
-        Rubric,
-        Judge,
-    ],
+    ExactMatch
+    | NumericMatch
+    | MultipleChoice
+    | UnitTests
+    | SweTests
+    | WeightedTests
+    | TestCommand
+    | Rubric
+    | Judge,
     Field(discriminator="kind"),
 ]
 

@@ -96,12 +96,12 @@ def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[d
     content = task.canonical()
     digest = "sha256:" + hashlib.sha256(canonical_json(content)).hexdigest()
     files = []
-    for f, meta in zip(task.files, content["files"]):
+    for f, meta in zip(task.files, content["files"], strict=True):
         data = f.read_bytes()
-        if len(data) > INLINE_MAX:
+        inline = len(data) <= INLINE_MAX
+        if not inline:
             store_blob(data, meta["sha256"])
-            data = None
-        files.append({**meta, "data": data})
+        files.append({**meta, "data": data if inline else None})
     row = {
         "id": task.id,
         "digest": digest,
@@ -366,7 +366,8 @@ class Split:
             try:
                 self._file = pq.ParquetFile(self._parquet)
             except (OSError, pa.ArrowException) as e:
-                raise TaskpackError(f"split {self.name!r}: cannot read {self._parquet}: {e}")
+                msg = f"split {self.name!r}: cannot read {self._parquet}: {e}"
+                raise TaskpackError(msg) from None
             meta = self._file.metadata
             start = 0
             for g in range(meta.num_row_groups):
@@ -467,7 +468,7 @@ def read_manifest(path: Path) -> Manifest:
         raise TaskpackError(f"{path}: {describe_validation_error(e)}") from None
 
 
-def open(path: str | os.PathLike[str]) -> TaskSet:  # noqa: A001 - mirrors builtins.open on purpose
+def open(path: str | os.PathLike[str]) -> TaskSet:
     """Open the task-set folder at `path`."""
     root = Path(path)
     return TaskSet(root, read_manifest(root / MANIFEST))

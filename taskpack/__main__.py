@@ -1,0 +1,3 @@
+from taskpack.cli import main
+
+main(prog_name="taskpack")

@@ -1,0 +1,107 @@
+"""The CLI: each command's output, and exit codes 0 (ok), 1 (invalid input), 2 (usage)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from taskpack.cli import main
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    result = CliRunner().invoke(main, ["example", str(tmp_path / "ex")])
+    assert result.exit_code == 0, result.output
+    return tmp_path / "ex"
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def test_validate_ok(example: Path) -> None:
+    code, out = run("validate", str(example))
+    assert code == 0
+    assert "example@1.0.0 is valid: 27 tasks in 2 split(s)" in out
+
+
+def test_validate_tampered_exits_1_and_names_the_row(example: Path) -> None:
+    path = example / "splits" / "test.parquet"
+    table = pq.read_table(path)
+    ids = table.column("id").to_pylist()
+    ids[1] = ids[0]
+    pq.write_table(table.set_column(0, "id", pa.array(ids)), path)
+    code, out = run("validate", str(example))
+    assert code == 1
+    assert "split 'test' row 1 (id 'test-0000')" in out
+    assert "duplicate of row 0" in out
+
+
+def test_info_lists_splits_counts_digests_bytes(example: Path) -> None:
+    code, out = run("info", str(example))
+    assert code == 0
+    manifest = json.loads((example / "manifest.json").read_text())
+    assert manifest["digest"] in out
+    for name, split in manifest["splits"].items():
+        assert f"{name:<16}{split['rows']:>10}{split['bytes']:>14}  {split['digest']}" in out
+    code, out = run("info", str(example), "--json")
+    assert json.loads(out)["digest"] == manifest["digest"]
+
+
+def test_ls_prints_ids_of_the_split(example: Path) -> None:
+    code, out = run("ls", str(example), "--split", "test")
+    assert code == 0
+    assert out.split() == [f"test-{i:04d}" for i in range(5)] + ["choice-0000"]
+
+
+def test_show_yaml_and_json(example: Path) -> None:
+    code, out = run("show", str(example), "code-0000")
+    assert code == 0
+    shown = yaml.safe_load(out)
+    assert shown["reward"]["entry_point"] == "square"
+    assert shown["solution"] == "def square(n):\n    return n * n\n"
+    run_sh = next(f for f in shown["files"] if f["path"] == "run.sh")
+    assert run_sh["mode"] == "0755" and run_sh["text"].startswith("#!/bin/sh")
+    code, out = run("show", str(example), "--split", "test", "choice-0000", "--format", "json")
+    assert code == 0 and json.loads(out)["answer"] == "B"
+
+
+def test_errors_exit_1_for_bad_input_and_2_for_usage(example: Path, tmp_path: Path) -> None:
+    code, out = run("show", str(example), "--split", "train", "missing-id")
+    assert code == 1 and "has no task 'missing-id'" in out
+    code, out = run("ls", str(example), "--split", "nope")
+    assert code == 1 and "no split 'nope'" in out
+    code, out = run("validate", str(tmp_path))
+    assert code == 1 and "not a task set" in out
+    code, out = run("show", str(example))
+    assert code == 2
+    code, out = run("info", str(tmp_path / "absent"))
+    assert code == 2 and "does not exist" in out
+    code, out = run("example", str(example))
+    assert code == 1 and "already exists" in out
+
+
+@pytest.mark.parametrize("command", ["validate", "info", "ls", "show", "example"])
+def test_every_command_has_help(command: str) -> None:
+    code, out = run(command, "--help")
+    assert code == 0 and "Usage:" in out
+
+
+def test_installed_entry_point_runs(example: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "taskpack", "ls", str(example), "-s", "train"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "code-0000" in proc.stdout.split()

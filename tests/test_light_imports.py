@@ -1,0 +1,36 @@
+"""The episode-start path (open a split, read a task) must not drag in datasets or pandas."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import taskpack
+
+from .conftest import make_task
+
+PROBE = """
+import json, sys, taskpack
+split = taskpack.open(sys.argv[1]).split("train")
+task = split[1]
+task = split.get("t2")
+task.materialize(sys.argv[2])
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("datasets", "pandas", "numpy"))
+print(json.dumps({"id": task.id, "heavy": heavy}))
+"""
+
+
+def test_open_and_read_import_neither_datasets_nor_pandas(tmp_path: Path) -> None:
+    taskpack.write(tmp_path / "ts", {"train": [make_task(i) for i in range(3)]}, name="x")
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "ts"), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(proc.stdout)
+    assert result["id"] == "t2"
+    assert (tmp_path / "out" / "tests" / "check.py").read_text() == "assert 2 + 1 == 3\n"
+    assert not [m for m in result["heavy"] if not m.startswith("numpy")], result["heavy"]
