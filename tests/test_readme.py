@@ -26,6 +26,6 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
     assert blocks
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own README
+        exec(compile(block, "README.md", "exec"), {})
     assert (tmp_path / "sandbox" / "tests" / "test.py").read_bytes() == b"assert inc(1) == 2\n"
     assert os.path.isdir(tmp_path / "arith.taskset" / "splits")
