@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+import re
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -175,3 +177,140 @@ def example(target: Path, force: bool) -> None:
     m = build_example(target, overwrite=force)
     counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
     click.echo(f"wrote {m.name}@{m.version} to {target} ({counts})")
+
+
+def _progress(quiet: bool) -> Callable[[Iterator[Task], str], Iterator[Task]] | None:
+    """A live count on stderr while rows stream in; silent off a terminal or with --quiet."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def count(tasks: Iterator[Task], split: str) -> Iterator[Task]:
+        n = 0
+        for n, task in enumerate(tasks, start=1):
+            if n % 1000 == 0:
+                click.echo(f"\r{split}: {n} tasks", err=True, nl=False)
+            yield task
+        click.echo(f"\r{split}: {n} tasks", err=True)
+
+    return count
+
+
+def _parse_sources(sources: tuple[str, ...], split: str | None) -> dict[str, list[str]]:
+    """`SPLIT=URI` or plain `URI` (into --split, else a split named like the file, else train)."""
+    out: dict[str, list[str]] = {}
+    for spec in sources:
+        name, sep, uri = spec.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            name, uri = split or _split_from_name(spec), spec
+        out.setdefault(name, []).append(uri)
+    return out
+
+
+def _split_from_name(uri: str) -> str:
+    stem = uri.rstrip("/").rsplit("/", 1)[-1].split(".")[0].lower()
+    for split in ("train", "test", "validation", "valid", "dev"):
+        if stem == split or stem.endswith(("_" + split, "-" + split)):
+            return split
+    return "train"
+
+
+def _options(pairs: tuple[str, ...], mapping: Path | None, preset: str | None) -> dict[str, Any]:
+    import yaml
+
+    options: dict[str, Any] = {}
+    if mapping is not None:
+        loaded = yaml.safe_load(mapping.read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise TaskpackError(f"{mapping}: expected a mapping of options")
+        options.update(loaded)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--option")
+        options[key.strip().replace("-", "_")] = value
+    if preset is not None:
+        options["preset"] = preset
+    return options
+
+
+def _default_name(target: Path) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", target.name.split(".")[0]).strip("-._")
+    return name or "taskset"
+
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--from", "fmt", required=True, help="Source format (see `taskpack formats`).")
+@click.option("-o", "--output", "target", required=True, type=click.Path(path_type=Path))
+@click.option("--name", help="Task-set name (default: the output folder's name).")
+@click.option("--version", "version", default="0.1.0", show_default=True)
+@click.option("--split", "split_name", help="Split for sources given without SPLIT=.")
+@click.option("--description", default="")
+@click.option("--license", "license_", help="License of the data, e.g. MIT.")
+@click.option("-O", "--option", "pairs", multiple=True, help="Reader option KEY=VALUE.")
+@click.option(
+    "--mapping",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML file of reader options (a column mapping).",
+)
+@click.option("--preset", help="Named option set, e.g. multiple-choice (kaggle).")
+@click.option("--skip-invalid", is_flag=True, help="Skip bad rows and report them.")
+@click.option(
+    "--report",
+    type=click.Path(path_type=Path),
+    help="Where --skip-invalid writes skipped rows (default: OUTPUT.skipped.jsonl).",
+)
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@_user_errors
+def convert(
+    sources: tuple[str, ...],
+    fmt: str,
+    target: Path,
+    name: str | None,
+    version: str,
+    split_name: str | None,
+    description: str,
+    license_: str | None,
+    pairs: tuple[str, ...],
+    mapping: Path | None,
+    preset: str | None,
+    skip_invalid: bool,
+    report: Path | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Import SOURCES ([SPLIT=]PATH-OR-URL, plain or .gz/.zst) into a task set at OUTPUT."""
+    from taskpack.importer import import_sources
+
+    if report is None:
+        report = target.with_name(target.name + ".skipped.jsonl")
+    result = import_sources(
+        target,
+        _parse_sources(sources, split_name),
+        fmt,
+        options=_options(pairs, mapping, preset),
+        skip_invalid=skip_invalid,
+        report=report,
+        progress=_progress(quiet),
+        name=name or _default_name(target),
+        version=version,
+        description=description,
+        license=license_,
+        overwrite=force,
+    )
+    m = result.manifest
+    counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
+    click.echo(f"wrote {m.name}@{m.version} to {target} ({counts})")
+    if skip_invalid:
+        click.echo(f"skipped {len(result.skipped)} row(s); report: {report}", err=True)
+
+
+@main.command()
+def formats() -> None:
+    """List the source formats `convert --from` reads."""
+    from taskpack.converters import READERS, reader
+
+    for name in READERS:
+        doc = (reader(name).__doc__ or "").strip().splitlines()[0]
+        click.echo(f"{name:<16}{doc}")

@@ -1,0 +1,279 @@
+"""Reading source files the same way for every reader: any fsspec URL, compressed or not,
+streamed, each row tagged with the place it came from.
+
+A reader never raises for one bad row: it yields a `Record` carrying the error, so the importer
+decides whether to stop (the default) or skip the row and report it (`--skip-invalid`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from taskpack.errors import TaskpackError
+
+_COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
+
+
+@dataclass
+class Record:
+    """One source row on its way to a task: where it is, and the task mapping or the reason."""
+
+    where: str
+    task: dict[str, Any] | None = None
+    error: str | None = None
+    line: int | None = None
+
+
+class RowError(ValueError):
+    """A source row that cannot become a task; `str(e)` says which field and why."""
+
+
+def need(row: dict[str, Any], key: str, kind: type = str) -> Any:
+    """`row[key]`, which must be present and of `kind`, named in the error otherwise."""
+    if key not in row:
+        raise RowError(f"field {key!r}: missing (fields: {', '.join(map(str, row)) or 'none'})")
+    value = row[key]
+    if not isinstance(value, kind):
+        raise RowError(f"field {key!r}: expected {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def map_rows(
+    records: Iterator[Record], convert: Callable[[dict[str, Any], int], dict[str, Any]]
+) -> Iterator[Record]:
+    """Turn each good record's source row into a task mapping; a RowError marks the record bad.
+
+    `convert` gets the row and its ordinal among the source's rows, for stable generated ids.
+    """
+    for ordinal, record in enumerate(records):
+        if record.task is not None:
+            try:
+                record.task = convert(record.task, ordinal)
+            except RowError as e:
+                record.task, record.error = None, str(e)
+        yield record
+
+
+def compression(uri: str) -> str | None:
+    for suffix, name in _COMPRESSIONS.items():
+        if uri.endswith(suffix):
+            return name
+    return None
+
+
+def base_suffix(uri: str) -> str:
+    """The file type under any compression suffix: `train.jsonl.gz` -> `.jsonl`."""
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
+    if compression(name):
+        name = name.rsplit(".", 1)[0]
+    return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+@contextlib.contextmanager
+def open_binary(uri: str) -> Iterator[IO[bytes]]:
+    """Open a local path or fsspec URL for streaming reads, decompressing by suffix."""
+    import fsspec
+
+    try:
+        with fsspec.open(uri, "rb", compression=compression(uri)) as f:
+            yield f
+    except FileNotFoundError:
+        raise TaskpackError(f"{uri}: no such file") from None
+
+
+def _json_list(stream: IO[bytes], where: str) -> Iterator[Record]:
+    try:
+        rows = json.load(stream)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TaskpackError(f"{where}: not valid JSON: {e}") from None
+    if not isinstance(rows, list):
+        raise TaskpackError(f"{where}: expected a JSON list of objects")
+    for i, row in enumerate(rows):
+        yield _object(row, f"{where}: item {i}", i + 1)
+
+
+def _json_lines(stream: IO[bytes], uri: str) -> Iterator[Record]:
+    for number, raw in enumerate(stream, start=1):
+        where = f"{uri}:{number}"
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except UnicodeDecodeError:
+            yield Record(where, error="line is not valid UTF-8", line=number)
+        except json.JSONDecodeError as e:
+            reason = f"not valid JSON ({e.msg} at column {e.colno})"
+            yield Record(where, error=reason, line=number)
+        else:
+            yield _object(row, where, number)
+
+
+def _object(row: Any, where: str, line: int) -> Record:
+    if not isinstance(row, dict):
+        return Record(where, error=f"expected a JSON object, got {type(row).__name__}", line=line)
+    return Record(where, task=row, line=line)
+
+
+def _parquet_rows(stream: IO[bytes], where: str) -> Iterator[Record]:
+    import pyarrow.parquet as pq
+
+    number = 0
+    for batch in pq.ParquetFile(stream).iter_batches(batch_size=1024):
+        for row in batch.to_pylist():
+            yield Record(f"{where}: row {number}", task=row, line=number + 1)
+            number += 1
+
+
+def iter_csv_rows(
+    stream: IO[bytes], where: str, delimiter: str, strip_headers: bool
+) -> Iterator[Record]:
+    """CSV/TSV rows as {column: text}; BOM and CRLF handled, quoted newlines kept verbatim."""
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    reader = csv.reader(text, delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except UnicodeDecodeError as e:
+        raise TaskpackError(f"{where}:1: header is not valid UTF-8 ({e.reason})") from None
+    if strip_headers:
+        header = [h.strip() for h in header]
+    if len(set(header)) != len(header):
+        raise TaskpackError(f"{where}:1: duplicate column names in header {header}")
+    line = 1
+    while True:
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as e:
+            raise TaskpackError(
+                f"{where}:{reader.line_num + 1}: not valid UTF-8 ({e.reason})"
+            ) from None
+        except csv.Error as e:
+            yield Record(f"{where}:{reader.line_num}", error=f"bad CSV ({e})", line=reader.line_num)
+            continue
+        start, line = line + 1, reader.line_num
+        if not values:
+            continue
+        if len(values) != len(header):
+            yield Record(
+                f"{where}:{start}",
+                error=f"{len(values)} values for {len(header)} columns",
+                line=start,
+            )
+            continue
+        yield Record(f"{where}:{start}", task=dict(zip(header, values, strict=True)), line=start)
+
+
+def iter_table_rows(
+    uri: str,
+    *,
+    member: str | None = None,
+    delimiter: str | None = None,
+    strip_headers: bool = False,
+) -> Iterator[Record]:
+    """Rows of any table: CSV, TSV, JSONL/JSON, Parquet, or one of those inside a .zip."""
+    with open_binary(uri) as f:
+        if base_suffix(uri) != ".zip":
+            yield from _table_rows(f, uri, uri, delimiter, strip_headers)
+            return
+        with zipfile.ZipFile(f) as zf:
+            tables = [n for n in zf.namelist() if not n.endswith("/")]
+            if member is None:
+                if len(tables) != 1:
+                    raise TaskpackError(f"{uri}: holds {len(tables)} files; pick one with --member")
+                member = tables[0]
+            if member not in tables:
+                raise TaskpackError(f"{uri}: no member {member!r} (members: {', '.join(tables)})")
+            with zf.open(member) as inner:
+                yield from _table_rows(inner, member, f"{uri}!{member}", delimiter, strip_headers)
+
+
+def _table_rows(
+    stream: IO[bytes], name: str, where: str, delimiter: str | None, strip_headers: bool
+) -> Iterator[Record]:
+    suffix = base_suffix(name)
+    if suffix in (".jsonl", ".ndjson"):
+        yield from _json_lines(stream, where)
+    elif suffix == ".json":
+        yield from _json_list(stream, where)
+    elif suffix == ".parquet":
+        yield from _parquet_rows(stream, where)
+    elif suffix in (".csv", ".tsv", ".txt"):
+        sep = delimiter or ("\t" if suffix == ".tsv" else ",")
+        yield from iter_csv_rows(stream, where, sep, strip_headers)
+    else:
+        raise TaskpackError(f"{where}: unknown table type {suffix!r} (csv, tsv, jsonl, parquet)")
+
+
+def task_folders(uri: str, marker: str) -> Iterator[tuple[str, Path]]:
+    """(id, folder) for the task folder at `uri` or every task folder below it.
+
+    A folder holding `marker` is a task; its id is its path relative to `uri`, so tasks named
+    `0` in two datasets stay distinct. Folders are visited in sorted order for stable output.
+    """
+    root = Path(uri)
+    if not root.is_dir():
+        raise TaskpackError(f"{uri}: not a folder (task folders are read from local paths)")
+    if (root / marker).is_file():
+        yield root.name, root
+        return
+    found = False
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if marker in filenames:
+            found = True
+            dirnames.clear()  # a task folder's own subfolders are its files, not tasks
+            folder = Path(dirpath)
+            yield folder.relative_to(root).as_posix(), folder
+    if not found:
+        raise TaskpackError(f"{uri}: no task folders (no {marker} found below it)")
+
+
+def folder_files(folder: Path) -> list[dict[str, Any]]:
+    """Every file below `folder` as a task file with its permission bits, in sorted order."""
+    files = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            raise RowError(f"{path.relative_to(folder)}: symbolic links are not carried")
+        if path.is_file():
+            files.append(
+                {
+                    "path": path.relative_to(folder).as_posix(),
+                    "data": path.read_bytes(),
+                    "mode": path.stat().st_mode & 0o777,
+                }
+            )
+    return files
+
+
+def read_folders(
+    uri: str, marker: str, convert: Callable[[str, Path], dict[str, Any]]
+) -> Iterator[Record]:
+    """Records for every task folder, each converted by `convert(id, folder)`."""
+    for ordinal, (task_id, folder) in enumerate(task_folders(uri, marker)):
+        where = str(folder)
+        try:
+            yield Record(where, task=convert(task_id, folder), line=ordinal + 1)
+        except RowError as e:
+            yield Record(where, error=str(e), line=ordinal + 1)
+
+
+def text_file(folder: Path, name: str) -> str | None:
+    path = folder / name
+    if not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise RowError(f"{name}: not valid UTF-8") from None

@@ -1,0 +1,50 @@
+"""HumanEval (openai/human-eval): `task_id, prompt, canonical_solution, test, entry_point`.
+
+The function stub is the prompt; `test` (which defines `check(candidate)`) becomes the task file
+`test.py` under a unit-tests reward with the entry point; `canonical_solution` (a function body
+only) is kept as the reference solution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from taskpack.converters._source import Record, iter_table_rows, map_rows, need
+from taskpack.model import Task
+
+TEST_FILE = "test.py"
+_MAPPED = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+
+
+def read(uri: str, split: str) -> Iterator[Record]:
+    def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
+        test = need(row, "test")
+        return {
+            "id": need(row, "task_id"),
+            "prompt": need(row, "prompt"),
+            "solution": need(row, "canonical_solution"),
+            "reward": {
+                "kind": "unit_tests",
+                "entry_point": need(row, "entry_point"),
+                "test_file": TEST_FILE,
+            },
+            "files": [{"path": TEST_FILE, "data": test.encode("utf-8")}],
+            "source": {"format": "humaneval", "split": split, "row": ordinal},
+            "metadata": {k: v for k, v in row.items() if k not in _MAPPED},
+        }
+
+    return map_rows(iter_table_rows(uri), convert)
+
+
+def source_row(task: Task) -> dict[str, Any]:
+    reward = task.reward
+    assert reward is not None and reward.kind == "unit_tests"
+    return {
+        "task_id": task.id,
+        "prompt": task.prompt[-1].content,
+        "canonical_solution": task.solution,
+        "test": task.file(TEST_FILE).read_bytes().decode("utf-8"),
+        "entry_point": reward.entry_point,
+        **task.metadata,
+    }

@@ -1,0 +1,154 @@
+"""Any table (CSV, TSV, JSONL, Parquet, or one inside a .zip) mapped to tasks by column name.
+
+Options (also accepted as a YAML mapping file):
+  id_column        column holding the id; without it ids are `<split>-<row>`
+  prompt_column    column used verbatim as the prompt, or
+  prompt_template  a template over columns, e.g. "{prompt}\\n\\nA. {A}\\nB. {B}"
+  answer_column    reference answer; rows of a table without it (a test.csv) get no answer
+                   when answer_optional is true
+  choice_columns   columns holding the choices (comma-separated); their names are the labels
+  strip_headers    strip stray spaces around header names before matching
+  member, delimiter  which file inside a .zip, and the CSV delimiter (default by suffix)
+
+Columns are matched by name, never by position. Every column not used verbatim stays in the
+task's metadata, so the source row can be rebuilt exactly.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterator
+from typing import Any
+
+from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
+from taskpack.errors import TaskpackError
+from taskpack.model import Task
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Kaggle "LLM Science Exam": id, prompt, A-E, answer (a letter); test.csv has no answer.
+    "multiple-choice": {
+        "id_column": "id",
+        "prompt_template": "{prompt}\n\nA. {A}\nB. {B}\nC. {C}\nD. {D}\nE. {E}",
+        "choice_columns": ["A", "B", "C", "D", "E"],
+        "answer_column": "answer",
+        "answer_optional": True,
+    }
+}
+OPTIONS = {
+    "id_column",
+    "prompt_column",
+    "prompt_template",
+    "answer_column",
+    "answer_optional",
+    "choice_columns",
+    "strip_headers",
+    "member",
+    "delimiter",
+    "preset",
+}
+
+
+def _text(row: dict[str, Any], column: str, kept: dict[str, Any]) -> str:
+    """A cell as text; a non-text cell (a number in JSONL) is also kept raw in `kept`."""
+    value = row[column]
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (list, dict)):
+        raise RowError(f"column {column!r}: expected text, got {type(value).__name__}")
+    kept[column] = value
+    return str(value)
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [c.strip() for c in value.split(",") if c.strip()]
+    return [str(c) for c in value or []]
+
+
+def _truthy(value: Any) -> bool:
+    return value in (True, "true", "True", "1", "yes", 1)
+
+
+def read(uri: str, split: str, **options: Any) -> Iterator[Record]:
+    unknown = set(options) - OPTIONS
+    if unknown:
+        raise TaskpackError(
+            f"kaggle: unknown option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}"
+        )
+    preset = options.pop("preset", None)
+    if preset is not None:
+        if preset not in PRESETS:
+            raise TaskpackError(f"kaggle: unknown preset {preset!r}; known: {sorted(PRESETS)}")
+        options = {**PRESETS[preset], **options}
+    id_col = options.get("id_column")
+    prompt_col, template = options.get("prompt_column"), options.get("prompt_template")
+    if (prompt_col is None) == (template is None):
+        raise TaskpackError("kaggle: give exactly one of prompt_column or prompt_template")
+    answer_col = options.get("answer_column")
+    answer_optional = _truthy(options.get("answer_optional", False))
+    choices = _as_list(options.get("choice_columns"))
+    template_cols = [f for _, f, _, _ in string.Formatter().parse(template or "") if f]
+    required = {c for c in [id_col, prompt_col, *choices, *template_cols] if c}
+    if answer_col and not answer_optional:
+        required.add(answer_col)
+    verbatim = {c for c in [id_col, prompt_col, answer_col, *choices] if c}
+    checked = False
+
+    def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
+        nonlocal checked
+        if not checked:
+            missing = sorted(required - set(row))
+            if missing:
+                raise TaskpackError(
+                    f"{uri}: missing required column(s) {missing} (columns: {', '.join(row)})"
+                )
+            checked = True
+        kept: dict[str, Any] = {}
+        task: dict[str, Any] = {
+            "id": _text(row, id_col, kept) if id_col else f"{split}-{ordinal:05d}",
+            "source": {"format": "kaggle", "split": split, "row": ordinal},
+        }
+        if template is not None:
+            try:
+                task["prompt"] = template.format_map({k: row[k] for k in template_cols})
+            except (ValueError, IndexError) as e:
+                raise TaskpackError(f"kaggle: bad prompt_template: {e}") from None
+        else:
+            task["prompt"] = _text(row, prompt_col, kept)
+        if answer_col and answer_col in row and row[answer_col] is not None:
+            task["answer"] = _text(row, answer_col, kept)
+        if choices:
+            task["reward"] = {
+                "kind": "multiple_choice",
+                "choices": [{"label": c, "text": _text(row, c, kept)} for c in choices],
+            }
+        elif "answer" in task:
+            task["reward"] = {"kind": "exact_match"}
+        task["metadata"] = {k: v for k, v in row.items() if k not in verbatim} | kept
+        return task
+
+    rows = iter_table_rows(
+        uri,
+        member=options.get("member"),
+        delimiter=options.get("delimiter"),
+        strip_headers=_truthy(options.get("strip_headers", False)),
+    )
+    return map_rows(rows, convert)
+
+
+def source_row(task: Task, **options: Any) -> dict[str, Any]:
+    """The table row a task came from, given the options it was imported with."""
+    preset = options.get("preset")
+    if preset is not None:
+        options = {**PRESETS[preset], **options}
+    row: dict[str, Any] = {}
+    if options.get("id_column"):
+        row[options["id_column"]] = task.id
+    if options.get("prompt_column"):
+        row[options["prompt_column"]] = task.prompt[-1].content
+    if options.get("answer_column") and task.answer is not None:
+        row[options["answer_column"]] = task.answer
+    if task.reward is not None and task.reward.kind == "multiple_choice":
+        row.update({c.label: c.text for c in task.reward.choices})
+    row.update(task.metadata)
+    return row
