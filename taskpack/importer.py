@@ -64,6 +64,19 @@ def _tasks(
         raise TaskpackError(f"{uri}: no rows (empty source)")
 
 
+def _split_tasks(
+    uris: Sequence[str],
+    fmt: str,
+    split: str,
+    options: dict[str, Any],
+    skipped: list[dict[str, Any]] | None,
+) -> Iterator[Task]:
+    """All sources of one split in order; ids must be unique across them."""
+    seen: set[str] = set()
+    for uri in uris:
+        yield from _tasks(read_records(uri, fmt, split, options), uri, split, skipped, seen)
+
+
 def read_source(
     source: str | os.PathLike[str], fmt: str, *, split: str = "train", **options: Any
 ) -> Iterator[Task]:
@@ -92,14 +105,7 @@ def import_sources(
     meta.setdefault("source", {"format": fmt})
     with TaskSetWriter(target, **meta) as writer:
         for split, uris in sources.items():
-            seen: set[str] = set()
-
-            def split_tasks(split: str = split, uris: Sequence[str] = uris) -> Iterator[Task]:
-                for uri in uris:
-                    records = read_records(uri, fmt, split, dict(options or {}))
-                    yield from _tasks(records, uri, split, skipped, seen)
-
-            tasks = split_tasks()
+            tasks = _split_tasks(uris, fmt, split, dict(options or {}), skipped)
             writer.write_split(split, progress(tasks, split) if progress else tasks)
     if skip_invalid and report is not None:
         _write_report(Path(report), skipped or [])

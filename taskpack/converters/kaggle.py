@@ -114,6 +114,7 @@ def read(uri: str, split: str, **options: Any) -> Iterator[Record]:
             except (ValueError, IndexError) as e:
                 raise TaskpackError(f"kaggle: bad prompt_template: {e}") from None
         else:
+            assert prompt_col is not None
             task["prompt"] = _text(row, prompt_col, kept)
         if answer_col and answer_col in row and row[answer_col] is not None:
             task["answer"] = _text(row, answer_col, kept)

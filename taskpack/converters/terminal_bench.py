@@ -21,14 +21,20 @@ MARKER = "task.yaml"
 
 
 def _instruction(config: dict[str, Any]) -> str:
-    if isinstance(config.get("instruction"), str):
-        return str(config["instruction"])
+    """The prompt; in the older form `instruction` names an entry of the `descriptions` list."""
+    instruction = config.get("instruction")
     descriptions = config.get("descriptions")
     if isinstance(descriptions, list) and descriptions:
-        base = next((d for d in descriptions if d.get("key") == "base"), descriptions[0])
-        if isinstance(base.get("description"), str):
-            return str(base["description"])
-    raise RowError(f"{MARKER}: no 'instruction' (or 'descriptions' list with a description)")
+        key = instruction if isinstance(instruction, str) else "base"
+        chosen = next(
+            (d for d in descriptions if isinstance(d, dict) and d.get("key") == key), None
+        )
+        if chosen is None or not isinstance(chosen.get("description"), str):
+            raise RowError(f"{MARKER}: no description with key {key!r} in 'descriptions'")
+        return str(chosen["description"])
+    if isinstance(instruction, str):
+        return instruction
+    raise RowError(f"{MARKER}: no 'instruction' (or 'descriptions' list)")
 
 
 def _config(folder: Path) -> dict[str, Any]:
