@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from taskpack.converters import read_records
+from taskpack.converters import read_records, reader
 from taskpack.converters._source import Record
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, Task
@@ -101,6 +101,7 @@ def import_sources(
     `meta` takes TaskSetWriter's options (name, version, description, license, overwrite).
     With `skip_invalid`, skipped rows go to the result and, as JSON lines, to `report`.
     """
+    reader(fmt)  # an unknown format fails before anything is written
     skipped: list[dict[str, Any]] | None = [] if skip_invalid else None
     meta.setdefault("source", {"format": fmt})
     with TaskSetWriter(target, **meta) as writer:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,9 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def imported(tmp_path: Path, fmt: str, sources: dict[str, list[str]], **kw: Any) -> taskpack.TaskSet:
+def imported(
+    tmp_path: Path, fmt: str, sources: dict[str, list[str]], **kw: Any
+) -> taskpack.TaskSet:
     import_sources(tmp_path / "ts", sources, fmt, name=fmt.replace("-", ""), **kw)
     return taskpack.open(tmp_path / "ts")
 
@@ -119,7 +120,7 @@ def test_kaggle_llm_science_exam_lossless(tmp_path: Path, data_dir: Path, split:
 
 
 def test_kaggle_mapping_by_name_bom_stray_spaces_tsv_zip(tmp_path: Path) -> None:
-    table = "\ufeff Question \tid\t gold \r\nWhat is 2+2?\tq1\t4\r\n\"multi\r\nline\"\tq2\t5\r\n"
+    table = '\ufeff Question \tid\t gold \r\nWhat is 2+2?\tq1\t4\r\n"multi\r\nline"\tq2\t5\r\n'
     tsv = tmp_path / "t.tsv"
     tsv.write_bytes(table.encode("utf-8"))
     options = {"prompt_column": "Question", "id_column": "id", "answer_column": "gold"}
@@ -145,7 +146,11 @@ def test_kaggle_generated_ids_template_and_numeric_cells(tmp_path: Path) -> None
     tasks = list(read_source(src, "kaggle", split="dev", **opts))
     assert [t.id for t in tasks] == ["dev-00000", "dev-00001"]
     assert tasks[0].prompt[0].content == "Q: Capital of France?"
-    assert tasks[0].answer == "7" and tasks[0].metadata == {"q": "Capital of France?", "a": 7, "n": 1}
+    assert tasks[0].answer == "7" and tasks[0].metadata == {
+        "q": "Capital of France?",
+        "a": 7,
+        "n": 1,
+    }
     assert kaggle.source_row(tasks[0], **opts) == {"q": "Capital of France?", "a": 7, "n": 1}
 
 

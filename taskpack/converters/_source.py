@@ -83,9 +83,11 @@ def open_binary(uri: str) -> Iterator[IO[bytes]]:
     """Open a local path or fsspec URL for streaming reads, decompressing by suffix."""
     import fsspec
 
+    codec = compression(uri)
     try:
-        with fsspec.open(uri, "rb", compression=compression(uri)) as f:
-            yield f
+        with fsspec.open(uri, "rb", compression=codec) as f:
+            # zstandard's reader streams but cannot iterate lines; a buffer in front can.
+            yield io.BufferedReader(f) if codec == "zstd" else f
     except FileNotFoundError:
         raise TaskpackError(f"{uri}: no such file") from None
 
