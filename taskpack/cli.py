@@ -314,3 +314,55 @@ def formats() -> None:
     for name in READERS:
         doc = (reader(name).__doc__ or "").strip().splitlines()[0]
         click.echo(f"{name:<16}{doc}")
+
+
+@main.group()
+def catalog() -> None:
+    """Recipes for well-known public task sets."""
+
+
+@catalog.command("list")
+@_user_errors
+def catalog_list() -> None:
+    """Show every recipe: name, importer, splits, license and upstream."""
+    from taskpack.recipes import recipes
+
+    for r in recipes().values():
+        splits = ",".join(r.splits)
+        click.echo(f"{r.name:<20}{r.format:<12}{splits:<12}{r.license:<12}{r.upstream.url}")
+
+
+@catalog.command("build")
+@click.argument("name")
+@click.option(
+    "--source",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Local copy of the upstream files: their folder, or the file of a one-split set.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "target",
+    type=click.Path(path_type=Path),
+    help="Where to write the task set (default: NAME.taskset).",
+)
+@click.option(
+    "--no-check", is_flag=True, help="Build even if a file's sha256 differs from the pin."
+)
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@_user_errors
+def catalog_build(
+    name: str, source: Path, target: Path | None, no_check: bool, force: bool, quiet: bool
+) -> None:
+    """Build the catalog task set NAME from a local copy of its upstream files."""
+    from taskpack.recipes import build
+
+    target = target or Path(f"{name}.taskset")
+    result = build(
+        name, source, target, check=not no_check, overwrite=force, progress=_progress(quiet)
+    )
+    m = result.manifest
+    counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
+    click.echo(f"wrote {m.name}@{m.version} to {target} ({counts})")

@@ -22,6 +22,7 @@ READERS: dict[str, str] = {
     "kaggle": "taskpack.converters.kaggle",
     "terminal-bench": "taskpack.converters.terminal_bench",
     "harbor": "taskpack.converters.harbor",
+    "mbpp": "taskpack.converters.mbpp",
 }
 
 
