@@ -330,9 +330,10 @@ class Task(_Model):
             dupes = sorted({p for p in paths if paths.count(p) > 1})
             raise ValueError(f"files: duplicate paths {dupes}")
         known = set(paths)
+        reward = self.reward
         referenced = {
-            "reward.test_file": getattr(self.reward, "test_file", None),
-            "reward.test_patch": getattr(self.reward, "test_patch", None),
+            "reward.test_file": reward.test_file if isinstance(reward, UnitTests) else None,
+            "reward.test_patch": reward.test_patch if isinstance(reward, SweTests) else None,
             "environment.dockerfile": self.environment.dockerfile if self.environment else None,
         }
         for field, path in referenced.items():
@@ -350,7 +351,7 @@ class Task(_Model):
 
     @property
     def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(canonical_json(self.canonical())).hexdigest()
+        return content_digest(self.canonical())
 
     def file(self, path: str) -> TaskFile:
         for f in self.files:
@@ -381,11 +382,18 @@ class Task(_Model):
         return root
 
 
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: Any) -> bytes:
     """One byte string per JSON value: sorted keys, no spaces, UTF-8, no NaN."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return _ENCODER.encode(value).encode("utf-8")
+
+
+def content_digest(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
 
 
 # --- the task-set manifest ---------------------------------------------------------------

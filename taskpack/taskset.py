@@ -35,6 +35,7 @@ from taskpack.model import (
     SplitInfo,
     Task,
     canonical_json,
+    content_digest,
     version_digest,
 )
 
@@ -94,18 +95,27 @@ def coerce_task(task: Task | Mapping[str, Any], where: str) -> Task:
 
 def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[dict[str, Any], str]:
     content = task.canonical()
-    digest = "sha256:" + hashlib.sha256(canonical_json(content)).hexdigest()
+    digest = content_digest(content)
     files = []
-    for f, meta in zip(task.files, content["files"], strict=True):
+    for f in task.files:
         data = f.read_bytes()
         inline = len(data) <= INLINE_MAX
         if not inline:
-            store_blob(data, meta["sha256"])
-        files.append({**meta, "data": data if inline else None})
+            assert f.sha256 is not None
+            store_blob(data, f.sha256)
+        files.append(
+            {
+                "path": f.path,
+                "mode": f.mode,
+                "size": f.size,
+                "sha256": f.sha256,
+                "data": data if inline else None,
+            }
+        )
     row = {
         "id": task.id,
         "digest": digest,
-        "prompt": content["prompt"],
+        "prompt": [{"role": m.role, "content": m.content} for m in task.prompt],
         "answer": task.answer,
         "solution": task.solution,
         "files": files,
