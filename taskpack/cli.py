@@ -12,14 +12,17 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
-from taskpack.taskset import INLINE_MAX, TaskSet, blob_relpath
+from taskpack.taskset import INLINE_MAX, TaskSet
 from taskpack.taskset import open as open_taskset
+
+if TYPE_CHECKING:
+    from taskpack.registry.client import Version
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,7 +46,7 @@ split_option = click.option(
 )
 
 
-def _pick_split(ts: TaskSet, name: str | None) -> str:
+def _pick_split(ts: TaskSet | Version, name: str | None) -> str:
     if name is not None:
         return name
     if len(ts.splits) == 1:
@@ -77,19 +80,37 @@ def validate(path: Path) -> None:
     click.echo(f"{path}: {m.name}@{m.version} is valid: {total} tasks in {len(m.splits)} split(s)")
 
 
+registry_option = click.option(
+    "--registry",
+    help="Registry URL: a folder, s3://bucket/prefix or hf://owner "
+    "(default: $TASKPACK_REGISTRY, else a folder in your data directory).",
+)
+
+
+def _open_any(target: str, registry: str | None) -> TaskSet | Version:
+    """A task-set folder when TARGET is one, else a NAME@VERSION in the registry."""
+    from taskpack.registry.client import resolve
+
+    path = Path(target)
+    if path.is_dir():
+        return open_taskset(path)
+    if path.suffix == ".taskset" or "/" in target:
+        raise TaskpackError(f"{target}: no such task-set folder")
+    return resolve(target, registry=registry)
+
+
 @main.command()
-@taskset_path
+@click.argument("target")
+@registry_option
 @click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
 @_user_errors
-def info(path: Path, as_json: bool) -> None:
-    """Show the name, version, splits, counts, digests and sizes of the task set at PATH."""
-    ts = open_taskset(path)
+def info(target: str, registry: str | None, as_json: bool) -> None:
+    """Show name, version, splits, counts, digests and sizes of a task-set folder or NAME@VER."""
+    ts = _open_any(target, registry)
     m = ts.manifest
     if as_json:
         click.echo(m.model_dump_json(indent=2))
         return
-    blobs = {sha for s in m.splits.values() for sha in s.blobs}
-    blob_bytes = sum((path / blob_relpath(sha)).stat().st_size for sha in blobs)
     click.echo(f"{m.name}@{m.version}  {m.digest}")
     if m.description:
         click.echo(m.description)
@@ -97,16 +118,44 @@ def info(path: Path, as_json: bool) -> None:
     click.echo(f"{'split':<16}{'tasks':>10}{'bytes':>14}  digest")
     for name, s in m.splits.items():
         click.echo(f"{name:<16}{s.rows:>10}{s.bytes:>14}  {s.digest}")
-    click.echo(f"large files: {len(blobs)} ({blob_bytes} bytes, stored once each)")
+    blobs = {sha for s in m.splits.values() for sha in s.blobs}
+    click.echo(f"large files: {len(blobs)} (stored once each, fetched when materialized)")
 
 
 @main.command("ls")
-@taskset_path
+@click.argument("target", required=False)
 @split_option
+@registry_option
 @_user_errors
-def ls(path: Path, split_name: str | None) -> None:
-    """List the task ids of one split of the task set at PATH."""
-    ts = open_taskset(path)
+def ls(target: str | None, split_name: str | None, registry: str | None) -> None:
+    """List task sets in the registry, versions and tags of NAME, or task ids of a task set.
+
+    \b
+    taskpack ls                      names in the registry, with their latest version
+    taskpack ls NAME                 versions and tags of NAME
+    taskpack ls NAME@VER | FOLDER    task ids of one split
+    """
+    from taskpack.registry import open_registry
+    from taskpack.registry.refs import version_key
+
+    if target is None or ("@" not in target and not Path(target).is_dir()):
+        reg = open_registry(registry)
+        if target is None:
+            for name in reg.names():
+                versions = reg.versions(name)
+                click.echo(f"{name:<24}{versions[-1] if versions else '-'}")
+            return
+        versions = reg.versions(target)
+        if not versions:
+            raise TaskpackError(f"{reg.url}: no task set named {target!r}")
+        by_version: dict[str, list[str]] = {}
+        for tag, version in reg.tags(target).items():
+            by_version.setdefault(version, []).append(tag)
+        for version in sorted(versions, key=version_key):
+            tags = ", ".join(sorted(by_version.get(version, [])))
+            click.echo(f"{target}@{version}" + (f"  ({tags})" if tags else ""))
+        return
+    ts = _open_any(target, registry)
     for tid in ts.split(_pick_split(ts, split_name)).ids():
         click.echo(tid)
 
@@ -130,16 +179,17 @@ def _readable(task: Task) -> dict[str, Any]:
 
 
 @main.command()
-@taskset_path
+@click.argument("target")
 @click.argument("task_id")
 @split_option
+@registry_option
 @click.option(
     "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
 )
 @_user_errors
-def show(path: Path, task_id: str, split_name: str | None, fmt: str) -> None:
-    """Print one task of the task set at PATH by its id."""
-    ts = open_taskset(path)
+def show(target: str, task_id: str, split_name: str | None, registry: str | None, fmt: str) -> None:
+    """Print one task, by id, of a task-set folder or NAME@VERSION."""
+    ts = _open_any(target, registry)
     split = ts.split(_pick_split(ts, split_name))
     task = split.get(task_id)
     if task is None:
@@ -366,3 +416,86 @@ def catalog_build(
     m = result.manifest
     counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
     click.echo(f"wrote {m.name}@{m.version} to {target} ({counts})")
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@registry_option
+@click.option("--tag", "tags", multiple=True, help="Also point this movable tag at the version.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@_user_errors
+def publish(path: Path, registry: str | None, tags: tuple[str, ...], quiet: bool) -> None:
+    """Verify the task set at PATH and publish it as an immutable version."""
+    from taskpack.registry import open_registry
+    from taskpack.registry.client import publish as publish_taskset
+
+    m, created = publish_taskset(path, registry=registry, tags=tags, quiet=quiet)
+    where = open_registry(registry).url
+    state = "published" if created else "already published, same content:"
+    click.echo(f"{state} {m.name}@{m.version} ({m.digest}) to {where}")
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--split", "-s", "splits", multiple=True, help="Split to fetch (default: all).")
+@registry_option
+@click.option("--files", is_flag=True, help="Also fetch the large task files.")
+@click.option("--lockfile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@_user_errors
+def pull(
+    ref: str,
+    splits: tuple[str, ...],
+    registry: str | None,
+    files: bool,
+    lockfile: Path | None,
+    quiet: bool,
+) -> None:
+    """Fetch a version (NAME, NAME@1, NAME@1.2.3, NAME@sha256:...) into the local cache."""
+    from taskpack.registry.client import pull as pull_version
+
+    version = pull_version(
+        ref, splits, registry=registry, files=files, lockfile=lockfile, quiet=quiet
+    )
+    m = version.manifest
+    fetched = ", ".join(splits or tuple(m.splits))
+    click.echo(f"{m.name}@{m.version} ({m.digest}): {fetched} in {version.cache.root}")
+
+
+@main.command()
+@click.argument("refs", nargs=-1, required=True)
+@registry_option
+@click.option(
+    "-o",
+    "--output",
+    default="taskpack.lock",
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+)
+@_user_errors
+def lock(refs: tuple[str, ...], registry: str | None, output: Path) -> None:
+    """Resolve REFS now and write their exact versions and digests to a lockfile."""
+    from taskpack.registry.client import write_lockfile
+
+    for key, entry in write_lockfile(list(refs), output, registry=registry).items():
+        click.echo(f"{key} -> {entry['version']} {entry['digest']}")
+
+
+@main.command()
+@click.argument("old")
+@click.argument("new")
+@registry_option
+@_user_errors
+def diff(old: str, new: str, registry: str | None) -> None:
+    """Per split: tasks added, removed and changed (by digest) from OLD to NEW."""
+    a, b = _open_any(old, registry), _open_any(new, registry)
+    for name in sorted(set(a.splits) | set(b.splits)):
+        before = a.split(name).digests() if name in a.splits else {}
+        after = b.split(name).digests() if name in b.splits else {}
+        added = sorted(after.keys() - before.keys())
+        removed = sorted(before.keys() - after.keys())
+        changed = sorted(k for k in before.keys() & after.keys() if before[k] != after[k])
+        click.echo(f"{name}: +{len(added)} -{len(removed)} ~{len(changed)}")
+        for mark, ids in (("+", added), ("-", removed), ("~", changed)):
+            for tid in ids:
+                click.echo(f"  {mark} {tid}")

@@ -411,6 +411,7 @@ class SplitInfo(_Model):
     rows: int = Field(ge=0)
     digest: Annotated[str, Field(pattern=DIGEST)]
     bytes: int = Field(ge=0, description="Size of the split's Parquet file.")
+    sha256: Sha256 = Field(description="Hash of the Parquet file's bytes: its storage address.")
     blobs: list[Sha256] = Field(
         default=[], description="Large files stored by hash that this split's tasks use."
     )

@@ -7,7 +7,6 @@ recipe builds the same task set, with the same digests, on every machine.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from importlib import resources
 from pathlib import Path
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from taskpack.errors import TaskpackError, describe_validation_error
 from taskpack.importer import ImportResult, import_sources
+from taskpack.taskset import file_sha256
 
 
 class _Strict(BaseModel):
@@ -69,14 +69,6 @@ def recipe(name: str) -> Recipe:
     return known[name]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def source_files(r: Recipe, source: Path, check: bool = True) -> dict[str, list[str]]:
     """Map each split to its local file: `source` is the folder of upstream files, or the one
     file of a single-split recipe. Pinned hashes are checked unless `check` is off."""
@@ -92,7 +84,7 @@ def source_files(r: Recipe, source: Path, check: bool = True) -> dict[str, list[
         if not path.is_file():
             raise TaskpackError(f"{r.name}: split {split!r} needs {path}, which does not exist")
         pinned = r.splits[split].sha256
-        if check and pinned and _sha256(path) != pinned:
+        if check and pinned and file_sha256(path) != pinned:
             raise TaskpackError(
                 f"{path}: sha256 differs from the recipe's pinned upstream revision "
                 f"{r.upstream.revision} (build anyway with --no-check)"

@@ -22,6 +22,18 @@ def make_task(i: int = 0, **overrides: Any) -> dict[str, Any]:
     return task
 
 
+@pytest.fixture(autouse=True)
+def _isolated_registry_and_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test reads or writes the user's own registry or cache."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("TASKPACK_REGISTRY", str(home / "registry"))
+    monkeypatch.setenv("TASKPACK_CACHE", str(home / "cache"))
+    for name in ("TASKPACK_OFFLINE", "TASKPACK_LOCKFILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     if not DATA.is_dir():

@@ -85,7 +85,7 @@ def test_errors_exit_1_for_bad_input_and_2_for_usage(example: Path, tmp_path: Pa
     code, out = run("show", str(example))
     assert code == 2
     code, out = run("info", str(tmp_path / "absent"))
-    assert code == 2 and "does not exist" in out
+    assert code == 1 and "no such task-set folder" in out
     code, out = run("example", str(example))
     assert code == 1 and "already exists" in out
 

@@ -1,0 +1,116 @@
+"""Conversion benchmark: N GSM8K-shaped JSONL rows -> task set, against a hand-written pyarrow
+script doing the same mapping; rows per second and peak memory (RSS) of each, in fresh processes,
+alternating, several rounds, medians.
+
+    python bench/convert.py                      # 10k and 1M rows, 3 rounds
+    python bench/convert.py --rows 10000 --rounds 5
+
+Peak memory matters because importers must stream: the goal is the 1M peak within 2x the 10k
+peak, and at least 0.5x the hand-written script's rows per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+OURS = """
+import sys
+from taskpack.importer import import_sources
+import_sources(sys.argv[2], {"train": [sys.argv[1]]}, "gsm8k", name="bench")
+"""
+
+# What a user would write by hand: parse each line, map it, write Parquet in batches.
+BASELINE = """
+import json, sys
+import pyarrow as pa, pyarrow.parquet as pq
+schema = pa.schema([("id", pa.string()),
+    ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+    ("answer", pa.string()), ("solution", pa.string()), ("reward", pa.string())])
+writer = pq.ParquetWriter(sys.argv[2], schema, compression="zstd")
+rows = []
+with open(sys.argv[1], "rb") as f:
+    for n, line in enumerate(f):
+        r = json.loads(line)
+        final = r["answer"].rsplit("####", 1)[1].strip().replace(",", "")
+        prompt = [{"role": "user", "content": r["question"]}]
+        rows.append({"id": f"train-{n:05d}", "prompt": prompt, "answer": final,
+                     "solution": r["answer"], "reward": '{"kind":"numeric_match"}'})
+        if len(rows) == 1024:
+            writer.write_table(pa.Table.from_pylist(rows, schema)); rows = []
+if rows:
+    writer.write_table(pa.Table.from_pylist(rows, schema))
+writer.close()
+"""
+
+
+def make_source(path: Path, rows: int) -> None:
+    rng = random.Random(rows)
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(rows):
+            a, b = rng.randint(1, 10**4), rng.randint(1, 10**4)
+            question = f"Tom has {a} apples and buys {b} more. How many apples now? (#{i})"
+            answer = f"He has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} apples.\n#### {a + b:,}"
+            f.write(json.dumps({"question": question, "answer": answer}) + "\n")
+
+
+def run(script: str, source: Path, out: Path) -> tuple[float, float]:
+    """Seconds and peak RSS in MiB of one fresh process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", script, str(source), str(out)])
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"benchmark process failed with status {status}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="10000,1000000")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    sizes = [int(x) for x in args.rows.split(",")]
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rows in sizes:
+            source = Path(tmp) / f"gsm8k-{rows}.jsonl"
+            make_source(source, rows)
+            times: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
+            peaks: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
+            for r in range(args.rounds):
+                for name, script in (("taskpack", OURS), ("pyarrow script", BASELINE)):
+                    out = Path(tmp) / f"out-{name.split()[0]}-{rows}-{r}"
+                    seconds, peak = run(script, source, out)
+                    times[name].append(seconds)
+                    peaks[name].append(peak)
+            results[rows] = {
+                name: (rows / statistics.median(times[name]), statistics.median(peaks[name]))
+                for name in times
+            }
+            source.unlink()
+    print(
+        f"{'rows':>9} {'taskpack rows/s':>16} {'script rows/s':>14} {'ratio':>6} "
+        f"{'taskpack MiB':>13} {'script MiB':>11}"
+    )
+    for rows, res in results.items():
+        (ours, our_peak), (base, base_peak) = res["taskpack"], res["pyarrow script"]
+        print(
+            f"{rows:>9} {ours:>16.0f} {base:>14.0f} {ours / base:>6.2f} "
+            f"{our_peak:>13.0f} {base_peak:>11.0f}"
+        )
+    if len(sizes) > 1:
+        small, large = results[min(sizes)]["taskpack"][1], results[max(sizes)]["taskpack"][1]
+        print(f"taskpack peak memory, {max(sizes)} rows / {min(sizes)} rows: {large / small:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The registry interface: publish immutable versions, resolve refs, move tags, fetch objects.
+
+Backends implement the primitives (list versions, read a manifest, create one, fetch an
+object, swap a tag); resolution and tag rules live here once, so every backend resolves
+`name@1.2` the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from taskpack.errors import TaskpackError
+from taskpack.model import Manifest
+from taskpack.registry.refs import Ref, best_match, is_version, parse_ref, version_key
+from taskpack.registry.store import Progress
+from taskpack.taskset import TaskSet
+
+
+class VersionExists(TaskpackError):
+    """The version is already published with different content; versions are immutable."""
+
+
+class Registry(ABC):
+    url: str
+
+    # --- primitives -------------------------------------------------------------------
+
+    @abstractmethod
+    def names(self) -> list[str]: ...
+
+    @abstractmethod
+    def versions(self, name: str) -> list[str]: ...
+
+    @abstractmethod
+    def manifest(self, name: str, version: str) -> Manifest | None: ...
+
+    @abstractmethod
+    def tags(self, name: str) -> dict[str, str]:
+        """Tag -> version."""
+
+    @abstractmethod
+    def set_tag(self, name: str, tag: str, version: str, *, only_if_newer: bool = False) -> None:
+        """Point `tag` at `version` by compare-and-swap; with `only_if_newer`, never move it to
+        a lower version than the one it names (how `latest` follows the highest release)."""
+
+    @abstractmethod
+    def publish(
+        self, ts: TaskSet, *, tags: tuple[str, ...] = (), progress: Progress | None = None
+    ) -> bool:
+        """Publish `ts` as the immutable version its manifest names; True if it was new, False
+        if the same content was already there. Different content raises VersionExists."""
+
+    @abstractmethod
+    def fetch(
+        self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
+    ) -> None:
+        """Download the object with bytes hash `sha` (a split file or a large task file)."""
+
+    def local_object(self, manifest: Manifest, sha: str) -> Path | None:
+        """The object's own file when the registry is a local folder."""
+        return None
+
+    # --- shared rules -----------------------------------------------------------------
+
+    def resolve(self, ref: Ref | str) -> Manifest:
+        """The manifest `ref` names now."""
+        ref = parse_ref(ref) if isinstance(ref, str) else ref
+        version = self._resolve_version(ref)
+        manifest = self.manifest(ref.name, version) if version else None
+        if manifest is None:
+            raise TaskpackError(f"{self.url}: no version of {ref.name!r} matches {ref.spec!r}")
+        if ref.is_digest and manifest.digest != ref.spec:
+            raise TaskpackError(f"{self.url}: {ref} resolved to content {manifest.digest}")
+        return manifest
+
+    def _resolve_version(self, ref: Ref) -> str | None:
+        if is_version(ref.spec):
+            return ref.spec
+        versions = self.versions(ref.name)
+        if not versions:
+            raise TaskpackError(f"{self.url}: no task set named {ref.name!r}")
+        if ref.is_digest:
+            for version in sorted(versions, key=version_key, reverse=True):
+                found = self.manifest(ref.name, version)
+                if found is not None and found.digest == ref.spec:
+                    return version
+            return None
+        if ref.is_partial:
+            return best_match(versions, ref.spec)
+        tagged = self.tags(ref.name).get(ref.spec)
+        if tagged is None and ref.spec == "latest":
+            return best_match(versions, "")
+        if tagged is None:
+            raise TaskpackError(f"{self.url}: {ref.name!r} has no version or tag {ref.spec!r}")
+        return tagged
+
+    def check_same(self, existing: Manifest, new: Manifest) -> bool:
+        """False when identical content is already published; VersionExists when it differs."""
+        if existing.digest != new.digest:
+            raise VersionExists(
+                f"{self.url}: {new.name}@{new.version} already exists with different content "
+                f"({existing.digest}); publish a new version instead"
+            )
+        return False

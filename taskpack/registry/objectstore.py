@@ -1,0 +1,123 @@
+"""A registry over a key-value store (a local folder or an S3 prefix).
+
+Publishing uploads the objects the store lacks, then creates the manifest with a create-only
+write: until that last write the version does not exist, and of two racing publishers exactly
+one creates it. Re-running an interrupted publish finds the objects present and finishes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from taskpack.errors import TaskpackError
+from taskpack.model import Manifest
+from taskpack.registry.base import Registry
+from taskpack.registry.refs import version_key
+from taskpack.registry.store import PreconditionFailed, Progress, Store
+from taskpack.taskset import TaskSet, blob_relpath
+
+_CAS_ATTEMPTS = 50
+
+
+def object_key(sha: str) -> str:
+    return f"objects/sha256/{sha[:2]}/{sha}"
+
+
+class ObjectStoreRegistry(Registry):
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.url = store.url
+
+    def names(self) -> list[str]:
+        return sorted({key.split("/", 1)[0] for key in self.store.list("sets")})
+
+    def versions(self, name: str) -> list[str]:
+        keys = self.store.list(f"sets/{name}/versions")
+        return sorted(
+            (k.removesuffix(".json") for k in keys if k.endswith(".json")), key=version_key
+        )
+
+    def manifest(self, name: str, version: str) -> Manifest | None:
+        found = self.store.read(f"sets/{name}/versions/{version}.json")
+        if found is None:
+            return None
+        try:
+            return Manifest.model_validate_json(found[0])
+        except ValidationError as e:
+            raise TaskpackError(
+                f"{self.url}: manifest of {name}@{version} is invalid: {e}"
+            ) from None
+
+    def tags(self, name: str) -> dict[str, str]:
+        out = {}
+        for key in self.store.list(f"sets/{name}/tags"):
+            found = self.store.read(f"sets/{name}/tags/{key}")
+            if key.endswith(".json") and found is not None:
+                out[key.removesuffix(".json")] = json.loads(found[0])["version"]
+        return out
+
+    def set_tag(self, name: str, tag: str, version: str, *, only_if_newer: bool = False) -> None:
+        key = f"sets/{name}/tags/{tag}.json"
+        body = json.dumps({"version": version}).encode()
+        for _ in range(_CAS_ATTEMPTS):
+            current = self.store.read(key)
+            try:
+                if current is None:
+                    self.store.write(key, body, create_only=True)
+                    return
+                old = json.loads(current[0])["version"]
+                if old == version or (only_if_newer and version_key(old) > version_key(version)):
+                    return
+                self.store.write(key, body, if_match=current[1])
+                return
+            except PreconditionFailed:
+                continue  # someone moved the tag between our read and write: read again
+        raise TaskpackError(f"{self.url}: tag {name}@{tag} kept changing; gave up after retries")
+
+    def publish(
+        self, ts: TaskSet, *, tags: tuple[str, ...] = (), progress: Progress | None = None
+    ) -> bool:
+        m = ts.manifest
+        key = f"sets/{m.name}/versions/{m.version}.json"
+        existing = self.manifest(m.name, m.version)
+        if existing is not None:
+            created = self.check_same(existing, m)
+        else:
+            for sha, path in _objects(ts):
+                if not self.store.exists(object_key(sha)):
+                    self.store.upload(object_key(sha), path, progress)
+                elif progress:
+                    progress(path.stat().st_size)
+            try:
+                self.store.write(key, m.model_dump_json(indent=2).encode(), create_only=True)
+                created = True
+            except PreconditionFailed:
+                winner = self.manifest(m.name, m.version)
+                if winner is None:
+                    raise
+                created = self.check_same(winner, m)
+        self.set_tag(m.name, "latest", m.version, only_if_newer=True)
+        for tag in tags:
+            self.set_tag(m.name, tag, m.version)
+        return created
+
+    def fetch(
+        self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
+    ) -> None:
+        self.store.download(object_key(sha), dest, progress)
+
+    def local_object(self, manifest: Manifest, sha: str) -> Path | None:
+        return self.store.local_path(object_key(sha))
+
+
+def _objects(ts: TaskSet) -> list[tuple[str, Path]]:
+    """(bytes hash, local file) of every split file and large task file, each once."""
+    found: dict[str, Path] = {}
+    for info in ts.manifest.splits.values():
+        found[info.sha256] = ts.root / info.path
+        for sha in info.blobs:
+            found[sha] = ts.root / blob_relpath(sha)
+    return sorted(found.items())

@@ -1,0 +1,70 @@
+"""Task-set references, `name[@ref]`, and how a ref picks one version.
+
+name | name@latest     the `latest` tag, else the highest release
+name@1 | name@1.2      the highest release with that prefix
+name@1.2.3             exactly that version (pre-releases only by exact name)
+name@sha256:<hex>      the version whose content digest this is
+name@<tag>             a movable tag
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from taskpack.errors import TaskpackError
+from taskpack.model import NAME, SEMVER
+
+_PARTIAL = re.compile(r"^(0|[1-9]\d*)(\.(0|[1-9]\d*))?$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+    spec: str = "latest"
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.spec}"
+
+    @property
+    def exact(self) -> bool:
+        """An exact version or a digest: the only refs that never change meaning."""
+        return is_version(self.spec) or bool(_DIGEST.match(self.spec))
+
+    @property
+    def is_digest(self) -> bool:
+        return bool(_DIGEST.match(self.spec))
+
+    @property
+    def is_partial(self) -> bool:
+        return bool(_PARTIAL.match(self.spec))
+
+
+def parse_ref(text: str) -> Ref:
+    name, _, spec = text.partition("@")
+    if not re.match(NAME, name):
+        raise TaskpackError(f"invalid task-set reference {text!r}: expected NAME[@VERSION|TAG]")
+    return Ref(name, spec or "latest")
+
+
+def is_version(text: str) -> bool:
+    return bool(re.match(SEMVER, text))
+
+
+def version_key(version: str) -> tuple[int, int, int, int, str]:
+    """Sort key: by number, a release above its pre-releases (build metadata ignored)."""
+    core, _, pre = version.split("+", 1)[0].partition("-")
+    major, minor, patch = (int(x) for x in core.split("."))
+    return major, minor, patch, 0 if pre else 1, pre
+
+
+def best_match(versions: list[str], spec: str) -> str | None:
+    """The highest release matching a partial spec (`1`, `1.2`) or any release (`''`)."""
+    prefix = spec.split(".") if spec else []
+    releases = [
+        v
+        for v in versions
+        if "-" not in v.split("+", 1)[0] and v.split("+", 1)[0].split(".")[: len(prefix)] == prefix
+    ]
+    return max(releases, key=version_key, default=None)

@@ -1,0 +1,160 @@
+"""Key-value storage under a registry: the few operations publish and pull need, and no more.
+
+A registry over an object store keeps everything as keys below one root:
+
+    objects/sha256/<ab>/<hash>             split Parquet files and large task files, by content
+    sets/<name>/versions/<version>.json    manifests: created once, never changed
+    sets/<name>/tags/<tag>.json            movable pointers, changed by compare-and-swap
+
+Content-addressed objects can be written unconditionally (same key, same bytes); manifests need
+create-only writes and tags need compare-and-swap, which every store provides here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import tempfile
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from taskpack.errors import TaskpackError
+
+Progress = Callable[[int], None]
+
+
+class PreconditionFailed(TaskpackError):
+    """A create-only write found the key present, or a compare-and-swap found it changed."""
+
+
+class Store(ABC):
+    url: str
+
+    @abstractmethod
+    def read(self, key: str) -> tuple[bytes, str] | None:
+        """The value and its version tag (ETag), or None when the key is absent."""
+
+    @abstractmethod
+    def write(
+        self, key: str, data: bytes, *, create_only: bool = False, if_match: str | None = None
+    ) -> None:
+        """Write a small value; raises PreconditionFailed when the condition does not hold."""
+
+    @abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def list(self, prefix: str) -> list[str]:
+        """Keys below `prefix`, relative to it."""
+
+    @abstractmethod
+    def upload(self, key: str, path: Path, progress: Progress | None = None) -> None:
+        """Upload a (possibly large) file to `key`, unconditionally."""
+
+    @abstractmethod
+    def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
+        """Stream `key` into the file `dest`."""
+
+    def local_path(self, key: str) -> Path | None:
+        """The object's own file when the store is a local folder, so pulls need no copy."""
+        return None
+
+
+class LocalStore(Store):
+    """A registry folder on a local or shared file system: the embedded default."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.url = root.as_uri()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key
+
+    def read(self, key: str) -> tuple[bytes, str] | None:
+        try:
+            data = self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        return data, hashlib.sha256(data).hexdigest()
+
+    @contextlib.contextmanager
+    def _lock(self, key: str) -> Iterator[None]:
+        locks = self.root / ".locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        name = hashlib.sha256(key.encode()).hexdigest()[:32]
+        with open(locks / name, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _temp(self, target: Path, data: bytes) -> Path:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}")
+        tmp.write_bytes(data)
+        return tmp
+
+    def write(
+        self, key: str, data: bytes, *, create_only: bool = False, if_match: str | None = None
+    ) -> None:
+        target = self._path(key)
+        tmp = self._temp(target, data)
+        try:
+            if create_only:
+                try:
+                    os.link(tmp, target)  # atomic, and fails if the key exists
+                except FileExistsError:
+                    raise PreconditionFailed(f"{self.url}/{key} already exists") from None
+                return
+            with self._lock(key):
+                if if_match is not None:
+                    current = self.read(key)
+                    if current is None or current[1] != if_match:
+                        raise PreconditionFailed(f"{self.url}/{key} changed")
+                os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).exists()
+
+    def list(self, prefix: str) -> list[str]:
+        base = self._path(prefix)
+        if not base.is_dir():
+            return []
+        return sorted(
+            p.relative_to(base).as_posix()
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        )
+
+    def upload(self, key: str, path: Path, progress: Progress | None = None) -> None:
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        os.close(fd)
+        try:
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, target)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        if progress:
+            progress(path.stat().st_size)
+
+    def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
+        try:
+            shutil.copyfile(self._path(key), dest)
+        except FileNotFoundError:
+            raise TaskpackError(f"{self.url}/{key}: missing from the registry") from None
+        if progress:
+            progress(dest.stat().st_size)
+
+    def local_path(self, key: str) -> Path | None:
+        path = self._path(key)
+        return path if path.is_file() else None
