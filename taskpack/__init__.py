@@ -2,6 +2,7 @@
 
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, Message, Task, TaskFile
+from taskpack.registry.client import load, publish, pull
 from taskpack.taskset import Split, TaskSet, TaskSetWriter, open, write
 from taskpack.verify import verify
 
@@ -15,7 +16,10 @@ __all__ = [
     "TaskSet",
     "TaskSetWriter",
     "TaskpackError",
+    "load",
     "open",
+    "publish",
+    "pull",
     "verify",
     "write",
 ]

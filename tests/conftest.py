@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,39 @@ def data_dir() -> Path:
     if not DATA.is_dir():
         pytest.fail(f"shared data not found at {DATA}")
     return DATA
+
+
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real SeaweedFS S3 endpoint with authentication on; yields its URL."""
+    from .services import start_seaweedfs
+
+    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
+    yield server.endpoint
+    server.stop()
+
+
+@pytest.fixture
+def s3_env(seaweedfs: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """boto3 pointed at SeaweedFS through the standard environment variables."""
+    from .services import ACCESS_KEY, SECRET_KEY
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", seaweedfs)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return seaweedfs
+
+
+@pytest.fixture
+def bucket(s3_env: str) -> str:
+    """A fresh bucket per test; yields an s3:// registry URL inside it."""
+    import uuid
+
+    import boto3
+
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3").create_bucket(Bucket=name)
+    return f"s3://{name}/registry"

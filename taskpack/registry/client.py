@@ -50,9 +50,10 @@ class Version:
         return list(self.manifest.splits)
 
     def object(self, sha: str, progress: Progress | None = None) -> Path:
-        local = None if self.offline else self.registry.local_object(self.manifest, sha)
-        if local is not None:
-            return local
+        if self.url.startswith("file:"):  # a local registry folder: read it in place
+            local = self.registry.local_object(self.manifest, sha)
+            if local is not None:
+                return local
         if self.offline:
             found = self.cache.verified(sha)
             if found is None:

@@ -59,12 +59,17 @@ def version_key(version: str) -> tuple[int, int, int, int, str]:
     return major, minor, patch, 0 if pre else 1, pre
 
 
+def is_release(version: str) -> bool:
+    """Not a pre-release: only releases move `latest` or match `name@1`."""
+    return "-" not in version.split("+", 1)[0]
+
+
 def best_match(versions: list[str], spec: str) -> str | None:
     """The highest release matching a partial spec (`1`, `1.2`) or any release (`''`)."""
     prefix = spec.split(".") if spec else []
     releases = [
         v
         for v in versions
-        if "-" not in v.split("+", 1)[0] and v.split("+", 1)[0].split(".")[: len(prefix)] == prefix
+        if is_release(v) and v.split("+", 1)[0].split(".")[: len(prefix)] == prefix
     ]
     return max(releases, key=version_key, default=None)

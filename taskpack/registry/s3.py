@@ -33,7 +33,8 @@ class S3Store(Store):
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
-        self.client: Any = boto3.client(
+        # A session of its own: boto3's default session caches the credentials it first found.
+        self.client: Any = boto3.session.Session().client(
             "s3",
             config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard"}),
         )
@@ -48,6 +49,8 @@ class S3Store(Store):
             return TaskpackError(
                 f"registry {self.url}: authentication failed ({code}); check the AWS credentials"
             )
+        if code in ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError"):
+            return TaskpackError(f"registry {self.url}: cannot connect ({code})")
         if code == "NoSuchBucket":
             return TaskpackError(f"registry {self.url}: bucket {self.bucket!r} does not exist")
         return TaskpackError(f"{where}: S3 error {code}")

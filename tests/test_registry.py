@@ -1,0 +1,305 @@
+"""The registry on a local folder and on a real S3 server (SeaweedFS): immutable versions,
+resolution, tags, the cache, offline mode and lockfiles."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskpack
+from taskpack.errors import TaskpackError
+from taskpack.registry import VersionExists, open_registry
+from taskpack.registry.cache import Cache
+from taskpack.registry.client import load, publish, pull, resolve, write_lockfile
+from taskpack.registry.objectstore import ObjectStoreRegistry
+from taskpack.taskset import INLINE_MAX
+
+from .conftest import make_task
+
+
+def build(
+    path: Path, version: str, n: int = 5, name: str = "arith", salt: str = "", **kw: Any
+) -> Path:
+    tasks = [make_task(i, answer=str(i + 1) + salt) for i in range(n)]
+    tests = [make_task(100 + i) for i in range(2)]
+    big = make_task(
+        999, files=[{"path": "big.bin", "data": b"z" * (INLINE_MAX + 5) + salt.encode()}]
+    )
+    taskpack.write(path, {"train": [*tasks, big], "test": tests}, name=name, version=version, **kw)
+    return path
+
+
+@pytest.fixture(params=["local", "s3"])
+def registry_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "local":
+        return str(tmp_path / "registry")
+    return str(request.getfixturevalue("bucket"))
+
+
+def test_publish_resolve_every_ref_form(tmp_path: Path, registry_url: str) -> None:
+    digests = {}
+    for version in ("1.0.0", "1.2.0", "1.2.3", "2.0.0-rc.1", "0.9.0"):
+        path = build(tmp_path / version, version, salt=version)
+        m, created = publish(path, registry=registry_url)
+        assert created
+        digests[version] = m.digest
+    reg = open_registry(registry_url)
+    got = {
+        ref: reg.resolve(ref).version
+        for ref in [
+            "arith",
+            "arith@latest",
+            "arith@1",
+            "arith@1.2",
+            "arith@1.0",
+            "arith@0",
+            "arith@1.2.3",
+            "arith@2.0.0-rc.1",
+            f"arith@{digests['1.2.0']}",
+        ]
+    }
+    assert got == {
+        "arith": "1.2.3",
+        "arith@latest": "1.2.3",
+        "arith@1": "1.2.3",
+        "arith@1.2": "1.2.3",
+        "arith@1.0": "1.0.0",
+        "arith@0": "0.9.0",
+        "arith@1.2.3": "1.2.3",
+        "arith@2.0.0-rc.1": "2.0.0-rc.1",
+        f"arith@{digests['1.2.0']}": "1.2.0",
+    }
+    with pytest.raises(TaskpackError, match="no version of 'arith' matches '3'"):
+        reg.resolve("arith@3")
+    with pytest.raises(TaskpackError, match="no task set named 'other'"):
+        reg.resolve("other@1")
+    assert reg.names() == ["arith"]
+
+
+def test_republish_is_noop_and_different_content_is_refused(
+    tmp_path: Path, registry_url: str
+) -> None:
+    path = build(tmp_path / "a", "1.0.0")
+    assert publish(path, registry=registry_url)[1] is True
+    assert publish(path, registry=registry_url)[1] is False
+    other = build(tmp_path / "b", "1.0.0", salt="x")
+    with pytest.raises(VersionExists, match=r"arith@1\.0\.0 already exists with different content"):
+        publish(other, registry=registry_url)
+    assert (
+        open_registry(registry_url).resolve("arith@1.0.0").digest
+        == taskpack.open(path).manifest.digest
+    )
+
+
+def test_tags_move_by_rules(tmp_path: Path, registry_url: str) -> None:
+    publish(build(tmp_path / "a", "1.1.0"), registry=registry_url, tags=("stable",))
+    publish(build(tmp_path / "b", "1.0.5", salt="b"), registry=registry_url, tags=("stable",))
+    reg = open_registry(registry_url)
+    assert reg.tags("arith") == {"latest": "1.1.0", "stable": "1.0.5"}
+    assert reg.resolve("arith@stable").version == "1.0.5"
+
+
+def test_publish_uploads_only_what_is_missing(tmp_path: Path, registry_url: str) -> None:
+    reg = open_registry(registry_url)
+    assert isinstance(reg, ObjectStoreRegistry)
+    uploaded: list[str] = []
+    real = reg.store.upload
+    reg.store.upload = lambda key, path, progress=None: (uploaded.append(key), real(key, path))[1]  # type: ignore[method-assign]
+    reg.publish(taskpack.open(build(tmp_path / "a", "1.0.0")))
+    assert len(uploaded) == 3  # two splits and one large file
+    uploaded.clear()
+    # Same tests split and large file, different train split:
+    v2 = tmp_path / "b"
+    taskpack.write(
+        v2,
+        {"train": [make_task(7)], "test": [make_task(100 + i) for i in range(2)]},
+        name="arith",
+        version="1.1.0",
+    )
+    reg.publish(taskpack.open(v2))
+    assert uploaded == [
+        f"objects/sha256/{taskpack.open(v2).manifest.splits['train'].sha256[:2]}/"
+        f"{taskpack.open(v2).manifest.splits['train'].sha256}"
+    ]
+
+
+def test_interrupted_publish_leaves_no_version_and_rerun_completes(
+    tmp_path: Path, registry_url: str
+) -> None:
+    reg = open_registry(registry_url)
+    assert isinstance(reg, ObjectStoreRegistry)
+    real_write = reg.store.write
+
+    def crash(key: str, data: bytes, **kw: Any) -> None:
+        if "/versions/" in key:
+            raise KeyboardInterrupt  # killed between the data upload and the manifest
+        real_write(key, data, **kw)
+
+    reg.store.write = crash  # type: ignore[method-assign]
+    path = build(tmp_path / "a", "1.0.0")
+    with pytest.raises(KeyboardInterrupt):
+        reg.publish(taskpack.open(path))
+    fresh = open_registry(registry_url)
+    assert fresh.versions("arith") == []
+    with pytest.raises(TaskpackError):
+        fresh.resolve("arith@1.0.0")
+    assert publish(path, registry=registry_url)[1] is True
+    assert len(load("arith@1.0.0", registry=registry_url)) == 6
+
+
+def test_load_reads_only_the_split_and_files_on_materialize(tmp_path: Path, bucket: str) -> None:
+    path = build(tmp_path / "a", "1.0.0")
+    publish(path, registry=bucket)
+    m = taskpack.open(path).manifest
+    cache = Cache(tmp_path / "cache")
+    split = load("arith@1", split="test", registry=bucket, cache=cache)
+    assert (len(split), split[0].id, split.get("t101").id) == (2, "t100", "t101")  # type: ignore[union-attr]
+    cached = {p.name for p in (tmp_path / "cache" / "objects").rglob("*") if p.is_file()}
+    assert cached == {m.splits["test"].sha256, m.splits["test"].sha256 + ".ok"}
+    train = load("arith@1.0.0", split="train", registry=bucket, cache=cache)
+    big = train.get("t999")
+    assert big is not None and m.splits["train"].blobs[0] not in {
+        p.name for p in (tmp_path / "cache" / "objects").rglob("*")
+    }
+    out = big.materialize(tmp_path / "sandbox")
+    assert (out / "big.bin").read_bytes() == b"z" * (INLINE_MAX + 5)
+    assert [t.id for t in train] == [t.id for t in taskpack.open(path).split("train")]
+
+
+def test_pinned_version_in_cache_needs_no_network(
+    tmp_path: Path, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(build(tmp_path / "a", "1.0.0"), registry=bucket)
+    cache = Cache(tmp_path / "cache")
+    assert len(load("arith@1.0.0", registry=bucket, cache=cache)) == 6
+    pull("arith@1.0.0", ("test",), registry=bucket, cache=cache)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")  # nothing listens there
+    assert load("arith@1.0.0", registry=bucket, cache=cache)[0].id == "t0"
+    digest = taskpack.open(tmp_path / "a").manifest.digest
+    assert len(load(f"arith@{digest}", split="test", registry=bucket, cache=cache)) == 2
+    with pytest.raises(TaskpackError):
+        load("arith@1", registry=bucket, cache=cache)  # a range must be resolved: fails loudly
+
+
+def test_offline_serves_pinned_versions_only(
+    tmp_path: Path, registry_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(build(tmp_path / "a", "1.0.0"), registry=registry_url)
+    publish(build(tmp_path / "b", "1.1.0", salt="b"), registry=registry_url)
+    cache = Cache(tmp_path / "cache")
+    pull("arith@1.0.0", ("train",), registry=registry_url, cache=cache, files=True)
+    monkeypatch.setenv("TASKPACK_OFFLINE", "1")
+    split = load("arith@1.0.0", registry=registry_url, cache=cache)
+    assert split[1].answer == "2"
+    with pytest.raises(TaskpackError, match=r"offline: arith@1 is not in the cache.*only exact"):
+        load("arith@1", registry=registry_url, cache=cache)
+    with pytest.raises(TaskpackError, match=r"offline: arith@1\.1\.0 is not in the cache"):
+        load("arith@1.1.0", registry=registry_url, cache=cache)
+
+
+def test_lockfile_pins_without_resolution(
+    tmp_path: Path, registry_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(build(tmp_path / "a", "1.0.0"), registry=registry_url)
+    lockfile = tmp_path / "taskpack.lock"
+    write_lockfile(["arith@1"], lockfile, registry=registry_url)
+    publish(build(tmp_path / "b", "1.5.0", salt="b"), registry=registry_url)
+
+    def no_resolving(*args: Any, **kw: Any) -> Any:
+        raise AssertionError("resolution request made")
+
+    monkeypatch.setattr(ObjectStoreRegistry, "versions", no_resolving)
+    monkeypatch.setattr(ObjectStoreRegistry, "tags", no_resolving)
+    split = load("arith@1", registry=registry_url, lockfile=lockfile, cache=Cache(tmp_path / "c"))
+    assert split[0].answer == "1"  # 1.0.0's content, not 1.5.0's
+
+
+def test_corrupted_cache_object_is_fetched_again(tmp_path: Path, bucket: str) -> None:
+    publish(build(tmp_path / "a", "1.0.0"), registry=bucket)
+    cache = Cache(tmp_path / "cache")
+    sha = taskpack.open(tmp_path / "a").manifest.splits["test"].sha256
+    load("arith@1.0.0", split="test", registry=bucket, cache=cache)
+    obj = cache.object_path(sha)
+    data = bytearray(obj.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    obj.write_bytes(bytes(data))
+    split = load("arith@1.0.0", split="test", registry=bucket, cache=cache)
+    assert [t.id for t in split] == ["t100", "t101"]
+    assert obj.read_bytes() == (tmp_path / "a" / "splits" / "test.parquet").read_bytes()
+
+
+def test_wrong_credentials_name_the_registry_not_the_secret(
+    tmp_path: Path, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from taskpack.cli import main
+
+    path = build(tmp_path / "a", "1.0.0")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-value")
+    result = CliRunner().invoke(main, ["publish", str(path), "--registry", bucket])
+    assert result.exit_code == 1
+    assert f"registry {bucket}: authentication failed" in result.output
+    assert "wrong-secret-value" not in result.output
+    assert os.environ["AWS_SECRET_ACCESS_KEY"] not in result.output
+
+
+def test_cli_publish_ls_info_pull_diff(tmp_path: Path, registry_url: str) -> None:
+    from click.testing import CliRunner
+
+    from taskpack.cli import main
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(main, [*args, "--registry", registry_url])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "published arith@1.0.0" in run(
+        "publish", str(build(tmp_path / "a", "1.0.0")), "--tag", "gold"
+    )
+    v2 = tmp_path / "b"
+    taskpack.write(
+        v2,
+        {
+            "train": [make_task(0), make_task(1, answer="changed"), make_task(50)],
+            "test": [make_task(100), make_task(101)],
+        },
+        name="arith",
+        version="1.1.0",
+    )
+    run("publish", str(v2), "-q")
+    assert run("ls").split() == ["arith", "1.1.0"]
+    assert run("ls", "arith").splitlines() == ["arith@1.0.0  (gold)", "arith@1.1.0  (latest)"]
+    assert taskpack.open(v2).manifest.digest in run("info", "arith@1.1")
+    assert run("ls", "arith@1.0.0", "-s", "test").split() == ["t100", "t101"]
+    assert "arith@1.1.0" in run("pull", "arith", "--split", "test")
+    out = run("diff", "arith@1.0.0", "arith@1.1.0")
+    assert "train: +1 -4 ~1" in out and "  + t50" in out and "  ~ t1" in out
+    assert "test: +0 -0 ~0" in out
+
+
+def test_cached_pinned_load_imports_no_network_or_dataframe_library(
+    tmp_path: Path, bucket: str
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    publish(build(tmp_path / "a", "1.0.0"), registry=bucket)
+    cache = tmp_path / "cache"
+    pull("arith@1.0.0", ("train",), registry=bucket, cache=Cache(cache))
+    probe = (
+        "import json, sys, taskpack\n"
+        "split = taskpack.load('arith@1.0.0', registry=sys.argv[1])\n"
+        "t = split[2]\n"
+        "mods = [m for m in ('boto3', 'botocore', 'datasets', 'pandas') if m in sys.modules]\n"
+        "print(json.dumps([t.id, mods]))\n"
+    )
+    env = {**os.environ, "TASKPACK_CACHE": str(cache), "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9"}
+    out = subprocess.run(
+        [sys.executable, "-c", probe, bucket], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out) == ["t2", []]
