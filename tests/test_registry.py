@@ -13,7 +13,7 @@ import taskpack
 from taskpack.errors import TaskpackError
 from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.cache import Cache
-from taskpack.registry.client import load, publish, pull, resolve, write_lockfile
+from taskpack.registry.client import load, publish, pull, write_lockfile
 from taskpack.registry.objectstore import ObjectStoreRegistry
 from taskpack.taskset import INLINE_MAX
 

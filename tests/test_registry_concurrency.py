@@ -18,43 +18,44 @@ from .conftest import make_task
 PUBLISHERS, ROUNDS, READERS = 16, 20, 32
 
 
+def race(bucket: str, paths: list[Path]) -> list[object]:
+    """Publish every task set at once, each from its own S3 client; True, False or the error."""
+    barrier = threading.Barrier(len(paths))
+    outcomes: list[object] = [None] * len(paths)
+
+    def run(p: int) -> None:
+        registry = open_registry(bucket)
+        ts = taskpack.open(paths[p])
+        barrier.wait()
+        try:
+            outcomes[p] = registry.publish(ts)
+        except VersionExists as e:
+            outcomes[p] = e
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in range(len(paths))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
+
+
 def test_racing_publishers_exactly_one_wins(tmp_path: Path, bucket: str) -> None:
     for round_no in range(ROUNDS):
         version = f"1.0.{round_no}"
         paths = []
         for p in range(PUBLISHERS):
             path = tmp_path / f"r{round_no}-p{p}"
-            taskpack.write(
-                path,
-                {"train": [make_task(p, answer=f"publisher {p}")]},
-                name="race",
-                version=version,
-            )
+            rows = [make_task(p, answer=f"publisher {p}")]
+            taskpack.write(path, {"train": rows}, name="race", version=version)
             paths.append(path)
-        barrier = threading.Barrier(PUBLISHERS)
-        outcomes: list[object] = [None] * PUBLISHERS
-
-        def run(p: int) -> None:
-            registry = open_registry(bucket)  # each with its own S3 client
-            ts = taskpack.open(paths[p])
-            barrier.wait()
-            try:
-                outcomes[p] = registry.publish(ts)
-            except VersionExists as e:
-                outcomes[p] = e
-
-        threads = [threading.Thread(target=run, args=(p,)) for p in range(PUBLISHERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        outcomes = race(bucket, paths)
         winners = [p for p, o in enumerate(outcomes) if o is True]
         losers = [o for o in outcomes if isinstance(o, VersionExists)]
         assert len(winners) == 1, (round_no, outcomes)
         assert len(losers) == PUBLISHERS - 1
-        assert all(
-            f"race@{version} already exists with different content" in str(e) for e in losers
-        )
+        expected = f"race@{version} already exists with different content"
+        assert all(expected in str(e) for e in losers)
         published = open_registry(bucket).resolve(f"race@{version}")
         assert published.digest == taskpack.open(paths[winners[0]]).manifest.digest
 
