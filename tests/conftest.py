@@ -76,3 +76,27 @@ def bucket(s3_env: str) -> str:
     name = f"t-{uuid.uuid4().hex[:12]}"
     boto3.client("s3").create_bucket(Bucket=name)
     return f"s3://{name}/registry"
+
+
+@pytest.fixture(scope="session")
+def hub_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """olah serving local git repos, behind the test server for the Hub's write endpoints."""
+    from .hubserver import start_hub
+
+    hub = start_hub(tmp_path_factory.mktemp("hub"))
+    yield hub
+    hub.stop()
+
+
+@pytest.fixture
+def hub(hub_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """huggingface_hub and datasets pointed at the test Hub; yields it."""
+    import uuid
+
+    monkeypatch.setenv("HF_ENDPOINT", hub_server.endpoint)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    monkeypatch.setenv("HF_TOKEN", "test-token")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    hub_server.owner = f"org{uuid.uuid4().hex[:8]}"
+    return hub_server

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float
         try:
             with urllib.request.urlopen(url, timeout=1):
                 return
+        except urllib.error.HTTPError:
+            return  # it answered: up, even if that path is an error
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"server at {url} not ready after {timeout}s:\n{log.read_text()[-3000:]}")

@@ -1,0 +1,317 @@
+"""The Hugging Face Hub as a registry: one dataset repo per task set, a version per git tag.
+
+`hf://owner` keeps task set NAME in the dataset repo `owner/NAME`. Publishing commits the
+task-set folder (manifest, split Parquet files, large files, and a dataset card whose `configs`
+let `datasets.load_dataset("owner/NAME", revision=VERSION, split=...)` work without taskpack)
+as one commit on `main`, with the previous head as `parent_commit` (compare-and-swap), then tags
+that exact commit with the version. The tag is create-only: a racing publisher gets 409, and
+the manifest behind the tag decides whether it was the same content.
+
+The Hub has no compare-and-swap on tags, and tags can be deleted and re-created, so movable tags
+(`latest`, user tags) live in `tags.json` on the branch `taskpack-tags`, changed by commits with
+`parent_commit`; and every download is checked against the manifest's hashes, the truth.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from taskpack.errors import TaskpackError
+from taskpack.model import Manifest
+from taskpack.registry.base import Registry
+from taskpack.registry.refs import is_release, is_version, version_key
+from taskpack.registry.store import Progress
+from taskpack.taskset import MANIFEST, TaskSet, blob_relpath
+
+TAGS_BRANCH = "taskpack-tags"
+TAGS_FILE = "tags.json"
+CARD = "README.md"
+_CAS_ATTEMPTS = 20
+_HUB_LICENSES = {"mit", "apache-2.0", "cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "bsd-3-clause"}
+
+
+def _status(err: Exception) -> int | None:
+    response = getattr(err, "response", None)
+    return getattr(response, "status_code", None)
+
+
+class HubRegistry(Registry):
+    def __init__(self, owner: str) -> None:
+        from huggingface_hub import HfApi
+
+        self.owner = owner.strip("/")
+        if not self.owner or "/" in self.owner:
+            raise TaskpackError(f"hf://{owner}: expected hf://OWNER (a user or organization)")
+        self.url = f"hf://{self.owner}"
+        # Read now, not at huggingface_hub's import: HF_ENDPOINT names a mirror or test Hub.
+        self.endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
+        self.api = HfApi(endpoint=self.endpoint)
+
+    def _repo(self, name: str) -> str:
+        return f"{self.owner}/{name}"
+
+    def _fail(self, err: Exception, what: str) -> TaskpackError:
+        status = _status(err)
+        if status in (401, 403):
+            return TaskpackError(f"registry {self.url}: not authorized to {what} (HTTP {status})")
+        return TaskpackError(f"registry {self.url}: could not {what}: {err}")
+
+    # --- reads ------------------------------------------------------------------------
+
+    def _get(self, name: str, path: str, revision: str) -> bytes | None:
+        from huggingface_hub import build_hf_headers, get_session, hf_hub_url
+
+        url = hf_hub_url(
+            self._repo(name), path, repo_type="dataset", revision=revision, endpoint=self.endpoint
+        )
+        try:
+            response = get_session().get(url, headers=build_hf_headers(), follow_redirects=True)
+        except Exception as e:  # noqa: BLE001 - network errors of any client
+            raise self._fail(e, f"read {name}/{path}") from None
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            raise TaskpackError(
+                f"registry {self.url}: reading {name}/{path}: HTTP {response.status_code}"
+            )
+        return bytes(response.content)
+
+    def _refs(self, name: str) -> Any:
+        from huggingface_hub.errors import RepositoryNotFoundError
+
+        try:
+            return self.api.list_repo_refs(self._repo(name), repo_type="dataset")
+        except RepositoryNotFoundError:
+            return None
+        except Exception as e:  # noqa: BLE001
+            if _status(e) == 404:  # mirrors answer a missing repo with a plain 404
+                return None
+            raise self._fail(e, f"list the versions of {name}") from None
+
+    def names(self) -> list[str]:
+        try:
+            return sorted(d.id.split("/", 1)[1] for d in self.api.list_datasets(author=self.owner))
+        except Exception as e:  # noqa: BLE001
+            raise self._fail(e, "list task sets") from None
+
+    def versions(self, name: str) -> list[str]:
+        refs = self._refs(name)
+        tags = [t.name for t in refs.tags] if refs is not None else []
+        return sorted((t for t in tags if is_version(t)), key=version_key)
+
+    def manifest(self, name: str, version: str) -> Manifest | None:
+        # A version exists when its tag does; asking for a file of a missing repo gets 401.
+        if version not in self.versions(name):
+            return None
+        data = self._get(name, MANIFEST, version)
+        if data is None:
+            return None
+        try:
+            return Manifest.model_validate_json(data)
+        except ValidationError as e:
+            raise TaskpackError(
+                f"{self.url}: manifest of {name}@{version} is invalid: {e}"
+            ) from None
+
+    def _tags_head(self, name: str) -> tuple[str | None, dict[str, str]]:
+        refs = self._refs(name)
+        head = next((b.target_commit for b in refs.branches if b.name == TAGS_BRANCH), None)
+        if head is None:
+            return None, {}
+        # Ask before reading: a branch just created has no tags.json yet, and some mirrors
+        # answer a missing file with an error rather than 404.
+        if not self.api.get_paths_info(
+            self._repo(name), [TAGS_FILE], revision=head, repo_type="dataset"
+        ):
+            return head, {}
+        data = self._get(name, TAGS_FILE, head)
+        return head, json.loads(data) if data else {}
+
+    def tags(self, name: str) -> dict[str, str]:
+        return self._tags_head(name)[1]
+
+    # --- writes -----------------------------------------------------------------------
+
+    def set_tag(self, name: str, tag: str, version: str, *, only_if_newer: bool = False) -> None:
+        from huggingface_hub import CommitOperationAdd
+
+        for _ in range(_CAS_ATTEMPTS):
+            head, tags = self._tags_head(name)
+            old = tags.get(tag)
+            if old == version or (
+                old is not None and only_if_newer and version_key(old) > version_key(version)
+            ):
+                return
+            if head is None:
+                self.api.create_branch(
+                    self._repo(name), branch=TAGS_BRANCH, repo_type="dataset", exist_ok=True
+                )
+                continue
+            tags[tag] = version
+            body = json.dumps(tags, indent=2, sort_keys=True).encode()
+            try:
+                self.api.create_commit(
+                    self._repo(name),
+                    [CommitOperationAdd(TAGS_FILE, body)],
+                    commit_message=f"tag {tag} -> {version}",
+                    repo_type="dataset",
+                    revision=TAGS_BRANCH,
+                    parent_commit=head,
+                )
+                return
+            except Exception as e:  # noqa: BLE001
+                if _status(e) != 412:
+                    raise self._fail(e, f"move tag {tag}") from None
+        raise TaskpackError(f"{self.url}: tag {name}@{tag} kept changing; gave up after retries")
+
+    def publish(
+        self, ts: TaskSet, *, tags: tuple[str, ...] = (), progress: Progress | None = None
+    ) -> bool:
+        m = ts.manifest
+        existing = self.manifest(m.name, m.version)
+        if existing is not None:
+            created = self.check_same(existing, m)
+        else:
+            try:
+                self.api.create_repo(self._repo(m.name), repo_type="dataset", exist_ok=True)
+            except Exception as e:  # noqa: BLE001
+                raise self._fail(e, f"create the dataset repo {self._repo(m.name)}") from None
+            commit = self._commit_version(ts)
+            created = self._tag_version(ts, commit)
+        if is_release(m.version):
+            self.set_tag(m.name, "latest", m.version, only_if_newer=True)
+        for tag in tags:
+            self.set_tag(m.name, tag, m.version)
+        return created
+
+    def _commit_version(self, ts: TaskSet) -> str:
+        """One commit on main whose tree is exactly this version; the commit id."""
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+        m = ts.manifest
+        files = {path: ts.root / path for path in _version_files(ts)}
+        adds = [CommitOperationAdd(path, str(local)) for path, local in files.items()]
+        adds.append(CommitOperationAdd(CARD, dataset_card(m, self.owner).encode()))
+        for _ in range(_CAS_ATTEMPTS):
+            refs = self._refs(m.name)
+            head = next(b.target_commit for b in refs.branches if b.name == "main")
+            stale = [
+                CommitOperationDelete(path)
+                for path in self.api.list_repo_files(
+                    self._repo(m.name), repo_type="dataset", revision=head
+                )
+                if path not in files and path not in (CARD, ".gitattributes")
+            ]
+            try:
+                info = self.api.create_commit(
+                    self._repo(m.name),
+                    [*adds, *stale],
+                    commit_message=f"{m.name} {m.version}",
+                    commit_description=m.digest,
+                    repo_type="dataset",
+                    revision="main",
+                    parent_commit=head,
+                )
+                return str(info.oid)
+            except Exception as e:  # noqa: BLE001
+                if _status(e) != 412:
+                    raise self._fail(e, f"upload {m.name}@{m.version}") from None
+        raise TaskpackError(f"{self.url}: main of {m.name} kept moving; gave up after retries")
+
+    def _tag_version(self, ts: TaskSet, commit: str) -> bool:
+        m = ts.manifest
+        try:
+            self.api.create_tag(
+                self._repo(m.name), tag=m.version, revision=commit, repo_type="dataset"
+            )
+            return True
+        except Exception as e:  # noqa: BLE001
+            if _status(e) != 409:
+                raise self._fail(e, f"tag {m.name}@{m.version}") from None
+        winner = self.manifest(m.name, m.version)
+        if winner is None:
+            raise TaskpackError(f"{self.url}: tag {m.version} exists but has no manifest")
+        return self.check_same(winner, m)
+
+    def fetch(
+        self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
+    ) -> None:
+        from huggingface_hub import build_hf_headers, get_session, hf_hub_url
+
+        path = _object_path(manifest, sha)
+        url = hf_hub_url(
+            self._repo(manifest.name),
+            path,
+            repo_type="dataset",
+            revision=manifest.version,
+            endpoint=self.endpoint,
+        )
+        try:
+            with (
+                get_session().stream(
+                    "GET", url, headers=build_hf_headers(), follow_redirects=True
+                ) as response,
+                dest.open("wb") as out,
+            ):
+                if response.status_code >= 400:
+                    raise TaskpackError(
+                        f"registry {self.url}: {manifest.name}@{manifest.version}/{path}: "
+                        f"HTTP {response.status_code}"
+                    )
+                for chunk in response.iter_bytes(1 << 20):
+                    out.write(chunk)
+                    if progress:
+                        progress(len(chunk))
+        except TaskpackError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise self._fail(e, f"download {path}") from None
+
+
+def _version_files(ts: TaskSet) -> list[str]:
+    paths = [MANIFEST]
+    for info in ts.manifest.splits.values():
+        paths.append(info.path)
+        paths.extend(blob_relpath(sha) for sha in info.blobs)
+    return sorted(set(paths))
+
+
+def _object_path(manifest: Manifest, sha: str) -> str:
+    for info in manifest.splits.values():
+        if info.sha256 == sha:
+            return info.path
+        if sha in info.blobs:
+            return blob_relpath(sha)
+    raise TaskpackError(f"{manifest.name}@{manifest.version} has no object {sha}")
+
+
+def dataset_card(m: Manifest, owner: str) -> str:
+    """README.md whose YAML `configs` make plain `datasets.load_dataset` read each split."""
+    import yaml
+
+    license_id = (m.license or "").lower()
+    header = {
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": n, "path": s.path} for n, s in m.splits.items()],
+            }
+        ],
+        "license": license_id if license_id in _HUB_LICENSES else "other",
+        "tags": ["taskpack", "rl-tasks"],
+        "pretty_name": m.name,
+    }
+    first = next(iter(m.splits))
+    return (
+        f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n# {m.name} {m.version}\n\n"
+        f"{m.description}\n\nContent digest: `{m.digest}`\n\n"
+        "```python\n"
+        f'taskpack.load("{m.name}@{m.version}", split="{first}", registry="hf://{owner}")\n'
+        f'datasets.load_dataset("{owner}/{m.name}", revision="{m.version}", split="{first}")\n'
+        "```\n"
+    )
