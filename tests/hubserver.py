@@ -67,15 +67,19 @@ class HubRepos:
 
     def create(self, org: str, name: str) -> bool:
         repo = self.path(org, name)
-        if repo.exists():
-            return False
-        repo.mkdir(parents=True)
+        with self.lock:
+            if repo.exists():
+                return False
+            repo.mkdir(parents=True)
+            self._init(repo)
+        return True
+
+    def _init(self, repo: Path) -> None:
         git(repo, "init", "--bare", "-q", "-b", "main")
         blob = git(repo, "hash-object", "-w", "--stdin", stdin=b"*.parquet binary\n")
         tree = git(repo, "mktree", stdin=f"100644 blob {blob}\t.gitattributes\n".encode())
         commit = git(repo, "commit-tree", tree, "-m", "initial commit")
         git(repo, "update-ref", "refs/heads/main", commit)
-        return True
 
     def resolve(self, repo: Path, rev: str) -> str | None:
         try:
@@ -215,8 +219,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def _proxy(self, body: bytes | None = None) -> None:
         request = urllib.request.Request(self.upstream + self.path, data=body, method=self.command)
-        for key in ("Range", "Accept", "Accept-Encoding", "If-None-Match", "Authorization",
-                    "Content-Type"):
+        for key in (
+            "Range",
+            "Accept",
+            "Accept-Encoding",
+            "If-None-Match",
+            "Authorization",
+            "Content-Type",
+        ):
             if key in self.headers:
                 request.add_header(key, self.headers[key])
         opener = urllib.request.build_opener(_NoRedirect)

@@ -64,7 +64,8 @@ class HubRegistry(Registry):
     # --- reads ------------------------------------------------------------------------
 
     def _get(self, name: str, path: str, revision: str) -> bytes | None:
-        from huggingface_hub import build_hf_headers, get_session, hf_hub_url
+        from huggingface_hub import get_session, hf_hub_url
+        from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # documented, lazily exported
 
         url = hf_hub_url(
             self._repo(name), path, repo_type="dataset", revision=revision, endpoint=self.endpoint
@@ -241,7 +242,8 @@ class HubRegistry(Registry):
     def fetch(
         self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
     ) -> None:
-        from huggingface_hub import build_hf_headers, get_session, hf_hub_url
+        from huggingface_hub import get_session, hf_hub_url
+        from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # documented, lazily exported
 
         path = _object_path(manifest, sha)
         url = hf_hub_url(
