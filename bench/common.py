@@ -1,0 +1,76 @@
+"""Shared pieces of the benchmarks: synthetic data, fresh-process timing, medians of
+alternating rounds. Every benchmark runs taskpack and its alternative in the same run and
+reports ratios; absolute times are printed only as context."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def gsm8k_rows(count: int, seed: int = 0) -> Iterator[dict[str, str]]:
+    rng = random.Random(seed)
+    for i in range(count):
+        a, b = rng.randint(1, 10**4), rng.randint(1, 10**4)
+        yield {
+            "question": f"Tom has {a} apples and buys {b} more. How many apples now? (#{i})",
+            "answer": f"He has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} apples.\n#### {a + b:,}",
+        }
+
+
+def write_jsonl(path: Path, count: int) -> Path:
+    with path.open("w", encoding="utf-8") as f:
+        for row in gsm8k_rows(count):
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def build_taskset(path: Path, count: int) -> Path:
+    """A GSM8K-shaped task set of `count` tasks (built once per benchmark run)."""
+    from taskpack.importer import import_sources
+
+    source = write_jsonl(path.with_suffix(".jsonl"), count)
+    import_sources(path, {"train": [str(source)]}, "gsm8k", name="bench", version="1.0.0")
+    source.unlink()
+    return path
+
+
+def fresh_process(code: str, *args: str, env: dict[str, str] | None = None) -> float:
+    """Wall seconds of `python -c code args` in a new interpreter, as a user would run it."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code, *args], check=True, env={**os.environ, **(env or {})},
+                   stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def alternate(contenders: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+    """Median of each contender's timings, run in turn round after round (same conditions)."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, run in contenders.items():
+            times[name].append(run())
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def per_call(fn: Callable[[int], Any], indices: list[int]) -> float:
+    """Seconds per call of fn(i) over `indices`."""
+    start = time.perf_counter()
+    for i in indices:
+        fn(i)
+    return (time.perf_counter() - start) / len(indices)
+
+
+def machine() -> str:
+    import platform
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

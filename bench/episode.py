@@ -1,0 +1,115 @@
+"""Episode start and random access over a 100k-task split.
+
+Episode start: a fresh process opens a pinned, already-cached version and reads task i, against
+`datasets.load_dataset(...)[i]` on the same Parquet with a hot cache, and raw pyarrow reading
+that one row (the row group holding it). Random access: `split[i]` and `split.get(id)` in one
+process, against `datasets` `ds[i]` and a pyarrow slice of an in-memory table.
+
+    python bench/episode.py [--tasks 100000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import alternate, build_taskset, fresh_process, per_call  # noqa: E402
+
+TASKPACK = """
+import sys, taskpack
+print(taskpack.load("bench@1.0.0", split="train")[int(sys.argv[1])].id)
+"""
+DATASETS = """
+import sys, datasets
+ds = datasets.load_dataset("parquet", data_files={"train": sys.argv[2]}, split="train")
+print(ds[int(sys.argv[1])]["id"])
+"""
+PYARROW = """
+import bisect, sys
+import pyarrow.parquet as pq
+i, pf = int(sys.argv[1]), pq.ParquetFile(sys.argv[2])
+starts, n = [], 0
+for g in range(pf.metadata.num_row_groups):
+    starts.append(n)
+    n += pf.metadata.row_group(g).num_rows
+g = bisect.bisect_right(starts, i) - 1
+print(pf.read_row_group(g).slice(i - starts[g], 1).to_pylist()[0]["id"])
+"""
+BARE = "print('task')"
+
+
+def episode_start(parquet: Path, rounds: int, index: int) -> dict[str, float]:
+    args = (str(index), str(parquet))
+    return alternate(
+        {
+            "taskpack": lambda: fresh_process(TASKPACK, *args),
+            "datasets (hot cache)": lambda: fresh_process(DATASETS, *args),
+            "raw pyarrow": lambda: fresh_process(PYARROW, *args),
+            "bare python": lambda: fresh_process(BARE),
+        },
+        rounds,
+    )
+
+
+def random_access(parquet: Path, rounds: int, count: int) -> dict[str, float]:
+    import datasets
+    import pyarrow.parquet as pq
+
+    import taskpack
+
+    split = taskpack.load("bench@1.0.0", split="train")
+    ds = datasets.load_dataset("parquet", data_files={"train": str(parquet)}, split="train")
+    table = pq.read_table(parquet)
+    rng = random.Random(1)
+    indices = [rng.randrange(len(split)) for _ in range(count)]
+    ids = [f"train-{i:05d}" for i in indices]
+    split.get(ids[0])  # the id index is built once per process; measure steady state
+    return alternate(
+        {
+            "split[i]": lambda: per_call(lambda i: split[i], indices),
+            "split.get(id)": lambda: per_call(lambda k: split.get(ids[k]), list(range(count))),
+            "datasets ds[i]": lambda: per_call(lambda i: ds[i], indices),
+            "pyarrow slice": lambda: per_call(lambda i: table.slice(i, 1).to_pylist()[0], indices),
+        },
+        rounds,
+    )
+
+
+def main() -> dict[str, dict[str, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TASKPACK_REGISTRY"] = str(Path(tmp) / "registry")
+        os.environ["TASKPACK_CACHE"] = str(Path(tmp) / "cache")
+        os.environ["HF_DATASETS_CACHE"] = str(Path(tmp) / "hf")
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import taskpack
+
+        ts_path = build_taskset(Path(tmp) / "bench.taskset", args.tasks)
+        taskpack.publish(ts_path)
+        parquet = ts_path / "splits" / "train.parquet"
+        index = args.tasks * 3 // 4 + 17
+        fresh_process(DATASETS, str(index), str(parquet))  # build the datasets cache: hot
+        fresh_process(TASKPACK, str(index))  # resolve once: the version is now pinned in cache
+        start = episode_start(parquet, args.rounds, index)
+        access = random_access(parquet, args.rounds, 2000)
+    ours = start["taskpack"]
+    print(f"episode start, fresh process, task {index} of {args.tasks} (median of {args.rounds}):")
+    for name, seconds in start.items():
+        print(f"  {name:<22}{seconds * 1000:8.0f} ms   taskpack / this = {ours / seconds:5.2f}")
+    print("random access in one process (median per call):")
+    base = access["pyarrow slice"]
+    for name, seconds in access.items():
+        print(f"  {name:<22}{seconds * 1e6:8.1f} us   this / pyarrow slice = {seconds / base:5.2f}")
+    return {"episode_start": start, "random_access": access}
+
+
+if __name__ == "__main__":
+    main()
