@@ -48,8 +48,12 @@ def build_taskset(path: Path, count: int) -> Path:
 def fresh_process(code: str, *args: str, env: dict[str, str] | None = None) -> float:
     """Wall seconds of `python -c code args` in a new interpreter, as a user would run it."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code, *args], check=True, env={**os.environ, **(env or {})},
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-c", code, *args],
+        check=True,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+    )
     return time.perf_counter() - start
 
 

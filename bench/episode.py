@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import alternate, build_taskset, fresh_process, per_call  # noqa: E402
+from common import alternate, build_taskset, fresh_process, per_call
 
 TASKPACK = """
 import sys, taskpack

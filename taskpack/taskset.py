@@ -126,15 +126,24 @@ def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[d
     return row, digest
 
 
-def task_from_row(row: dict[str, Any], fetch: Fetch | None) -> Task:
+def _columns(row: dict[str, Any]) -> dict[str, Any]:
     for name in _JSON_COLUMNS:
         if row[name] is not None:
             row[name] = json.loads(row[name])
     row.pop("digest", None)
-    task = Task.model_validate(row)
+    return row
+
+
+def task_from_row(row: dict[str, Any], fetch: Fetch | None) -> Task:
+    """A stored row as a Task, trusted (see `Task.stored`)."""
+    return Task.stored(_columns(row), fetch)
+
+
+def validated_task_from_row(row: dict[str, Any], fetch: Fetch | None) -> Task:
+    """A stored row as a Task, every rule checked again (for `verify`)."""
+    task = Task.model_validate(_columns(row))
     for f in task.files:
-        if f.data is None:
-            f._fetch = fetch
+        f._fetch = fetch
     return task
 
 
@@ -358,7 +367,7 @@ class Split:
     group holding task i (a few recent ones are kept), `get` reads the id column once.
     """
 
-    _CACHED_GROUPS = 8
+    CACHE_BYTES = 256 * 1024 * 1024  # decoded row groups kept for random access
 
     def __init__(self, name: str, info: SplitInfo, parquet: Path, fetch: Fetch | None) -> None:
         self.name = name
@@ -367,7 +376,8 @@ class Split:
         self._fetch = fetch
         self._file: pq.ParquetFile | None = None
         self._starts: list[int] = []
-        self._groups: OrderedDict[int, pa.Table] = OrderedDict()
+        self._groups: OrderedDict[int, list[tuple[str, pa.Array]]] = OrderedDict()
+        self._cached_bytes = 0
         self._index: dict[str, int] | None = None
 
     def __repr__(self) -> str:
@@ -399,16 +409,20 @@ class Split:
                 )
         return self._file
 
-    def _group(self, g: int) -> pa.Table:
-        table = self._groups.get(g)
-        if table is None:
-            table = self._pf().read_row_group(g)
-            self._groups[g] = table
-            if len(self._groups) > self._CACHED_GROUPS:
-                self._groups.popitem(last=False)
-        else:
+    def _group(self, g: int) -> list[tuple[str, pa.Array]]:
+        """Row group g's columns, decoded once and kept (least recently used out first)."""
+        columns = self._groups.get(g)
+        if columns is not None:
             self._groups.move_to_end(g)
-        return table
+            return columns
+        table = self._pf().read_row_group(g)
+        columns = [(name, table.column(name).combine_chunks()) for name in table.column_names]
+        self._groups[g] = columns
+        self._cached_bytes += table.nbytes
+        while self._cached_bytes > self.CACHE_BYTES and len(self._groups) > 1:
+            _, old = self._groups.popitem(last=False)
+            self._cached_bytes -= sum(array.nbytes for _, array in old)
+        return columns
 
     @overload
     def __getitem__(self, i: int) -> Task: ...
@@ -425,7 +439,9 @@ class Split:
         import bisect
 
         g = bisect.bisect_right(self._starts, i) - 1
-        row = self._group(g).slice(i - self._starts[g], 1).to_pylist()[0]
+        k = i - self._starts[g]
+        # One scalar per column: far cheaper than slicing a one-row table.
+        row = {name: array[k].as_py() for name, array in self._group(g)}
         return task_from_row(row, self._fetch)
 
     def ids(self) -> list[str]:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from taskpack.errors import describe_validation_error
 from taskpack.model import version_digest
-from taskpack.taskset import TaskSet, task_from_row
+from taskpack.taskset import TaskSet, validated_task_from_row
 
 
 def verify(ts: TaskSet, limit: int = 20) -> list[str]:
@@ -30,7 +30,7 @@ def verify(ts: TaskSet, limit: int = 20) -> list[str]:
             stored = row["digest"]
             where = f"split {name!r} row {row_no} (id {row['id']!r})"
             try:
-                task = task_from_row(row, ts.read_blob)
+                task = validated_task_from_row(row, ts.read_blob)
             except ValidationError as e:
                 problems.append(f"{where}: {describe_validation_error(e)}")
                 continue

@@ -39,6 +39,13 @@ rewards = st.one_of(
         st.lists(text, max_size=3),
     ),
     st.builds(lambda c: {"kind": "rubric", "criteria": [{"description": c}]}, text),
+    st.builds(
+        lambda labels: {
+            "kind": "multiple_choice",
+            "choices": [{"label": x, "text": f"choice {x}"} for x in labels],
+        },
+        st.lists(st.sampled_from("ABCDE"), min_size=2, max_size=5, unique=True),
+    ),
 )
 
 
@@ -50,14 +57,18 @@ def tasks(draw: st.DrawFn) -> dict[str, Any]:
     messages = st.fixed_dictionaries(
         {"role": st.sampled_from(["system", "user", "assistant"]), "content": text}
     )
+    reward = draw(rewards)
+    answer = draw(st.none() | text)
+    if reward is not None and reward["kind"] == "multiple_choice" and answer is not None:
+        answer = reward["choices"][-1]["label"]
     return {
         "id": draw(
             st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=20)
         ),
         "prompt": draw(text | st.lists(messages, min_size=1, max_size=3)),
-        "answer": draw(st.none() | text),
+        "answer": answer,
         "solution": draw(st.none() | text),
-        "reward": draw(rewards),
+        "reward": reward,
         "files": [
             {"path": p, "data": draw(file_data), "mode": draw(st.sampled_from([0o644, 0o755]))}
             for p in paths
