@@ -534,6 +534,18 @@ class Manifest(_Model):
     source: dict[str, JsonValue] = {}
 
 
+def stored_manifest(data: bytes) -> Manifest:
+    """A manifest from the local cache, which holds only manifests validated when fetched.
+
+    Skips pydantic validation on the episode-start path: validating would build the schema and
+    scan installed packages for pydantic plugins, costing more than reading the task itself.
+    """
+    raw = json.loads(data)
+    raw["created"] = datetime.fromisoformat(raw["created"].replace("Z", "+00:00"))
+    raw["splits"] = {name: _make(SplitInfo, info) for name, info in raw["splits"].items()}
+    return _make(Manifest, raw)
+
+
 def version_digest(splits: dict[str, str]) -> str:
     """The Merkle root over split digests: content only, not name, time or storage."""
     body = canonical_json({"format_version": FORMAT_VERSION, "splits": splits})

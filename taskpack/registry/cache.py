@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from taskpack.errors import TaskpackError
-from taskpack.model import Manifest
+from taskpack.model import Manifest, stored_manifest
 from taskpack.taskset import file_sha256
 
 
@@ -108,14 +108,14 @@ class Cache:
     def manifest(self, registry_url: str, name: str, version: str) -> Manifest | None:
         path = self._manifest_dir(registry_url, name) / f"{version}.json"
         try:
-            return Manifest.model_validate_json(path.read_bytes())
+            return stored_manifest(path.read_bytes())
         except FileNotFoundError:
             return None
 
     def manifest_by_digest(self, registry_url: str, name: str, digest: str) -> Manifest | None:
         folder = self._manifest_dir(registry_url, name)
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            m = Manifest.model_validate_json(path.read_bytes())
+            m = stored_manifest(path.read_bytes())
             if m.digest == digest:
                 return m
         return None
