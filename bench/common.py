@@ -78,3 +78,45 @@ def machine() -> str:
     import platform
 
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def s3_server(workdir: Path) -> Any:
+    """A SeaweedFS S3 server on 127.0.0.1 (the tests' own starter), with boto3 pointed at it."""
+    sys.path.insert(0, str(ROOT))
+    from tests.services import ACCESS_KEY, SECRET_KEY, start_seaweedfs
+
+    server = start_seaweedfs(workdir)
+    os.environ.update(
+        AWS_ENDPOINT_URL_S3=server.endpoint,
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    return server
+
+
+def s3_client() -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.session.Session().client("s3", config=Config(s3={"addressing_style": "path"}))
+
+
+def big_taskset(path: Path, megabytes: int) -> Path:
+    """A task set whose train split is about `megabytes` MB of incompressible inline files."""
+    import taskpack
+    from taskpack.taskset import INLINE_MAX
+
+    rng = random.Random(7)
+    per_task = INLINE_MAX - 1024
+    count = megabytes * 1024 * 1024 // per_task
+    tasks = (
+        {
+            "id": f"t{i:05d}",
+            "prompt": f"task {i}",
+            "files": [{"path": "data.bin", "data": rng.randbytes(per_task)}],
+        }
+        for i in range(count)
+    )
+    taskpack.write(path, {"train": tasks}, name="big", version="1.0.0")
+    return path

@@ -422,14 +422,23 @@ def catalog_build(
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @registry_option
 @click.option("--tag", "tags", multiple=True, help="Also point this movable tag at the version.")
+@click.option(
+    "--full-check",
+    is_flag=True,
+    help="Re-validate every task and digest first (as `taskpack validate`).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @_user_errors
-def publish(path: Path, registry: str | None, tags: tuple[str, ...], quiet: bool) -> None:
-    """Verify the task set at PATH and publish it as an immutable version."""
+def publish(
+    path: Path, registry: str | None, tags: tuple[str, ...], full_check: bool, quiet: bool
+) -> None:
+    """Publish the task set at PATH as an immutable version (its bytes hash-checked first)."""
     from taskpack.registry import open_registry
     from taskpack.registry.client import publish as publish_taskset
 
-    m, created = publish_taskset(path, registry=registry, tags=tags, quiet=quiet)
+    m, created = publish_taskset(
+        path, registry=registry, tags=tags, quiet=quiet, full_check=full_check
+    )
     where = open_registry(registry).url
     state = "published" if created else "already published, same content:"
     click.echo(f"{state} {m.name}@{m.version} ({m.digest}) to {where}")

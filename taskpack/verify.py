@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from taskpack.errors import describe_validation_error
 from taskpack.model import version_digest
-from taskpack.taskset import TaskSet, validated_task_from_row
+from taskpack.taskset import TaskSet, blob_relpath, file_sha256, validated_task_from_row
 
 
 def verify(ts: TaskSet, limit: int = 20) -> list[str]:
@@ -60,3 +60,20 @@ def verify(ts: TaskSet, limit: int = 20) -> list[str]:
     if not problems and version_digest(split_digests) != ts.manifest.digest:
         problems.append(f"manifest digest {ts.manifest.digest} does not match the splits")
     return problems[:limit]
+
+
+def verify_objects(ts: TaskSet) -> list[str]:
+    """Problems with the stored bytes alone: each split file and large file must hash to the
+    address the manifest gives it. One read of every byte, no parsing."""
+    problems = []
+    for name, info in ts.manifest.splits.items():
+        objects = [
+            (ts.root / info.path, info.sha256),
+            *((ts.root / blob_relpath(b), b) for b in info.blobs),
+        ]
+        for path, sha in objects:
+            if not path.is_file():
+                problems.append(f"split {name!r}: {path} is missing")
+            elif file_sha256(path) != sha:
+                problems.append(f"split {name!r}: {path} does not hash to {sha}")
+    return problems

@@ -303,3 +303,36 @@ def test_cached_pinned_load_imports_no_network_or_dataframe_library(
         [sys.executable, "-c", probe, bucket], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(out) == ["t2", []]
+
+
+def test_publish_refuses_bytes_that_do_not_match_the_manifest(tmp_path: Path) -> None:
+    path = build(tmp_path / "a", "1.0.0")
+    parquet = path / "splits" / "test.parquet"
+    parquet.write_bytes(parquet.read_bytes() + b"tampered")
+    with pytest.raises(TaskpackError, match=r"not published, invalid: .*does not hash to"):
+        publish(path, registry=str(tmp_path / "reg"))
+    assert open_registry(str(tmp_path / "reg")).versions("arith") == []
+
+
+def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from taskpack.model import SplitInfo
+    from taskpack.taskset import MANIFEST, file_sha256
+
+    path = build(tmp_path / "a", "1.0.0")
+    parquet = path / "splits" / "test.parquet"
+    table = pq.read_table(parquet)
+    table = table.set_column(
+        table.schema.get_field_index("answer"), "answer", pa.array(["edited", "edited"])
+    )
+    pq.write_table(table, parquet)
+    manifest = taskpack.open(path).manifest  # re-point the manifest at the edited bytes
+    info = manifest.splits["test"]
+    manifest.splits["test"] = SplitInfo(
+        **{**info.model_dump(), "sha256": file_sha256(parquet), "bytes": parquet.stat().st_size}
+    )
+    (path / MANIFEST).write_text(manifest.model_dump_json())
+    with pytest.raises(TaskpackError, match="does not match content"):
+        publish(path, registry=str(tmp_path / "reg"), full_check=True)

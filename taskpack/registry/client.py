@@ -161,14 +161,21 @@ def publish(
     registry: str | None = None,
     tags: tuple[str, ...] = (),
     quiet: bool = True,
+    full_check: bool = False,
 ) -> tuple[Manifest, bool]:
-    """Verify the task set at `path`, then publish it; (manifest, whether it was new)."""
+    """Publish the task set at `path`; (manifest, whether it was new).
+
+    Every object's bytes are checked against the manifest's hashes first, so what is
+    published is what the manifest describes. The tasks themselves were validated when the
+    task set was written; `full_check` re-validates every row and digest too (as `taskpack
+    validate` does), for task sets edited by hand or by other tools.
+    """
     from taskpack.progress import progress
     from taskpack.taskset import open as open_taskset
-    from taskpack.verify import verify
+    from taskpack.verify import verify, verify_objects
 
     ts: TaskSet = open_taskset(path)
-    problems = verify(ts, limit=5)
+    problems = verify(ts, limit=5) if full_check else verify_objects(ts)
     if problems:
         raise TaskpackError(f"{path}: not published, invalid: " + "; ".join(problems))
     m = ts.manifest

@@ -1,0 +1,94 @@
+"""Cold pull and publish of a >=100 MB split on a real S3 server (SeaweedFS on 127.0.0.1),
+against plain boto3 moving the same bytes (`download_file`, `upload_file`).
+
+    python bench/transfer.py [--megabytes 120] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import alternate, big_taskset, s3_client, s3_server
+
+
+def main() -> dict[str, dict[str, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--megabytes", type=int, default=120)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        server = s3_server(tmp / "s3")
+        try:
+            import taskpack
+            from taskpack.registry.cache import Cache
+
+            ts = big_taskset(tmp / "big.taskset", args.megabytes)
+            parquet = ts / "splits" / "train.parquet"
+            size = parquet.stat().st_size
+            client = s3_client()
+            client.create_bucket(Bucket="bench")
+            counter = iter(range(10**6))
+
+            def timed(fn: object) -> float:
+                start = time.perf_counter()
+                fn()  # type: ignore[operator]
+                return time.perf_counter() - start
+
+            def publish() -> float:
+                url = f"s3://bench/publish-{next(counter)}"
+                return timed(lambda: taskpack.publish(ts, registry=url))
+
+            def upload() -> float:
+                # A fresh client each time, as taskpack makes one per publish.
+                key = f"raw-{next(counter)}/train.parquet"
+                return timed(lambda: s3_client().upload_file(str(parquet), "bench", key))
+
+            published = alternate(
+                {"taskpack publish": publish, "boto3 upload_file": upload}, args.rounds
+            )
+            taskpack.publish(ts, registry="s3://bench/pull")
+            client.upload_file(str(parquet), "bench", "raw/train.parquet")
+
+            def pull() -> float:
+                cache = Cache(tmp / f"cache-{next(counter)}")
+                return timed(
+                    lambda: taskpack.pull(
+                        "big@1.0.0", ("train",), registry="s3://bench/pull", cache=cache
+                    )
+                )
+
+            def download() -> float:
+                dest = tmp / f"raw-{next(counter)}.parquet"
+                seconds = timed(
+                    lambda: s3_client().download_file("bench", "raw/train.parquet", str(dest))
+                )
+                dest.unlink()
+                return seconds
+
+            pulled = alternate(
+                {"taskpack pull (cold)": pull, "boto3 download_file": download}, args.rounds
+            )
+        finally:
+            server.stop()
+    where = "SeaweedFS on 127.0.0.1"
+    print(f"transfer of a {size / 1e6:.0f} MB split, {where} (median of {args.rounds}):")
+    for results, ours, theirs in (
+        (published, "taskpack publish", "boto3 upload_file"),
+        (pulled, "taskpack pull (cold)", "boto3 download_file"),
+    ):
+        ratio = results[ours] / results[theirs]
+        print(
+            f"  {ours:<22}{results[ours]:7.2f} s   {theirs:<20}{results[theirs]:7.2f} s   "
+            f"ratio {ratio:5.2f}"
+        )
+    return {"publish": published, "pull": pulled}
+
+
+if __name__ == "__main__":
+    main()
