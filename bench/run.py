@@ -1,0 +1,61 @@
+"""Run every benchmark, each against its alternative in the same run, and write RESULTS.md.
+
+    python bench/run.py            # full sizes (about 20 minutes on 2 cores)
+    python bench/run.py --quick    # small sizes, a smoke run (about 3 minutes)
+
+Each benchmark alternates taskpack and the alternative over several rounds and reports medians
+as ratios; see the module of each for what exactly is compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import ROOT, machine  # noqa: E402
+
+FULL = {
+    "episode.py": ["--tasks", "100000", "--rounds", "5"],
+    "transfer.py": ["--megabytes", "120", "--rounds", "3"],
+    "fanout.py": ["--processes", "64", "--tasks", "100000"],
+    "convert.py": ["--rows", "10000,1000000", "--rounds", "3"],
+}
+QUICK = {
+    "episode.py": ["--tasks", "20000", "--rounds", "3"],
+    "transfer.py": ["--megabytes", "20", "--rounds", "2"],
+    "fanout.py": ["--processes", "8", "--tasks", "10000"],
+    "convert.py": ["--rows", "2000,20000", "--rounds", "2"],
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    args = parser.parse_args()
+    sections = []
+    for script, script_args in (QUICK if args.quick else FULL).items():
+        cmd = [sys.executable, str(HERE / script), *script_args]
+        print(f"$ python bench/{script} {' '.join(script_args)}", flush=True)
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        report = "\n".join(line for line in out.splitlines() if "examples/s" not in line)
+        print(report, flush=True)
+        sections.append(f"```\n$ python bench/{script} {' '.join(script_args)}\n{report}\n```")
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    header = (
+        f"# Benchmark results\n\nMachine: {machine()}. Date: {datetime.date.today()}. "
+        f"Commit: {commit}. Command: `python bench/run.py{' --quick' if args.quick else ''}`.\n"
+    )
+    args.output.write_text(header + "\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
