@@ -145,7 +145,7 @@ class SweTests(_Model):
 
     kind: Literal["swe_tests"] = "swe_tests"
     fail_to_pass: list[Text]
-    pass_to_pass: list[Text] = []
+    pass_to_pass: list[Text] = Field(default_factory=list)
     test_patch: RelPath | None = None
 
 
@@ -286,7 +286,7 @@ class Environment(_Model):
     repo: Text | None = None
     commit: Text | None = None
     setup_commit: Text | None = None
-    setup: list[Text] = []
+    setup: list[Text] = Field(default_factory=list)
     workdir: Text | None = None
     build_timeout_sec: float | None = Field(default=None, gt=0)
     test_timeout_sec: float | None = Field(default=None, gt=0)
@@ -345,11 +345,13 @@ class Task(_Model):
         default=None, description="Reference solution (gold patch, canonical code); never shown."
     )
     reward: Reward | None = None
-    files: list[TaskFile] = []
+    files: list[TaskFile] = Field(default_factory=list)
     environment: Environment | None = None
     limits: Limits | None = None
     source: Source | None = None
-    metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata)] = {}
+    metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata)] = Field(
+        default_factory=dict
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Task:
@@ -531,7 +533,7 @@ class Manifest(_Model):
     created: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     digest: Annotated[str, Field(pattern=DIGEST)]
     splits: dict[Annotated[str, Field(pattern=NAME)], SplitInfo]
-    source: dict[str, JsonValue] = {}
+    source: dict[str, JsonValue] = Field(default_factory=dict)
 
 
 def stored_manifest(data: bytes) -> Manifest:

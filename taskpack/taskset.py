@@ -26,6 +26,7 @@ from typing import Any, overload
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
+from pydantic_core import to_json
 
 from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error
 from taskpack.model import (
@@ -34,7 +35,6 @@ from taskpack.model import (
     Manifest,
     SplitInfo,
     Task,
-    canonical_json,
     content_digest,
     version_digest,
 )
@@ -122,7 +122,9 @@ def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[d
     }
     for name in _JSON_COLUMNS:
         value = content[name]
-        row[name] = None if value is None else canonical_json(value).decode("utf-8")
+        # Key order inside these columns is free (the digest is computed above, sorted),
+        # so pydantic-core's serializer writes them, several times faster than `json`.
+        row[name] = None if value is None else to_json(value).decode("utf-8")
     return row, digest
 
 
