@@ -85,9 +85,8 @@ def main() -> dict[str, float]:
         f"{args.tasks} tasks ({version_bytes / 1e6:.1f} MB version):"
     )
     print(f"  bytes fetched / version size   {result['bytes_ratio']:.3f}")
-    print(
-        f"  time to first task             p50 {result['p50_s']:.2f} s   p99 {result['p99_s']:.2f} s"
-    )
+    p50, p99 = result["p50_s"], result["p99_s"]
+    print(f"  time to first task             p50 {p50:.2f} s   p99 {p99:.2f} s")
     return result
 
 
