@@ -291,6 +291,8 @@ def _default_name(target: Path) -> str:
 @main.command()
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--from", "fmt", required=True, help="Source format (see `taskpack formats`).")
+@click.option("--to", "to_fmt", help="Write this framework format instead of a task set.")
+@click.option("--strict", is_flag=True, help="With --to: fail if the target loses any field.")
 @click.option("-o", "--output", "target", required=True, type=click.Path(path_type=Path))
 @click.option("--name", help="Task-set name (default: the output folder's name).")
 @click.option("--version", "version", default="0.1.0", show_default=True)
@@ -316,6 +318,8 @@ def _default_name(target: Path) -> str:
 def convert(
     sources: tuple[str, ...],
     fmt: str,
+    to_fmt: str | None,
+    strict: bool,
     target: Path,
     name: str | None,
     version: str,
@@ -330,8 +334,25 @@ def convert(
     force: bool,
     quiet: bool,
 ) -> None:
-    """Import SOURCES ([SPLIT=]PATH-OR-URL, plain or .gz/.zst) into a task set at OUTPUT."""
+    """Import SOURCES ([SPLIT=]PATH-OR-URL, plain or .gz/.zst) into a task set at OUTPUT,
+    or with --to, straight into another format."""
     from taskpack.importer import import_sources
+
+    if to_fmt is not None:
+        from taskpack.exporter import convert_format
+
+        _report_export(
+            convert_format(
+                _parse_sources(sources, split_name),
+                fmt,
+                to_fmt,
+                target,
+                options=_options(pairs, mapping, preset),
+                strict=strict,
+                overwrite=force,
+            )
+        )
+        return
 
     if report is None:
         report = target.with_name(target.name + ".skipped.jsonl")
@@ -358,12 +379,13 @@ def convert(
 
 @main.command()
 def formats() -> None:
-    """List the source formats `convert --from` reads."""
-    from taskpack.converters import READERS, reader
+    """List the formats taskpack reads (--from) and writes (--to)."""
+    from taskpack.converters import READERS, WRITERS, reader
 
     for name in READERS:
         doc = (reader(name).__doc__ or "").strip().splitlines()[0]
-        click.echo(f"{name:<16}{doc}")
+        modes = "read/write" if name in WRITERS else "read"
+        click.echo(f"{name:<16}{modes:<12}{doc}")
 
 
 @main.group()
@@ -508,3 +530,35 @@ def diff(old: str, new: str, registry: str | None) -> None:
         for mark, ids in (("+", added), ("-", removed), ("~", changed)):
             for tid in ids:
                 click.echo(f"  {mark} {tid}")
+
+
+def _report_export(result: Any) -> None:
+    for line in result.losses:
+        click.echo(f"loss: {line}", err=True)
+    names = ", ".join(str(p.relative_to(result.out)) for p in result.files)
+    click.echo(f"wrote {names} in {result.out}")
+
+
+@main.command("export")
+@click.argument("target")
+@click.option("--to", "fmt", required=True, help="Framework format (see `taskpack formats`).")
+@click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path))
+@click.option("--split", "-s", "splits", multiple=True, help="Split to export (default: all).")
+@click.option("--strict", is_flag=True, help="Fail if the format cannot carry a field.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@registry_option
+@_user_errors
+def export_cmd(
+    target: str,
+    fmt: str,
+    out: Path,
+    splits: tuple[str, ...],
+    strict: bool,
+    force: bool,
+    registry: str | None,
+) -> None:
+    """Write a task set (folder or NAME@VERSION) in a framework's format."""
+    from taskpack.exporter import export
+
+    ts = _open_any(target, registry)
+    _report_export(export(ts, fmt, out, splits=splits, strict=strict, overwrite=force))

@@ -64,7 +64,7 @@ def _tasks(
         raise TaskpackError(f"{uri}: no rows (empty source)")
 
 
-def _split_tasks(
+def split_tasks(
     uris: Sequence[str],
     fmt: str,
     split: str,
@@ -106,7 +106,7 @@ def import_sources(
     meta.setdefault("source", {"format": fmt})
     with TaskSetWriter(target, **meta) as writer:
         for split, uris in sources.items():
-            tasks = _split_tasks(uris, fmt, split, dict(options or {}), skipped)
+            tasks = split_tasks(uris, fmt, split, dict(options or {}), skipped)
             writer.write_split(split, progress(tasks, split) if progress else tasks)
     if skip_invalid and report is not None:
         _write_report(Path(report), skipped or [])

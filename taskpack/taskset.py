@@ -12,6 +12,7 @@ small so that opening a split and reading task i touches one row group, not the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -344,6 +345,20 @@ def _replace_dir(new: Path, target: Path) -> None:
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def staged_output(target: Path, overwrite: bool) -> Iterator[Path]:
+    """A temporary folder beside `target`, moved into place only if the block succeeds."""
+    if target.exists() and not overwrite:
+        raise TaskpackError(f"{target} already exists (overwrite it with --force)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+        _replace_dir(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write(

@@ -23,13 +23,25 @@ READERS: dict[str, str] = {
     "terminal-bench": "taskpack.converters.terminal_bench",
     "harbor": "taskpack.converters.harbor",
     "mbpp": "taskpack.converters.mbpp",
+    "verifiers": "taskpack.converters.verifiers",
+    "skyrl": "taskpack.converters.skyrl",
+    "nemo": "taskpack.converters.nemo",
+    "gem": "taskpack.converters.gem",
 }
+# Formats taskpack writes: each module's `write(tasks, out_dir, split, losses)`.
+WRITERS: dict[str, str] = {name: READERS[name] for name in ("verifiers", "skyrl", "nemo", "gem")}
 
 
 def reader(name: str) -> ModuleType:
     if name not in READERS:
         raise TaskpackError(f"unknown source format {name!r}; known: {', '.join(sorted(READERS))}")
     return importlib.import_module(READERS[name])
+
+
+def writer(name: str) -> ModuleType:
+    if name not in WRITERS:
+        raise TaskpackError(f"unknown target format {name!r}; known: {', '.join(sorted(WRITERS))}")
+    return importlib.import_module(WRITERS[name])
 
 
 def read_records(uri: str, fmt: str, split: str, options: dict[str, Any]) -> Iterator[Record]:

@@ -1,0 +1,136 @@
+"""Framework formats both ways: task set -> format -> task set keeps every digest, on the real
+GSM8K, HumanEval and SWE-bench Lite files; what a format cannot carry is reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import taskpack
+from taskpack.cli import main
+from taskpack.converters import WRITERS
+from taskpack.errors import TaskpackError
+from taskpack.exporter import convert_format, export
+from taskpack.importer import import_sources
+
+from .conftest import make_task
+
+SOURCES = {
+    "gsm8k": ("gsm8k", "gsm8k/test.jsonl"),
+    "humaneval": ("humaneval", "humaneval/HumanEval.jsonl.gz"),
+    "swebench": ("swebench", "swebench/swebench_lite_test.jsonl"),
+}
+OUTPUT_FILE = {
+    "verifiers": "test.parquet",
+    "skyrl": "test.parquet",
+    "nemo": "test.jsonl",
+    "gem": "test.parquet",
+}
+
+
+@pytest.fixture(scope="module")
+def tasksets(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, Path]:
+    from .conftest import DATA
+
+    root = tmp_path_factory.mktemp("sets")
+    out = {}
+    for name, (fmt, rel) in SOURCES.items():
+        import_sources(root / name, {"test": [str(DATA / rel)]}, fmt, name=name)
+        out[name] = root / name
+    return out
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITERS))
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_round_trip_keeps_every_task_digest(
+    tmp_path: Path, tasksets: dict[str, Path], fmt: str, source: str
+) -> None:
+    original = taskpack.open(tasksets[source])
+    result = export(original, fmt, tmp_path / "out")
+    assert result.losses == []
+    back = tmp_path / "back"
+    import_sources(back, {"test": [str(tmp_path / "out" / OUTPUT_FILE[fmt])]}, fmt, name=source)
+    assert taskpack.open(back).manifest.digest == original.manifest.digest
+    assert [t.digest for t in taskpack.open(back).split("test")] == [
+        t.digest for t in original.split("test")
+    ]
+
+
+def test_verifiers_dataset_saved_to_disk_reads_back_too(
+    tmp_path: Path, tasksets: dict[str, Path]
+) -> None:
+    original = taskpack.open(tasksets["gsm8k"])
+    export(original, "verifiers", tmp_path / "out")
+    import_sources(
+        tmp_path / "back", {"test": [str(tmp_path / "out" / "test")]}, "verifiers", name="g"
+    )
+    assert taskpack.open(tmp_path / "back").manifest.digest == original.manifest.digest
+
+
+def test_any_pair_converts_through_the_model(tmp_path: Path, data_dir: Path) -> None:
+    src = str(data_dir / "humaneval" / "HumanEval.jsonl.gz")
+    convert_format({"test": [src]}, "humaneval", "nemo", tmp_path / "nemo")
+    convert_format(
+        {"test": [str(tmp_path / "nemo" / "test.jsonl")]}, "nemo", "skyrl", tmp_path / "sky"
+    )
+    convert_format(
+        {"test": [str(tmp_path / "sky" / "test.parquet")]}, "skyrl", "gem", tmp_path / "gem"
+    )
+    import_sources(
+        tmp_path / "back", {"test": [str(tmp_path / "gem" / "test.parquet")]}, "gem", name="h"
+    )
+    import_sources(tmp_path / "direct", {"test": [src]}, "humaneval", name="h")
+    assert (
+        taskpack.open(tmp_path / "back").manifest.digest
+        == taskpack.open(tmp_path / "direct").manifest.digest
+    )
+
+
+def test_loss_report_and_strict(tmp_path: Path) -> None:
+    tool_turn = make_task(
+        0, prompt=[{"role": "user", "content": "q"}, {"role": "tool", "content": "r"}]
+    )
+    taskpack.write(tmp_path / "ts", {"test": [tool_turn, make_task(1)]}, name="t")
+    ts = taskpack.open(tmp_path / "ts")
+    result = export(ts, "nemo", tmp_path / "out")
+    assert result.losses == ["nemo: prompt messages with role 'tool' lost in 1 task(s)"]
+    with pytest.raises(
+        TaskpackError, match=r"nemo cannot carry prompt messages with role 'tool' \(task 't0'\)"
+    ):
+        export(ts, "nemo", tmp_path / "strict", strict=True)
+    assert not (tmp_path / "strict").exists()
+    runner = CliRunner()
+    out = runner.invoke(
+        main, ["export", str(tmp_path / "ts"), "--to", "nemo", "-o", str(tmp_path / "cli")]
+    )
+    assert (
+        out.exit_code == 0
+        and "loss: nemo: prompt messages with role 'tool' lost in 1 task(s)" in out.output
+    )
+    out = runner.invoke(
+        main,
+        ["export", str(tmp_path / "ts"), "--to", "nemo", "-o", str(tmp_path / "c2"), "--strict"],
+    )
+    assert out.exit_code == 1 and "--strict" in out.output
+
+
+def test_cli_convert_to_format_and_unknown_formats(tmp_path: Path, data_dir: Path) -> None:
+    runner = CliRunner()
+    src = str(data_dir / "gsm8k" / "test.jsonl")
+    out = runner.invoke(
+        main, ["convert", src, "--from", "gsm8k", "--to", "skyrl", "-o", str(tmp_path / "s")]
+    )
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "s" / "test.parquet").is_file()
+    out = runner.invoke(
+        main, ["export", str(tmp_path / "nope"), "--to", "nemo", "-o", str(tmp_path / "x")]
+    )
+    assert out.exit_code == 1
+    out = runner.invoke(
+        main, ["convert", src, "--from", "gsm8k", "--to", "bogus", "-o", str(tmp_path / "y")]
+    )
+    assert out.exit_code == 1 and "unknown target format 'bogus'" in out.output
