@@ -27,6 +27,8 @@ OUTPUT_FILE = {
     "skyrl": "test.parquet",
     "nemo": "test.jsonl",
     "gem": "test.parquet",
+    "openreward": "test",
+    "harbor": "test",
 }
 
 

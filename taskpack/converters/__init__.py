@@ -27,9 +27,12 @@ READERS: dict[str, str] = {
     "skyrl": "taskpack.converters.skyrl",
     "nemo": "taskpack.converters.nemo",
     "gem": "taskpack.converters.gem",
+    "openreward": "taskpack.converters.openreward",
 }
 # Formats taskpack writes: each module's `write(tasks, out_dir, split, losses)`.
-WRITERS: dict[str, str] = {name: READERS[name] for name in ("verifiers", "skyrl", "nemo", "gem")}
+WRITERS: dict[str, str] = {
+    name: READERS[name] for name in ("verifiers", "skyrl", "nemo", "gem", "openreward", "harbor")
+}
 
 
 def reader(name: str) -> ModuleType:
