@@ -1,0 +1,100 @@
+"""The framework packages the conformance tests run, each pinned, each in a virtual environment
+of its own (their dependencies conflict with each other and with ours), cached across runs.
+
+    python -m tests.conformance.frameworks [NAME ...]    # create or reuse them, print paths
+
+A venv is keyed by its spec, so changing a pin makes a new one. Failing to install is an error,
+never a skip: CI must know when a framework could not be checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Framework:
+    python: str  # interpreter version, from pyenv when it is not the running one
+    packages: tuple[str, ...]
+    no_deps: tuple[str, ...] = field(default=())  # installed after, without dependencies
+    check: str = "pass"  # an import that proves the venv works
+
+
+FRAMEWORKS = {
+    "verifiers": Framework(
+        "3.11", ("verifiers==0.3.1",), check="import verifiers as vf; vf.SingleTurnEnv"
+    ),
+    "skyrl": Framework(
+        "3.11",
+        ("skyrl-gym==0.4.0", "datasets>=3", "transformers>=5.6.1,<=5.8.0", "loguru", "jinja2"),
+        no_deps=("skyrl==0.3.0",),
+        check="import skyrl_gym; from skyrl.train.dataset import PromptDataset",
+    ),
+    "gem": Framework("3.11", ("gem-llm==0.1.0", "datasets>=3", "pylatexenc"), check="import gem"),
+    "ors": Framework("3.11", ("ors-sdk==0.1.0",), check="import ors"),
+    "nemo": Framework(
+        "3.13",
+        ("pydantic>=2", "omegaconf", "tqdm", "pyyaml"),
+        no_deps=("nemo-gym==0.4.0",),
+        check="from nemo_gym.train_data_utils import compute_sample_metrics",
+    ),
+    "harbor": Framework(
+        "3.12", ("harbor==0.26.0",), check="from harbor.models.task.task import Task"
+    ),
+}
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TASKPACK_FRAMEWORK_VENVS")
+    return Path(base) if base else Path.home() / ".cache" / "taskpack" / "framework-venvs"
+
+
+def interpreter(version: str) -> str:
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return sys.executable
+    candidates = sorted((Path.home() / ".pyenv" / "versions").glob(f"{version}.*"))
+    for root in reversed(candidates):
+        if (root / "bin" / "python3").exists():
+            return str(root / "bin" / "python3")
+    found = shutil.which(f"python{version}")
+    if found:
+        return found
+    raise RuntimeError(f"no Python {version} interpreter found (pyenv or python{version} on PATH)")
+
+
+def ensure(name: str) -> Path:
+    """The python of framework `name`'s venv, created on first use."""
+    spec = FRAMEWORKS[name]
+    key = hashlib.sha256(
+        json.dumps([spec.python, spec.packages, spec.no_deps]).encode()
+    ).hexdigest()[:12]
+    venv = cache_dir() / f"{name}-{key}"
+    python = venv / "bin" / "python"
+    if (venv / ".ready").exists():
+        return python
+    if venv.exists():
+        shutil.rmtree(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    run = lambda *args: subprocess.run(args, check=True, stdout=subprocess.DEVNULL)  # noqa: E731
+    try:
+        run(interpreter(spec.python), "-m", "venv", str(venv))
+        run(str(python), "-m", "pip", "install", "-q", *spec.packages)
+        if spec.no_deps:
+            run(str(python), "-m", "pip", "install", "-q", "--no-deps", *spec.no_deps)
+        run(str(python), "-c", spec.check)
+    except subprocess.CalledProcessError as e:
+        raise RuntimeError(f"could not install {name} ({' '.join(spec.packages)}): {e}") from None
+    (venv / ".ready").write_text("ok\n")
+    return python
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(FRAMEWORKS):
+        print(name, ensure(name), flush=True)

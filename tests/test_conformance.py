@@ -1,0 +1,123 @@
+"""Conformance: what taskpack writes, each framework's own code accepts. Each framework runs in
+its own pinned, cached virtual environment (tests/conformance/frameworks.py); a framework that
+cannot be installed fails the test, it is never skipped.
+
+    python -m pytest -m conformance        # only these
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskpack
+from taskpack.exporter import export
+from taskpack.importer import import_sources, read_source
+
+from .conformance.frameworks import ensure
+
+pytestmark = pytest.mark.conformance
+CHECKS = Path(__file__).parent / "conformance"
+
+
+def run_check(framework: str, script: str, *args: str) -> dict[str, Any]:
+    python = ensure(framework)
+    proc = subprocess.run(
+        [str(python), str(CHECKS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert proc.returncode == 0, f"{framework} rejected our output:\n{proc.stderr[-5000:]}"
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def gsm8k(tmp_path_factory: pytest.TempPathFactory) -> taskpack.TaskSet:
+    from .conftest import DATA
+
+    path = tmp_path_factory.mktemp("conf") / "gsm8k"
+    sources = {s: [str(DATA / "gsm8k" / f"{s}.jsonl")] for s in ("train", "test")}
+    import_sources(path, sources, "gsm8k", name="gsm8k")
+    return taskpack.open(path)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> taskpack.TaskSet:
+    """40 GSM8K and 40 HumanEval tasks: answers, unit tests and files in one split."""
+    from .conftest import DATA
+
+    path = tmp_path_factory.mktemp("conf") / "mixed"
+    tasks = [
+        *islice(read_source(DATA / "gsm8k" / "test.jsonl", "gsm8k", split="test"), 40),
+        *islice(read_source(DATA / "humaneval" / "HumanEval.jsonl.gz", "humaneval"), 40),
+    ]
+    taskpack.write(path, {"test": tasks}, name="mixed")
+    return taskpack.open(path)
+
+
+def test_verifiers_singleturnenv_accepts_and_scores(
+    gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    export(gsm8k, "verifiers", tmp_path / "vf")
+    result = run_check(
+        "verifiers",
+        "check_verifiers.py",
+        str(tmp_path / "vf" / "train"),
+        str(tmp_path / "vf" / "test"),
+    )
+    assert result["train_rows"] == len(gsm8k.split("train")) == 7473
+    assert result["eval_rows"] == len(gsm8k.split("test")) == 1319
+    assert result["rewards"] == [1.0, 1.0, 1.0]
+
+
+def test_nemo_gym_validates_every_row(mixed: taskpack.TaskSet, tmp_path: Path) -> None:
+    export(mixed, "nemo", tmp_path / "nemo")
+    result = run_check("nemo", "check_nemo.py", str(tmp_path / "nemo" / "test.jsonl"))
+    assert result == {
+        "examples": len(mixed.split("test")),
+        "offending": [],
+        "first_offending": False,
+    }
+    rows = [
+        json.loads(line) for line in (tmp_path / "nemo" / "test.jsonl").read_text().splitlines()
+    ]
+    assert not any("agent_ref" in r or "task_source" in r for r in rows)
+    assert sum("verifier_metadata" in r for r in rows) == 40
+    assert sum("expected_answer" in r for r in rows) == 40
+
+
+def test_skyrl_prompt_dataset_and_gsm8k_env(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
+    export(gsm8k, "skyrl", tmp_path / "sky", splits=("test",))
+    result = run_check("skyrl", "check_skyrl.py", str(tmp_path / "sky" / "test.parquet"))
+    assert result["rows"] == 1319 and result["env_class"] == "gsm8k"
+    assert result["rewards"] == [1.0, 1.0, 1.0] and result["wrong"] == [0.0, 0.0, 0.0]
+
+
+def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
+    export(gsm8k, "gem", tmp_path / "gem", splits=("test",))
+    result = run_check("gem", "check_gem.py", str(tmp_path / "gem" / "test.parquet"))
+    assert result == {"rows": 1319, "rewards": [1.0, 1.0, 1.0], "wrong": 0.0}
+
+
+def test_ors_environment_serves_splits_tasks_and_prompts(
+    mixed: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    export(mixed, "openreward", tmp_path / "or")
+    result = run_check("ors", "check_ors.py", str(tmp_path / "or"))
+    assert result["splits"] == ["test"] and result["tasks"] == {"test": 80}
+    expected = [t.prompt[-1].content for t in mixed.split("test")]
+    assert result["prompts"]["test"] == expected
+
+
+def test_harbor_loads_and_lints_every_folder(mixed: taskpack.TaskSet, tmp_path: Path) -> None:
+    export(mixed, "harbor", tmp_path / "hb")
+    result = run_check("harbor", "check_harbor.py", str(tmp_path / "hb" / "test"))
+    assert result["folders"] == result["loaded"] == 80
+    assert result["lint_exit"] == 0 and result["findings"] == [], result
