@@ -9,6 +9,7 @@ never a skip: CI must know when a framework could not be checked.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -79,9 +80,17 @@ def ensure(name: str) -> Path:
     python = venv / "bin" / "python"
     if (venv / ".ready").exists():
         return python
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.with_name(venv.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer per venv, however many test runs
+        if not (venv / ".ready").exists():
+            _install(name, spec, venv, python)
+    return python
+
+
+def _install(name: str, spec: Framework, venv: Path, python: Path) -> None:
     if venv.exists():
         shutil.rmtree(venv)
-    venv.parent.mkdir(parents=True, exist_ok=True)
     run = lambda *args: subprocess.run(args, check=True, stdout=subprocess.DEVNULL)  # noqa: E731
     try:
         run(interpreter(spec.python), "-m", "venv", str(venv))
@@ -92,7 +101,6 @@ def ensure(name: str) -> Path:
     except subprocess.CalledProcessError as e:
         raise RuntimeError(f"could not install {name} ({' '.join(spec.packages)}): {e}") from None
     (venv / ".ready").write_text("ok\n")
-    return python
 
 
 if __name__ == "__main__":
