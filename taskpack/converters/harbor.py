@@ -181,8 +181,13 @@ def _task_toml(task: Task) -> str:
     env, limits = task.environment, task.limits
     config: dict[str, Any] = {
         "version": "1.0",
+        # The verifier runs in a fresh container (never the agent's) and sees the agent's /app.
+        "artifacts": ["/app"],
         "metadata": _toml_value({"taskpack_id": task.id, **task.metadata}),
-        "verifier": {"timeout_sec": float((env.test_timeout_sec if env else None) or 600.0)},
+        "verifier": {
+            "timeout_sec": float((env.test_timeout_sec if env else None) or 600.0),
+            "environment_mode": "separate",
+        },
         "agent": {"timeout_sec": float((limits.timeout_sec if limits else None) or 600.0)},
     }
     resources = {k: getattr(env, k) for k in _ENV_FIELDS if env and getattr(env, k) is not None}

@@ -6,6 +6,7 @@ task's prompt over HTTP.
 """
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -14,9 +15,14 @@ from pathlib import Path
 
 import uvicorn
 import yaml
-from ors import Environment, Server, TextBlock, tool
+from ors import Environment, Server, TextBlock, ToolOutput, tool
+from pydantic import BaseModel
 
 ROOT = Path(sys.argv[1])
+
+
+class Answer(BaseModel):
+    answer: str
 
 
 class TaskFolders(Environment):
@@ -37,9 +43,9 @@ class TaskFolders(Environment):
         return [TextBlock(text=config["instruction"])]
 
     @tool
-    def submit(self, answer: str) -> str:
+    def submit(self, params: Answer) -> ToolOutput:
         """Submit an answer."""
-        return answer
+        return ToolOutput(blocks=[TextBlock(text=params.answer)], reward=0.0, finished=True)
 
 
 def call(method, path, body=None, sid=None):
@@ -54,6 +60,7 @@ def call(method, path, body=None, sid=None):
 
 
 server = Server([TaskFolders])
+logging.disable(logging.INFO)
 config = uvicorn.Config(server.app, host="127.0.0.1", port=0, log_level="warning")
 uv = uvicorn.Server(config)
 thread = threading.Thread(target=uv.run, daemon=True)
@@ -66,7 +73,7 @@ env = "taskfolders"
 splits = [s["name"] if isinstance(s, dict) else s for s in call("GET", f"/{env}/splits")]
 result = {"splits": splits, "tasks": {}, "prompts": {}}
 for split in splits:
-    tasks = call("POST", f"/{env}/tasks", {"split": split})
+    tasks = call("POST", f"/{env}/tasks", {"split": split})["tasks"]
     result["tasks"][split] = len(tasks)
     prompts = []
     for index in range(len(tasks)):

@@ -40,10 +40,9 @@ FRAMEWORKS = {
     ),
     "gem": Framework("3.11", ("gem-llm==0.1.0", "datasets>=3", "pylatexenc"), check="import gem"),
     "ors": Framework("3.11", ("ors-sdk==0.1.0",), check="import ors"),
-    "nemo": Framework(
+    "nemo": Framework(  # the full install works on 3.13; no --no-deps fallback needed
         "3.13",
-        ("pydantic>=2", "omegaconf", "tqdm", "pyyaml"),
-        no_deps=("nemo-gym==0.4.0",),
+        ("nemo-gym==0.4.0",),
         check="from nemo_gym.train_data_utils import compute_sample_metrics",
     ),
     "harbor": Framework(
