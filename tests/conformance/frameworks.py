@@ -39,7 +39,7 @@ FRAMEWORKS = {
         check="import skyrl_gym; from skyrl.train.dataset import PromptDataset",
     ),
     "gem": Framework("3.11", ("gem-llm==0.1.0", "datasets>=3", "pylatexenc"), check="import gem"),
-    "ors": Framework("3.11", ("ors-sdk==0.1.0",), check="import ors"),
+    "ors": Framework("3.11", ("ors-sdk==0.1.0", "pyyaml"), check="import ors, uvicorn, yaml"),
     "nemo": Framework(  # the full install works on 3.13; no --no-deps fallback needed
         "3.13",
         ("nemo-gym==0.4.0",),
