@@ -383,7 +383,8 @@ def formats() -> None:
     from taskpack.converters import READERS, WRITERS, reader
 
     for name in READERS:
-        doc = (reader(name).__doc__ or "").strip().splitlines()[0]
+        paragraph = " ".join((reader(name).__doc__ or "").strip().split("\n\n")[0].split())
+        doc = paragraph.split(": ")[0]  # the format's name and origin, before its fields
         modes = "read/write" if name in WRITERS else "read"
         click.echo(f"{name:<16}{modes:<12}{doc}")
 
