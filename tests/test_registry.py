@@ -336,3 +336,23 @@ def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:
     (path / MANIFEST).write_text(manifest.model_dump_json())
     with pytest.raises(TaskpackError, match="does not match content"):
         publish(path, registry=str(tmp_path / "reg"), full_check=True)
+
+
+def test_progress_is_silent_off_a_terminal_and_drawn_on_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from click.testing import CliRunner
+
+    from taskpack.cli import main
+    from taskpack.progress import progress
+
+    path = build(tmp_path / "a", "1.0.0")
+    result = CliRunner().invoke(main, ["publish", str(path), "--registry", str(tmp_path / "r")])
+    assert result.exit_code == 0 and "\r" not in result.output  # not a terminal: no bar
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True)
+    assert progress("pull", 100, quiet=True) is None
+    bar = progress("pull", 2_000_000)
+    assert bar is not None
+    bar(1_000_000)
+    bar.close()
+    assert "pull: 1.0 MB / 2.0 MB (50%)" in capsys.readouterr().err
