@@ -18,13 +18,14 @@ from .conftest import make_task
 PUBLISHERS, ROUNDS, READERS = 16, 20, 32
 
 
-def race(bucket: str, paths: list[Path]) -> list[object]:
-    """Publish every task set at once, each from its own S3 client; True, False or the error."""
+def race(url: str, paths: list[Path]) -> list[object]:
+    """Publish every task set at once, each from its own registry client; True, False or the
+    VersionExists error, per publisher."""
     barrier = threading.Barrier(len(paths))
     outcomes: list[object] = [None] * len(paths)
 
     def run(p: int) -> None:
-        registry = open_registry(bucket)
+        registry = open_registry(url)
         ts = taskpack.open(paths[p])
         barrier.wait()
         try:

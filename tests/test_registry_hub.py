@@ -17,6 +17,7 @@ from taskpack.registry.client import load, publish
 from taskpack.taskset import INLINE_MAX
 
 from .conftest import make_task
+from .test_registry_concurrency import race
 
 
 def build(path: Path, version: str, salt: str = "") -> Path:
@@ -68,27 +69,9 @@ def test_second_version_uploads_only_changed_files(tmp_path: Path, hub: Any) -> 
 
 
 def test_racing_hub_publishers_one_wins(tmp_path: Path, hub: Any) -> None:
-    import threading
-
     url = f"hf://{hub.owner}"
     paths = [build(tmp_path / f"p{i}", "2.0.0", salt=str(i)) for i in range(4)]
-    outcomes: list[object] = [None] * len(paths)
-    barrier = threading.Barrier(len(paths))
-
-    def run(i: int) -> None:
-        registry = open_registry(url)
-        ts = taskpack.open(paths[i])
-        barrier.wait()
-        try:
-            outcomes[i] = registry.publish(ts)
-        except VersionExists as e:
-            outcomes[i] = e
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(paths))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    outcomes = race(url, paths)
     assert outcomes.count(True) == 1, outcomes
     assert sum(isinstance(o, VersionExists) for o in outcomes) == len(paths) - 1
     winner = paths[outcomes.index(True)]

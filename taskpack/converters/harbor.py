@@ -15,8 +15,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from taskpack.converters._folders import (
+    INDEX,
+    payload_files,
+    place_files,
+    read_index,
+    test_paths,
+    write_file,
+    write_split,
+)
+from taskpack.converters._payload import last_user_text
 from taskpack.converters._source import Record, RowError, folder_files, read_folders, text_file
-from taskpack.model import Task
+from taskpack.model import SweTests, Task, TestCommand, UnitTests
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,12 +46,7 @@ def _table(config: dict[str, Any], name: str) -> dict[str, Any]:
 
 def convert(task_id: str, folder: Path) -> dict[str, Any]:
     if (folder / PAYLOAD_FILE).is_file():  # written by taskpack: the whole task
-        payload = json.loads((folder / PAYLOAD_FILE).read_text(encoding="utf-8"))
-        payload["files"] = [
-            {"path": f["path"], "mode": f["mode"], "data": (folder / f["stored_as"]).read_bytes()}
-            for f in payload["files"]
-        ]
-        return dict(payload)
+        return payload_files(folder, json.loads((folder / PAYLOAD_FILE).read_text("utf-8")))
     try:
         config = tomllib.loads(text_file(folder, MARKER) or "")
     except tomllib.TOMLDecodeError as e:
@@ -70,8 +75,6 @@ def convert(task_id: str, folder: Path) -> dict[str, Any]:
 
 
 def read(uri: str, split: str) -> Iterator[Record]:
-    from taskpack.converters._folders import INDEX, read_index
-
     if (Path(uri) / INDEX).is_file():  # a split written by taskpack: its order
         entries = read_index(Path(uri))
         for n, entry in enumerate(entries):
@@ -117,8 +120,6 @@ def _shell_quote(text: str) -> str:
 
 
 def _test_script(task: Task, losses: Any) -> str:
-    from taskpack.model import SweTests, TestCommand, UnitTests
-
     reward = task.reward
     if isinstance(reward, TestCommand):
         return _COMMAND_TEST.format(command=reward.command)
@@ -197,20 +198,13 @@ def _task_toml(task: Task) -> str:
 
 
 def _write_task(task: Task, folder: Path, losses: Any) -> None:
-    from taskpack.converters._folders import task_files, write_file
-    from taskpack.converters._payload import last_user_text
-    from taskpack.model import SweTests, UnitTests
-
     reward = task.reward
-    tests = {reward.test_file} if isinstance(reward, UnitTests) else set()
-    if isinstance(reward, SweTests) and reward.test_patch:
-        tests.add(reward.test_patch)
-    payload = task.model_dump(mode="json", exclude={"files"})
-    payload["files"] = []
-    for path, (data, mode) in task_files(task).items():
-        stored = f"tests/{path.rsplit('/', 1)[-1]}" if path in tests else f"environment/{path}"
-        write_file(folder / stored, data, mode)
-        payload["files"].append({"path": path, "mode": mode, "stored_as": stored})
+    tests = test_paths(task)
+    payload = place_files(
+        task,
+        folder,
+        lambda path: f"tests/{path.rsplit('/', 1)[-1]}" if path in tests else f"environment/{path}",
+    )
     if not (folder / "environment" / "Dockerfile").is_file():
         image = (task.environment.image if task.environment else None) or DEFAULT_IMAGE
         has_files = any(f["stored_as"].startswith("environment/") for f in payload["files"])
@@ -229,13 +223,4 @@ def _write_task(task: Task, folder: Path, losses: Any) -> None:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, losses: Any) -> list[Path]:
-    from taskpack.converters._folders import folder_name, write_index
-
-    split_dir = out / split
-    taken: set[str] = set()
-    entries = []
-    for task in tasks:
-        folder = split_dir / folder_name(task.id, taken)
-        _write_task(task, folder, losses)
-        entries.append({"id": task.id, "folder": folder.name})
-    return [write_index(split_dir, entries)]
+    return write_split(tasks, out, split, lambda task, folder: _write_task(task, folder, losses))

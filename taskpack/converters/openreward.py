@@ -16,11 +16,12 @@ from typing import Any
 import yaml
 
 from taskpack.converters._folders import (
-    folder_name,
+    payload_files,
+    place_files,
     read_index,
-    task_files,
+    test_paths,
     write_file,
-    write_index,
+    write_split,
 )
 from taskpack.converters._payload import PAYLOAD_KEY, Losses, last_user_text
 from taskpack.converters._source import Record, RowError
@@ -52,39 +53,22 @@ def _stored_path(path: str, tests: set[str]) -> str:
     return path
 
 
+def _write_task(task: Task, folder: Path) -> None:
+    tests = test_paths(task)
+    config = {
+        "id": task.id,
+        "instruction": last_user_text(task),
+        "metadata": task.metadata,
+        PAYLOAD_KEY: place_files(task, folder, lambda path: _stored_path(path, tests)),
+    }
+    (folder / "task.yaml").write_text(
+        yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8"
+    )
+    write_file(folder / "weights.json", _json(weights(task)))
+
+
 def write(tasks: Iterable[Task], out: Path, split: str, losses: Losses) -> list[Path]:
-    split_dir = out / split
-    taken: set[str] = set()
-    entries = []
-    for task in tasks:
-        folder = split_dir / folder_name(task.id, taken)
-        folder.mkdir(parents=True)
-        reward = task.reward
-        tests = {reward.test_file} if isinstance(reward, UnitTests) else set()
-        if isinstance(reward, SweTests) and reward.test_patch:
-            tests.add(reward.test_patch)
-        payload = task.model_dump(mode="json", exclude={"files"})
-        payload["files"] = []
-        used: set[str] = set()
-        for path, (data, mode) in task_files(task).items():
-            stored = _stored_path(path, tests)
-            if stored in used:
-                stored = f"files/{path}"
-            used.add(stored)
-            write_file(folder / stored, data, mode)
-            payload["files"].append({"path": path, "mode": mode, "stored_as": stored})
-        config = {
-            "id": task.id,
-            "instruction": last_user_text(task),
-            "metadata": task.metadata,
-            PAYLOAD_KEY: payload,
-        }
-        (folder / "task.yaml").write_text(
-            yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8"
-        )
-        write_file(folder / "weights.json", _json(weights(task)))
-        entries.append({"id": task.id, "folder": folder.name})
-    return [write_index(split_dir, entries)]
+    return write_split(tasks, out, split, _write_task)
 
 
 def _json(value: Any) -> bytes:
@@ -110,12 +94,7 @@ def read(uri: str, split: str) -> Iterator[Record]:
 def _task(folder: Path, entry: dict[str, str], config: dict[str, Any]) -> dict[str, Any]:
     payload = config.get(PAYLOAD_KEY)
     if isinstance(payload, dict):  # written by taskpack: the whole task
-        task = dict(payload)
-        task["files"] = [
-            {"path": f["path"], "mode": f["mode"], "data": (folder / f["stored_as"]).read_bytes()}
-            for f in payload["files"]
-        ]
-        return task
+        return payload_files(folder, payload)
     # A SETA folder from elsewhere: its instruction, files and weights.
     files = [
         {

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
-from taskpack.registry.refs import Ref, best_match, is_version, parse_ref, version_key
+from taskpack.registry.refs import (
+    Ref,
+    best_match,
+    is_release,
+    is_version,
+    parse_ref,
+    version_key,
+)
 from taskpack.registry.store import Progress
 from taskpack.taskset import TaskSet
 
@@ -94,6 +101,13 @@ class Registry(ABC):
         if tagged is None:
             raise TaskpackError(f"{self.url}: {ref.name!r} has no version or tag {ref.spec!r}")
         return tagged
+
+    def move_tags(self, m: Manifest, tags: tuple[str, ...]) -> None:
+        """After a publish: `latest` follows the highest release, user tags point here."""
+        if is_release(m.version):
+            self.set_tag(m.name, "latest", m.version, only_if_newer=True)
+        for tag in tags:
+            self.set_tag(m.name, tag, m.version)
 
     def check_same(self, existing: Manifest, new: Manifest) -> bool:
         """False when identical content is already published; VersionExists when it differs."""

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
 from taskpack.registry.base import Registry
-from taskpack.registry.refs import is_release, is_version, version_key
+from taskpack.registry.refs import is_version, version_key
 from taskpack.registry.store import Progress
 from taskpack.taskset import MANIFEST, TaskSet, blob_relpath
 
@@ -184,10 +184,7 @@ class HubRegistry(Registry):
                 raise self._fail(e, f"create the dataset repo {self._repo(m.name)}") from None
             commit = self._commit_version(ts)
             created = self._tag_version(ts, commit)
-        if is_release(m.version):
-            self.set_tag(m.name, "latest", m.version, only_if_newer=True)
-        for tag in tags:
-            self.set_tag(m.name, tag, m.version)
+        self.move_tags(m, tags)
         return created
 
     def _commit_version(self, ts: TaskSet) -> str:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
 from taskpack.registry.base import Registry
-from taskpack.registry.refs import is_release, version_key
+from taskpack.registry.refs import version_key
 from taskpack.registry.store import PreconditionFailed, Progress, Store
 from taskpack.taskset import TaskSet, blob_relpath
 
@@ -99,10 +99,7 @@ class ObjectStoreRegistry(Registry):
                 if winner is None:
                     raise
                 created = self.check_same(winner, m)
-        if is_release(m.version):
-            self.set_tag(m.name, "latest", m.version, only_if_newer=True)
-        for tag in tags:
-            self.set_tag(m.name, tag, m.version)
+        self.move_tags(m, tags)
         return created
 
     def fetch(
