@@ -12,6 +12,7 @@ small so that opening a split and reading task i touches one row group, not the 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import json
@@ -448,13 +449,12 @@ class Split:
     def __getitem__(self, i: int | slice) -> Task | list[Task]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        n = len(self)
+        n = self.info.rows
         if not -n <= i < n:
             raise IndexError(f"task {i} out of range: split {self.name!r} has {n} tasks")
         i %= n
-        self._pf()
-        import bisect
-
+        if self._file is None:
+            self._pf()
         g = bisect.bisect_right(self._starts, i) - 1
         k = i - self._starts[g]
         # One scalar per column: far cheaper than slicing a one-row table.
