@@ -78,6 +78,7 @@ SCHEMA = pa.schema(
 )
 
 Fetch = Callable[[str], bytes]
+_TASK_COLUMNS = [name for name in SCHEMA.names if name != "digest"]
 
 
 # --- rows <-> tasks ------------------------------------------------------------------------
@@ -433,7 +434,7 @@ class Split:
         if columns is not None:
             self._groups.move_to_end(g)
             return columns
-        table = self._pf().read_row_group(g)
+        table = self._pf().read_row_group(g, columns=_TASK_COLUMNS)  # the digest is not needed
         columns = [(name, table.column(name).combine_chunks()) for name in table.column_names]
         self._groups[g] = columns
         self._cached_bytes += table.nbytes
