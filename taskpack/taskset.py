@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -327,8 +328,6 @@ class TaskSetWriter:
 
 
 def _check_pattern(what: str, value: str, pattern: str, expected: str | None = None) -> None:
-    import re
-
     if not isinstance(value, str) or not re.match(pattern, value):
         raise TaskpackError(f"invalid {what} {value!r}: expected {expected or pattern}")
 
