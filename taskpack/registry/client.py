@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taskpack.errors import TaskpackError
-from taskpack.model import Manifest
+from taskpack.model import Manifest, SplitInfo
 from taskpack.registry import Registry, canonical_url, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
@@ -66,13 +66,17 @@ class Version:
             sha, lambda dest: self.registry.fetch(self.manifest, sha, dest, progress)
         )
 
-    def split(self, name: str) -> Split:
+    def info(self, name: str) -> SplitInfo:
         info = self.manifest.splits.get(name)
         if info is None:
             m = self.manifest
             raise TaskpackError(
                 f"{m.name}@{m.version} has no split {name!r} (splits: {self.splits})"
             )
+        return info
+
+    def split(self, name: str) -> Split:
+        info = self.info(name)
         return Split(
             name, info, self.object(info.sha256), lambda sha: self.object(sha).read_bytes()
         )
@@ -203,8 +207,7 @@ def pull(
     version = resolve(ref, registry=registry, lockfile=lockfile, cache=cache)
     m = version.manifest
     for name in splits or tuple(version.splits):
-        version.split(name)  # names an unknown split clearly
-        info = m.splits[name]
+        info = version.info(name)
         wanted = [info.sha256, *(info.blobs if files else [])]
         bar = progress(f"pull {m.name}@{m.version} {name}", info.bytes, quiet=quiet)
         for sha in wanted:
