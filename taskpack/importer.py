@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskpack._fs import write_atomic
 from taskpack.converters import read_records, reader
 from taskpack.converters._source import Record
 from taskpack.errors import InvalidTask, TaskpackError
@@ -115,8 +116,5 @@ def import_sources(
 
 
 def _write_report(path: Path, skipped: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for entry in skipped:
-            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    lines = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in skipped)
+    write_atomic(path, lines.encode("utf-8"))

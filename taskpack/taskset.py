@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 from pydantic_core import to_json
 
+from taskpack._fs import write_atomic
 from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error
 from taskpack.model import (
     NAME,
@@ -176,10 +177,7 @@ class _SplitWriter:
         self._blobs.add(sha)
         target = self.root / blob_relpath(sha)
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{sha}.{uuid.uuid4().hex}")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
+            write_atomic(target, data)
 
     def add(self, task: Task | Mapping[str, Any]) -> Task:
         task = coerce_task(task, f"split {self.name!r} row {self._count}")

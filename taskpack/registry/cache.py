@@ -12,14 +12,13 @@ longer matches its `.ok` stamp is hashed again, and fetched again if it fails.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+from taskpack._fs import file_lock, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest, stored_manifest
 from taskpack.taskset import file_sha256
@@ -66,23 +65,12 @@ class Cache:
         ok.unlink(missing_ok=True)
         return None
 
-    @contextlib.contextmanager
-    def _lock(self, sha: str) -> Iterator[None]:
-        locks = self.root / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        with open(locks / f"{sha}.lock", "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
     def ensure(self, sha: str, download: Callable[[Path], None]) -> Path:
         """The object `sha`, downloaded once per machine however many processes ask."""
         found = self.verified(sha)
         if found is not None:
             return found
-        with self._lock(sha):
+        with file_lock(self.root / "locks" / f"{sha}.lock"):
             found = self.verified(sha)  # another process may have fetched it while we waited
             if found is not None:
                 return found
@@ -122,8 +110,6 @@ class Cache:
 
     def save_manifest(self, registry_url: str, manifest: Manifest) -> None:
         folder = self._manifest_dir(registry_url, manifest.name)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{manifest.version}.json"
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        tmp.write_text(manifest.model_dump_json(indent=2))
-        os.replace(tmp, path)
+        write_atomic(
+            folder / f"{manifest.version}.json", manifest.model_dump_json(indent=2).encode()
+        )

@@ -13,16 +13,16 @@ create-only writes and tags need compare-and-swap, which every store provides he
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
+from taskpack._fs import file_lock
 from taskpack.errors import TaskpackError
 
 Progress = Callable[[int], None]
@@ -82,17 +82,8 @@ class LocalStore(Store):
             return None
         return data, hashlib.sha256(data).hexdigest()
 
-    @contextlib.contextmanager
-    def _lock(self, key: str) -> Iterator[None]:
-        locks = self.root / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        name = hashlib.sha256(key.encode()).hexdigest()[:32]
-        with open(locks / name, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+    def _lock(self, key: str) -> contextlib.AbstractContextManager[None]:
+        return file_lock(self.root / ".locks" / hashlib.sha256(key.encode()).hexdigest()[:32])
 
     def _temp(self, target: Path, data: bytes) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
