@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -229,18 +228,18 @@ def example(target: Path, force: bool) -> None:
     click.echo(f"wrote {m.name}@{m.version} to {target} ({counts})")
 
 
-def _progress(quiet: bool) -> Callable[[Iterator[Task], str], Iterator[Task]] | None:
-    """A live count on stderr while rows stream in; silent off a terminal or with --quiet."""
-    if quiet or not sys.stderr.isatty():
-        return None
+def _progress(quiet: bool) -> Callable[[Iterator[Task], str], Iterator[Task]]:
+    """A live task count on stderr while rows stream in (see taskpack.progress)."""
+    from taskpack.progress import progress
 
     def count(tasks: Iterator[Task], split: str) -> Iterator[Task]:
-        n = 0
-        for n, task in enumerate(tasks, start=1):
-            if n % 1000 == 0:
-                click.echo(f"\r{split}: {n} tasks", err=True, nl=False)
+        bar = progress(split, unit="tasks", quiet=quiet)
+        for task in tasks:
+            if bar:
+                bar(1)
             yield task
-        click.echo(f"\r{split}: {n} tasks", err=True)
+        if bar:
+            bar.close()
 
     return count
 

@@ -239,8 +239,14 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def sha256_relpath(sha: str) -> str:
+    """Where content `sha` lives in any content-addressed folder here (task set, registry,
+    cache): a two-character fan-out keeps directories small."""
+    return f"sha256/{sha[:2]}/{sha}"
+
+
 def blob_relpath(sha: str) -> str:
-    return f"blobs/sha256/{sha[:2]}/{sha}"
+    return f"blobs/{sha256_relpath(sha)}"
 
 
 class TaskSetWriter:

@@ -21,7 +21,7 @@ from pathlib import Path
 from taskpack._fs import file_lock, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest, stored_manifest
-from taskpack.taskset import file_sha256
+from taskpack.taskset import file_sha256, sha256_relpath
 
 
 def default_cache_dir() -> Path:
@@ -42,7 +42,7 @@ class Cache:
         self.root = root or default_cache_dir()
 
     def object_path(self, sha: str) -> Path:
-        return self.root / "objects" / "sha256" / sha[:2] / sha
+        return self.root / "objects" / sha256_relpath(sha)
 
     def _stamp(self, path: Path) -> str:
         st = path.stat()

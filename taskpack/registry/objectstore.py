@@ -17,13 +17,13 @@ from taskpack.model import Manifest
 from taskpack.registry.base import Registry
 from taskpack.registry.refs import version_key
 from taskpack.registry.store import PreconditionFailed, Progress, Store
-from taskpack.taskset import TaskSet, blob_relpath
+from taskpack.taskset import TaskSet, blob_relpath, sha256_relpath
 
 _CAS_ATTEMPTS = 50
 
 
 def object_key(sha: str) -> str:
-    return f"objects/sha256/{sha[:2]}/{sha}"
+    return f"objects/{sha256_relpath(sha)}"
 
 
 class ObjectStoreRegistry(Registry):
