@@ -14,8 +14,10 @@ The Hub has no compare-and-swap on tags, and tags can be deleted and re-created,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,24 +65,34 @@ class HubRegistry(Registry):
 
     # --- reads ------------------------------------------------------------------------
 
-    def _get(self, name: str, path: str, revision: str) -> bytes | None:
+    @contextlib.contextmanager
+    def _stream(self, name: str, path: str, revision: str) -> Iterator[Any]:
+        """A streamed GET of one file of the repo at `revision` (the Hub's resolve URL)."""
         from huggingface_hub import get_session, hf_hub_url
         from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # documented, lazily exported
 
         url = hf_hub_url(
             self._repo(name), path, repo_type="dataset", revision=revision, endpoint=self.endpoint
         )
+        with get_session().stream(
+            "GET", url, headers=build_hf_headers(), follow_redirects=True
+        ) as response:
+            yield response
+
+    def _get(self, name: str, path: str, revision: str) -> bytes | None:
         try:
-            response = get_session().get(url, headers=build_hf_headers(), follow_redirects=True)
+            with self._stream(name, path, revision) as response:
+                if response.status_code == 404:
+                    return None
+                if response.status_code >= 400:
+                    raise TaskpackError(
+                        f"registry {self.url}: reading {name}/{path}: HTTP {response.status_code}"
+                    )
+                return bytes(response.read())
+        except TaskpackError:
+            raise
         except Exception as e:  # noqa: BLE001 - network errors of any client
             raise self._fail(e, f"read {name}/{path}") from None
-        if response.status_code == 404:
-            return None
-        if response.status_code >= 400:
-            raise TaskpackError(
-                f"registry {self.url}: reading {name}/{path}: HTTP {response.status_code}"
-            )
-        return bytes(response.content)
 
     def _refs(self, name: str) -> Any:
         from huggingface_hub.errors import RepositoryNotFoundError
@@ -239,22 +251,10 @@ class HubRegistry(Registry):
     def fetch(
         self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
     ) -> None:
-        from huggingface_hub import get_session, hf_hub_url
-        from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # documented, lazily exported
-
         path = _object_path(manifest, sha)
-        url = hf_hub_url(
-            self._repo(manifest.name),
-            path,
-            repo_type="dataset",
-            revision=manifest.version,
-            endpoint=self.endpoint,
-        )
         try:
             with (
-                get_session().stream(
-                    "GET", url, headers=build_hf_headers(), follow_redirects=True
-                ) as response,
+                self._stream(manifest.name, path, manifest.version) as response,
                 dest.open("wb") as out,
             ):
                 if response.status_code >= 400:
