@@ -282,6 +282,28 @@ def _options(pairs: tuple[str, ...], mapping: Path | None, preset: str | None) -
     return options
 
 
+def _write_options(pairs: tuple[str, ...], embed: bool) -> dict[str, Any]:
+    """-W KEY=VALUE pairs; a VALUE that parses as JSON (true, 3, {"a": 1}) is taken as such."""
+    options: dict[str, Any] = {"embed": True} if embed else {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--write-option")
+        try:
+            options[key.strip().replace("-", "_")] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip().replace("-", "_")] = value
+    return options
+
+
+write_options = click.option(
+    "-W", "--write-option", "write_pairs", multiple=True, help="Writer option KEY=VALUE."
+)
+embed_option = click.option(
+    "--embed", is_flag=True, help="Also carry the whole task in the format's free field."
+)
+
+
 def _default_name(target: Path) -> str:
     name = re.sub(r"[^A-Za-z0-9._-]", "-", target.name.split(".")[0]).strip("-._")
     return name or "taskset"
@@ -305,6 +327,8 @@ def _default_name(target: Path) -> str:
     help="YAML file of reader options (a column mapping).",
 )
 @click.option("--preset", help="Named option set, e.g. multiple-choice (kaggle).")
+@write_options
+@embed_option
 @click.option("--skip-invalid", is_flag=True, help="Skip bad rows and report them.")
 @click.option(
     "--report",
@@ -328,6 +352,8 @@ def convert(
     pairs: tuple[str, ...],
     mapping: Path | None,
     preset: str | None,
+    write_pairs: tuple[str, ...],
+    embed: bool,
     skip_invalid: bool,
     report: Path | None,
     force: bool,
@@ -347,6 +373,7 @@ def convert(
                 to_fmt,
                 target,
                 options=_options(pairs, mapping, preset),
+                write_options=_write_options(write_pairs, embed),
                 strict=strict,
                 overwrite=force,
             )
@@ -377,15 +404,19 @@ def convert(
 
 
 @main.command()
+@_user_errors
 def formats() -> None:
-    """List the formats taskpack reads (--from) and writes (--to)."""
-    from taskpack.converters import READERS, WRITERS, reader
+    """List the formats taskpack reads (--from) and writes (--to), with their options."""
+    from taskpack.converters import get, names
 
-    for name in READERS:
-        paragraph = " ".join((reader(name).__doc__ or "").strip().split("\n\n")[0].split())
-        doc = paragraph.split(": ")[0]  # the format's name and origin, before its fields
-        modes = "read/write" if name in WRITERS else "read"
-        click.echo(f"{name:<16}{modes:<12}{doc}")
+    for name in names():
+        fmt = get(name)
+        click.echo(f"{name:<16}{fmt.modes:<12}{fmt.summary}")
+        for kind, model in (("-O", fmt.read_options if fmt.read else None),
+                            ("-W", fmt.write_options if fmt.write else None)):
+            for option, info in (model.model_fields.items() if model else ()):
+                default = "" if info.is_required() else f" (default: {info.get_default(call_default_factory=True)!r})"
+                click.echo(f"{'':<16}{kind} {option}{default}")
 
 
 @main.group()
@@ -546,6 +577,8 @@ def _report_export(result: Any) -> None:
 @click.option("--split", "-s", "splits", multiple=True, help="Split to export (default: all).")
 @click.option("--strict", is_flag=True, help="Fail if the format cannot carry a field.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@write_options
+@embed_option
 @registry_option
 @_user_errors
 def export_cmd(
@@ -555,10 +588,15 @@ def export_cmd(
     splits: tuple[str, ...],
     strict: bool,
     force: bool,
+    write_pairs: tuple[str, ...],
+    embed: bool,
     registry: str | None,
 ) -> None:
     """Write a task set (folder or NAME@VERSION) in a framework's format."""
     from taskpack.exporter import export
 
     ts = _open_any(target, registry)
-    _report_export(export(ts, fmt, out, splits=splits, strict=strict, overwrite=force))
+    options = _write_options(write_pairs, embed)
+    _report_export(
+        export(ts, fmt, out, splits=splits, strict=strict, overwrite=force, options=options)
+    )

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from taskpack.converters import options as format_options
 from taskpack.converters import reader, writer
-from taskpack.converters._payload import Losses
+from taskpack.converters._format import Losses, Target
 from taskpack.importer import split_tasks
 from taskpack.model import Task
 from taskpack.taskset import Split, staged_output
@@ -35,15 +36,24 @@ class ExportResult:
 
 
 def _write_all(
-    splits: Mapping[str, Iterable[Task]], fmt: str, out: Path, strict: bool, overwrite: bool
+    splits: Mapping[str, Iterable[Task]],
+    fmt: str,
+    out: Path,
+    strict: bool,
+    overwrite: bool,
+    write_options: Mapping[str, Any] | None,
 ) -> ExportResult:
-    module = writer(fmt)
-    losses = Losses(fmt, strict)
+    target_format = writer(fmt)
+    assert target_format.write is not None
+    target = Target(
+        format_options(target_format, dict(write_options or {}), write=True), Losses(fmt, strict)
+    )
     written: list[Path] = []
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
-            written += [out / p.relative_to(tmp) for p in module.write(tasks, tmp, name, losses)]
-    return ExportResult(out, written, losses.report())
+            files = target_format.write(tasks, tmp, name, target)
+            written += [out / p.relative_to(tmp) for p in files]
+    return ExportResult(out, written, target.losses.report())
 
 
 def export(
@@ -54,10 +64,15 @@ def export(
     splits: Sequence[str] = (),
     strict: bool = False,
     overwrite: bool = False,
+    options: Mapping[str, Any] | None = None,
 ) -> ExportResult:
-    """Write the splits of a task set (all by default) in format `fmt` under `out`."""
+    """Write the splits of a task set (all by default) in format `fmt` under `out`.
+
+    `options` are the format's write options (`embed`, and each format's own; see
+    `taskpack formats`)."""
     names = list(splits) or ts.splits
-    return _write_all({n: ts.split(n) for n in names}, fmt, Path(out), strict, overwrite)
+    tasks = {n: ts.split(n) for n in names}
+    return _write_all(tasks, fmt, Path(out), strict, overwrite, options)
 
 
 def convert_format(
@@ -67,6 +82,7 @@ def convert_format(
     out: str | os.PathLike[str],
     *,
     options: Mapping[str, Any] | None = None,
+    write_options: Mapping[str, Any] | None = None,
     strict: bool = False,
     overwrite: bool = False,
 ) -> ExportResult:
@@ -77,4 +93,4 @@ def convert_format(
         split: split_tasks(uris, from_fmt, split, dict(options or {}), None)
         for split, uris in sources.items()
     }
-    return _write_all(tasks, to_fmt, Path(out), strict, overwrite)
+    return _write_all(tasks, to_fmt, Path(out), strict, overwrite, write_options)

@@ -49,7 +49,7 @@ def _tasks(
         except InvalidTask as e:
             if skipped is None:
                 raise
-            tid = (record.task or {}).get("id")
+            tid = record.task.id if isinstance(record.task, Task) else (record.task or {}).get("id")
             skipped.append(
                 {
                     "split": split,

@@ -25,15 +25,18 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     JsonValue,
     PrivateAttr,
+    Tag,
     model_validator,
 )
 
 from taskpack.errors import TaskpackError
 
-FORMAT_VERSION: Literal[1] = 1
+FORMAT_VERSION: Literal[2] = 2
+FORMAT_VERSIONS = (1, 2)  # task sets of every version here open, verify and export
 
 
 def _utf8(value: str) -> str:
@@ -87,19 +90,140 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
+# --- the conversation prefix ----------------------------------------------------------------
+# Content parts and conversation items cover chat completions and the Responses API (the
+# items NeMo Gym rows use). Formats keep their own spellings (`input_text`, `image_url`) in their
+# modules; the model has one name per kind.
+
+
+class TextPart(_Model):
+    type: Literal["text"] = "text"
+    text: Text
+
+
+class ImagePart(_Model):
+    """An image by URL (`data:` URLs included) or by a provider's file id."""
+
+    type: Literal["image"] = "image"
+    url: Text | None = None
+    file_id: Text | None = None
+    detail: Text | None = None
+
+
+class AudioPart(_Model):
+    type: Literal["audio"] = "audio"
+    data: Text | None = Field(default=None, description="Base64 audio.")
+    format: Text | None = None
+    url: Text | None = None
+
+
+class FilePart(_Model):
+    type: Literal["file"] = "file"
+    file_id: Text | None = None
+    filename: Text | None = None
+    data: Text | None = Field(default=None, description="Base64 content or a data: URL.")
+    url: Text | None = None
+
+
+Part = Annotated[TextPart | ImagePart | AudioPart | FilePart, Field(discriminator="type")]
+Content = Text | list[Part]
+
+
+class ToolCall(_Model):
+    """An assistant's call of a function tool (chat-completions style); `arguments` is JSON text."""
+
+    id: Text
+    name: Text
+    arguments: Text
+
+
 class Message(_Model):
+    type: Literal["message"] = "message"
     role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: Text
+    content: Content | None = None
+    name: Text | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: Text | None = Field(default=None, description="For role 'tool': the call answered.")
+
+    @property
+    def text(self) -> str:
+        """The message's text: its text parts joined, other parts left out."""
+        if self.content is None or isinstance(self.content, str):
+            return self.content or ""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+class FunctionCall(_Model):
+    """A Responses-API function call item."""
+
+    type: Literal["function_call"] = "function_call"
+    call_id: Text
+    name: Text
+    arguments: Text
+
+
+class FunctionCallOutput(_Model):
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: Text
+    output: Content
+
+
+class Reasoning(_Model):
+    """A Responses-API reasoning item: summaries as text, or only the provider's encrypted blob."""
+
+    type: Literal["reasoning"] = "reasoning"
+    summary: list[Text] = Field(default_factory=list)
+    encrypted_content: Text | None = None
+
+
+def _item_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("type", "message"))
+    return str(getattr(value, "type", "message"))
+
+
+Item = Annotated[
+    Annotated[Message, Tag("message")]
+    | Annotated[FunctionCall, Tag("function_call")]
+    | Annotated[FunctionCallOutput, Tag("function_call_output")]
+    | Annotated[Reasoning, Tag("reasoning")],
+    Discriminator(_item_type),
+]
 
 
 def _prompt_from_text(value: Any) -> Any:
     # A bare string is the common case in every source format: one user turn.
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
-    return value
+    return [] if value is None else value
 
 
-Prompt = Annotated[list[Message], BeforeValidator(_prompt_from_text), Field(min_length=1)]
+Prompt = Annotated[list[Item], BeforeValidator(_prompt_from_text)]
+
+
+# --- tools offered to the agent ------------------------------------------------------------
+
+
+class FunctionTool(_Model):
+    type: Literal["function"] = "function"
+    name: Text
+    description: Text | None = None
+    parameters: dict[str, JsonValue] | None = Field(default=None, description="JSON Schema.")
+    strict: bool | None = None
+
+
+class McpServer(_Model):
+    """An MCP server whose tools the agent gets: by URL (`transport`) or by command (stdio)."""
+
+    type: Literal["mcp"] = "mcp"
+    name: Text
+    transport: Text | None = None
+    url: Text | None = None
+    command: Text | None = None
+    args: list[Text] = Field(default_factory=list)
+
+
+Tool = Annotated[FunctionTool | McpServer, Field(discriminator="type")]
 
 
 # --- reward specs: what decides success, declared, never executed by taskpack -----------------
@@ -200,8 +324,20 @@ Reward = Annotated[
 # --- files ---------------------------------------------------------------------------------
 
 
+Role = Literal["environment", "workspace", "tests", "solution", "other"]
+ROLES: tuple[Role, ...] = ("environment", "workspace", "tests", "solution", "other")
+AGENT_HIDDEN: frozenset[str] = frozenset({"tests", "solution", "other"})
+
+
 class TaskFile(_Model):
-    """A file the task brings into the sandbox.
+    """A file of the task, with the role that decides who may see it.
+
+    `environment`: the container build context (Dockerfile and what it copies); `workspace`: what
+    the agent finds when it starts; `tests`: the verifier, copied in only to verify; `solution`:
+    the oracle; `other`: a file of the source folder outside those (a README), kept so the folder
+    can be rebuilt and never shown to the agent. The path is relative to the role's folder, so
+    `tests/test.sh` of a Harbor task is `test.sh` with role `tests`. `step` names the step a file
+    belongs to in a multi-step task.
 
     `data` is present for files stored inline; a large file read from a task set carries only
     `sha256` and `size` until it is read, and then comes from the task set's blob store.
@@ -213,6 +349,8 @@ class TaskFile(_Model):
     )
 
     path: RelPath
+    role: Role = "workspace"
+    step: Text | None = None
     mode: int = Field(default=0o644, ge=0, le=0o7777)
     data: bytes | None = None
     sha256: Sha256 | None = None
@@ -242,6 +380,8 @@ class TaskFile(_Model):
             cls,
             {
                 "path": _rel_path(row["path"]),
+                "role": row.get("role") or "workspace",
+                "step": row.get("step"),
                 "mode": row["mode"],
                 "data": row["data"],
                 "sha256": row["sha256"],
@@ -254,12 +394,16 @@ class TaskFile(_Model):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TaskFile):
             return NotImplemented
-        return (self.path, self.mode, self.sha256, self.size) == (
-            other.path,
+        return self.key == other.key and (self.mode, self.sha256, self.size) == (
             other.mode,
             other.sha256,
             other.size,
         )
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        """(step, role, path): unique within a task."""
+        return (self.step, self.role, self.path)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -290,9 +434,10 @@ class Environment(_Model):
     setup_commit: Text | None = None
     setup: list[Text] = Field(default_factory=list)
     workdir: Text | None = None
+    env: dict[Text, Text] = Field(default_factory=dict, description="Environment variables.")
     build_timeout_sec: float | None = Field(default=None, gt=0)
     test_timeout_sec: float | None = Field(default=None, gt=0)
-    cpus: float | None = Field(default=None, gt=0)
+    cpus: int | float | None = Field(default=None, gt=0)
     memory_mb: int | None = Field(default=None, gt=0)
     storage_mb: int | None = Field(default=None, gt=0)
     gpus: int | None = Field(default=None, ge=0)
@@ -339,38 +484,73 @@ def _metadata(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return value
 
 
+Extras = dict[Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]*$")], dict[str, JsonValue]]
+
+
+class Step(_Model):
+    """One step of a multi-step task: its own instruction, check and limits; its files are the
+    task's files with `step` set to this step's name."""
+
+    name: TaskId
+    prompt: Prompt = Field(default_factory=list)
+    reward: Reward | None = None
+    limits: Limits | None = None
+
+
 class Task(_Model):
     id: TaskId
-    prompt: Prompt
-    answer: Text | None = None
+    prompt: Prompt = Field(
+        default_factory=list, description="The conversation prefix; empty when the agent builds it."
+    )
+    answer: JsonValue = Field(default=None, description="Reference answer: any JSON value.")
     solution: Text | None = Field(
         default=None, description="Reference solution (gold patch, canonical code); never shown."
     )
     reward: Reward | None = None
+    rewards: dict[Text, Reward] = Field(
+        default_factory=dict, description="Further named rewards, reported beside `reward`."
+    )
+    tools: list[Tool] = Field(default_factory=list)
     files: list[TaskFile] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
     environment: Environment | None = None
     limits: Limits | None = None
     source: Source | None = None
     metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata)] = Field(
         default_factory=dict
     )
+    extras: Annotated[Extras, AfterValidator(_metadata)] = Field(
+        default_factory=dict,
+        description="Per format: fields only that framework understands, put back by its writer.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> "Task":
-        paths = [f.path for f in self.files]
-        if len(set(paths)) != len(paths):
-            dupes = sorted({p for p in paths if paths.count(p) > 1})
+        keys = [f.key for f in self.files]
+        if len(set(keys)) != len(keys):
+            dupes = sorted({"/".join(filter(None, k)) for k in keys if keys.count(k) > 1})
             raise ValueError(f"files: duplicate paths {dupes}")
-        known = set(paths)
+        steps = [s.name for s in self.steps]
+        if len(set(steps)) != len(steps):
+            raise ValueError(f"steps: duplicate names {steps}")
+        for f in self.files:
+            if f.step is not None and f.step not in steps:
+                raise ValueError(f"files: {f.path!r} belongs to an unknown step {f.step!r}")
+        task_level = {(f.role, f.path) for f in self.files if f.step is None}
+        paths = {p for _, p in task_level}
         reward = self.reward
         referenced = {
             "reward.test_file": reward.test_file if isinstance(reward, UnitTests) else None,
             "reward.test_patch": reward.test_patch if isinstance(reward, SweTests) else None,
-            "environment.dockerfile": self.environment.dockerfile if self.environment else None,
         }
         for field, path in referenced.items():
-            if path is not None and path not in known:
+            if path is not None and path not in paths:
                 raise ValueError(f"{field}: {path!r} is not one of the task's files")
+        dockerfile = self.environment.dockerfile if self.environment else None
+        if dockerfile is not None and ("environment", dockerfile) not in task_level:
+            raise ValueError(
+                f"environment.dockerfile: {dockerfile!r} is not one of the task's environment files"
+            )
         if isinstance(self.reward, MultipleChoice) and self.answer is not None:
             labels = [c.label for c in self.reward.choices]
             if self.answer not in labels:
@@ -385,29 +565,31 @@ class Task(_Model):
         (`taskpack validate` re-checks everything); file paths, which guard the file system,
         are checked again, and file contents are hash-checked when read.
         """
-        reward = row["reward"]
-        if reward is not None:
-            kind = REWARD_KINDS[reward["kind"]]
-            nested = _NESTED.get(kind)
-            if nested:
-                field, item = nested
-                reward[field] = [_make(item, x) for x in reward[field]]
-            reward = _make(kind, reward)
         return _make(
             cls,
             {
                 "id": row["id"],
-                "prompt": [_make(Message, m) for m in row["prompt"]],
+                "prompt": _items(row["prompt"]),
                 "answer": row["answer"],
                 "solution": row["solution"],
-                "reward": reward,
+                "reward": _reward(row["reward"]),
+                "rewards": {k: _reward(v) for k, v in (row["rewards"] or {}).items()},
+                "tools": [_make(TOOL_KINDS[t["type"]], t) for t in row["tools"] or ()],
                 "files": [TaskFile.stored(f, fetch) for f in row["files"]],
+                "steps": [_step(s) for s in row["steps"] or ()],
                 "environment": _construct(Environment, row["environment"]),
                 "limits": _construct(Limits, row["limits"]),
                 "source": _construct(Source, row["source"]),
                 "metadata": row["metadata"] or {},
+                "extras": row["extras"] or {},
             },
         )
+
+    @property
+    def instruction(self) -> str:
+        """What a single-question framework shows: the last user message's text."""
+        users = [m for m in self.prompt if isinstance(m, Message) and m.role == "user"]
+        return users[-1].text if users else ""
 
     def canonical(self) -> dict[str, Any]:
         """The content the digest covers: every field, files by hash, not by bytes."""
@@ -417,18 +599,24 @@ class Task(_Model):
     def digest(self) -> str:
         return content_digest(self.canonical())
 
-    def file(self, path: str) -> "TaskFile":
+    def file(self, path: str, role: str | None = None) -> "TaskFile":
         for f in self.files:
-            if f.path == path:
+            if f.path == path and f.step is None and role in (None, f.role):
                 return f
         raise KeyError(f"task {self.id!r} has no file {path!r}")
 
-    def materialize(self, directory: str | os.PathLike[str]) -> Path:
-        """Write the task's files into `directory`, each hash-checked, with its mode."""
+    def files_of(self, role: str, step: str | None = None) -> list["TaskFile"]:
+        return [f for f in self.files if f.role == role and f.step == step]
+
+    def materialize(
+        self, directory: str | os.PathLike[str], role: str = "workspace", step: str | None = None
+    ) -> Path:
+        """Write the task's files of one role (the agent's workspace by default) into
+        `directory`, each hash-checked, with its mode."""
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
         real_root = root.resolve()
-        for f in self.files:
+        for f in self.files_of(role, step):
             target = root / f.path
             # The path rules already forbid escapes; this also stops symlinks left in the folder.
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -470,6 +658,57 @@ _NESTED: dict[type[BaseModel], tuple[str, type[BaseModel]]] = {
     MultipleChoice: ("choices", Choice),
     Rubric: ("criteria", Criterion),
 }
+
+
+PART_KINDS: dict[str, type[BaseModel]] = {
+    cls.model_fields["type"].default: cls for cls in (TextPart, ImagePart, AudioPart, FilePart)
+}
+ITEM_KINDS: dict[str, type[BaseModel]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (Message, FunctionCall, FunctionCallOutput, Reasoning)
+}
+TOOL_KINDS: dict[str, type[BaseModel]] = {
+    cls.model_fields["type"].default: cls for cls in (FunctionTool, McpServer)
+}
+
+
+def _content(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    return [_make(PART_KINDS[p["type"]], p) for p in value]
+
+
+def _items(values: list[dict[str, Any]] | None) -> list[Any]:
+    """Stored conversation items as models (the episode-start path: no validation)."""
+    items = []
+    for v in values or ():
+        kind = v["type"]
+        if kind == "message":
+            v["content"] = _content(v["content"])
+            if v["tool_calls"] is not None:
+                v["tool_calls"] = [_make(ToolCall, c) for c in v["tool_calls"]]
+        elif kind == "function_call_output":
+            v["output"] = _content(v["output"])
+        items.append(_make(ITEM_KINDS[kind], v))
+    return items
+
+
+def _reward(reward: dict[str, Any] | None) -> Any:
+    if reward is None:
+        return None
+    kind = REWARD_KINDS[reward["kind"]]
+    nested = _NESTED.get(kind)
+    if nested:
+        field, item = nested
+        reward[field] = [_make(item, x) for x in reward[field]]
+    return _make(kind, reward)
+
+
+def _step(value: dict[str, Any]) -> "Step":
+    value["prompt"] = _items(value["prompt"])
+    value["reward"] = _reward(value["reward"])
+    value["limits"] = _construct(Limits, value["limits"])
+    return _make(Step, value)
 
 
 def _make(model: type[_M], values: dict[str, Any]) -> "_M":
@@ -527,7 +766,7 @@ class SplitInfo(_Model):
 
 
 class Manifest(_Model):
-    format_version: Literal[1] = FORMAT_VERSION
+    format_version: Literal[1, 2] = FORMAT_VERSION
     name: Annotated[str, Field(pattern=NAME)]
     version: Annotated[str, Field(pattern=SEMVER)]
     description: str = ""
@@ -550,7 +789,7 @@ def stored_manifest(data: bytes) -> "Manifest":
     return _make(Manifest, raw)
 
 
-def version_digest(splits: dict[str, str]) -> str:
+def version_digest(splits: dict[str, str], format_version: int = FORMAT_VERSION) -> str:
     """The Merkle root over split digests: content only, not name, time or storage."""
-    body = canonical_json({"format_version": FORMAT_VERSION, "splits": splits})
+    body = canonical_json({"format_version": format_version, "splits": splits})
     return "sha256:" + hashlib.sha256(body).hexdigest()

@@ -34,6 +34,7 @@ from pydantic_core import to_json
 from taskpack._fs import write_atomic
 from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error
 from taskpack.model import (
+    FORMAT_VERSION,
     NAME,
     SEMVER,
     Manifest,
@@ -47,17 +48,28 @@ INLINE_MAX = 64 * 1024
 ROW_GROUP_ROWS = 1024
 ROW_GROUP_BYTES = 8 * 1024 * 1024
 MANIFEST = "manifest.json"
-_JSON_COLUMNS = ("reward", "environment", "limits", "source", "metadata")
+# Variable-shaped parts are canonical JSON text: a conversation of typed items, a union of
+# reward kinds or free-form metadata would otherwise widen into sparse struct columns that
+# differ per task set.
+_JSON_COLUMNS = (
+    "prompt",
+    "answer",
+    "reward",
+    "rewards",
+    "tools",
+    "steps",
+    "environment",
+    "limits",
+    "source",
+    "metadata",
+    "extras",
+)
+_V1_JSON_COLUMNS = ("reward", "environment", "limits", "source", "metadata")
 
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
         pa.field("digest", pa.string(), nullable=False),
-        pa.field(
-            "prompt",
-            pa.list_(pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])),
-        ),
-        pa.field("answer", pa.string()),
         pa.field("solution", pa.string()),
         pa.field(
             "files",
@@ -65,6 +77,8 @@ SCHEMA = pa.schema(
                 pa.struct(
                     [
                         pa.field("path", pa.string()),
+                        pa.field("role", pa.string()),
+                        pa.field("step", pa.string()),
                         pa.field("mode", pa.int32()),
                         pa.field("size", pa.int64()),
                         pa.field("sha256", pa.string()),
@@ -73,14 +87,11 @@ SCHEMA = pa.schema(
                 )
             ),
         ),
-        # Variable-shaped parts are canonical JSON text: a union of reward kinds or free-form
-        # metadata would otherwise widen into sparse struct columns that differ per task set.
         *(pa.field(name, pa.string()) for name in _JSON_COLUMNS),
     ]
 )
 
 Fetch = Callable[[str], bytes]
-_TASK_COLUMNS = [name for name in SCHEMA.names if name != "digest"]
 
 
 # --- rows <-> tasks ------------------------------------------------------------------------
@@ -111,20 +122,15 @@ def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[d
         files.append(
             {
                 "path": f.path,
+                "role": f.role,
+                "step": f.step,
                 "mode": f.mode,
                 "size": f.size,
                 "sha256": f.sha256,
                 "data": data if inline else None,
             }
         )
-    row = {
-        "id": task.id,
-        "digest": digest,
-        "prompt": [{"role": m.role, "content": m.content} for m in task.prompt],
-        "answer": task.answer,
-        "solution": task.solution,
-        "files": files,
-    }
+    row = {"id": task.id, "digest": digest, "solution": task.solution, "files": files}
     for name in _JSON_COLUMNS:
         value = content[name]
         # Key order inside these columns is free (the digest is computed above, sorted),
@@ -133,25 +139,37 @@ def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[d
     return row, digest
 
 
-def _columns(row: dict[str, Any]) -> dict[str, Any]:
-    for name in _JSON_COLUMNS:
-        if row[name] is not None:
+def _columns(row: dict[str, Any], version: int) -> dict[str, Any]:
+    for name in _JSON_COLUMNS if version >= 2 else _V1_JSON_COLUMNS:
+        if row.get(name) is not None:
             row[name] = json.loads(row[name])
     row.pop("digest", None)
     return row
 
 
-def task_from_row(row: dict[str, Any], fetch: Fetch | None) -> Task:
-    """A stored row as a Task, trusted (see `Task.stored`)."""
-    return Task.stored(_columns(row), fetch)
+def task_from_row(row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION) -> Task:
+    """A stored row as a Task, trusted (see `Task.stored`); older versions are upgraded."""
+    if version < 2:
+        return validated_task_from_row(row, fetch, version)[0]
+    return Task.stored(_columns(row, version), fetch)
 
 
-def validated_task_from_row(row: dict[str, Any], fetch: Fetch | None) -> Task:
-    """A stored row as a Task, every rule checked again (for `verify`)."""
-    task = Task.model_validate(_columns(row))
+def validated_task_from_row(
+    row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION
+) -> tuple[Task, str]:
+    """A stored row as a Task, every rule checked again (for `verify`), and the digest of its
+    content by the rule of the version that wrote it."""
+    row = _columns(row, version)
+    if version < 2:
+        from taskpack.upgrade import task_from_v1
+
+        task, digest = task_from_v1(row)
+    else:
+        task = Task.model_validate(row)
+        digest = task.digest
     for f in task.files:
         f._fetch = fetch
-    return task
+    return task, digest
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -391,9 +409,17 @@ class Split:
 
     CACHE_BYTES = 256 * 1024 * 1024  # decoded row groups kept for random access
 
-    def __init__(self, name: str, info: SplitInfo, parquet: Path, fetch: Fetch | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        info: SplitInfo,
+        parquet: Path,
+        fetch: Fetch | None,
+        version: int = FORMAT_VERSION,
+    ) -> None:
         self.name = name
         self.info = info
+        self.version = version
         self._parquet = parquet
         self._fetch = fetch
         self._file: pq.ParquetFile | None = None
@@ -437,7 +463,8 @@ class Split:
         if columns is not None:
             self._groups.move_to_end(g)
             return columns
-        table = self._pf().read_row_group(g, columns=_TASK_COLUMNS)  # the digest is not needed
+        names = [n for n in self._pf().schema_arrow.names if n != "digest"]  # not needed here
+        table = self._pf().read_row_group(g, columns=names)
         columns = [(name, table.column(name).combine_chunks()) for name in table.column_names]
         self._groups[g] = columns
         self._cached_bytes += table.nbytes
@@ -463,7 +490,7 @@ class Split:
         k = i - self._starts[g]
         # One scalar per column: far cheaper than slicing a one-row table.
         row = {name: array[k].as_py() for name, array in self._group(g)}
-        return task_from_row(row, self._fetch)
+        return task_from_row(row, self._fetch, self.version)
 
     def ids(self) -> list[str]:
         return [str(x) for x in self._pf().read(columns=["id"]).column("id").to_pylist()]
@@ -487,7 +514,7 @@ class Split:
 
     def __iter__(self) -> Iterator[Task]:
         for row in self.rows():
-            yield task_from_row(row, self._fetch)
+            yield task_from_row(row, self._fetch, self.version)
 
 
 class TaskSet:
@@ -511,7 +538,9 @@ class TaskSet:
             raise TaskpackError(
                 f"{self.manifest.name} has no split {name!r} (splits: {', '.join(self.splits)})"
             )
-        return Split(name, info, self.root / info.path, self.read_blob)
+        return Split(
+            name, info, self.root / info.path, self.read_blob, self.manifest.format_version
+        )
 
     def read_blob(self, sha: str) -> bytes:
         path = self.root / blob_relpath(sha)

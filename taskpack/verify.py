@@ -20,6 +20,7 @@ def verify(ts: TaskSet, limit: int = 20) -> list[str]:
     problems: list[str] = []
     checked_blobs: set[str] = set()
     split_digests = {}
+    version = ts.manifest.format_version
     for name in ts.splits:
         split = ts.split(name)
         seen: dict[str, int] = {}
@@ -30,14 +31,13 @@ def verify(ts: TaskSet, limit: int = 20) -> list[str]:
             stored = row["digest"]
             where = f"split {name!r} row {row_no} (id {row['id']!r})"
             try:
-                task = validated_task_from_row(row, ts.read_blob)
+                task, digest = validated_task_from_row(row, ts.read_blob, version)
             except ValidationError as e:
                 problems.append(f"{where}: {describe_validation_error(e)}")
                 continue
             if task.id in seen:
                 problems.append(f"{where}: id: duplicate of row {seen[task.id]}")
             seen[task.id] = row_no
-            digest = task.digest
             running.update(digest.encode("ascii") + b"\n")
             if digest != stored:
                 problems.append(f"{where}: digest {stored} does not match content ({digest})")
@@ -57,7 +57,7 @@ def verify(ts: TaskSet, limit: int = 20) -> list[str]:
         split_digests[name] = "sha256:" + running.hexdigest()
         if split_digests[name] != info.digest:
             problems.append(f"split {name!r}: digest {info.digest} does not match its tasks")
-    if not problems and version_digest(split_digests) != ts.manifest.digest:
+    if not problems and version_digest(split_digests, version) != ts.manifest.digest:
         problems.append(f"manifest digest {ts.manifest.digest} does not match the splits")
     return problems[:limit]
 

@@ -1,58 +1,66 @@
-"""The table of formats: name -> the module that reads (and later writes) it.
+"""Formats by name: each module of this package that declares `FORMAT` is one format.
 
-Like pandoc's reader table, this is the one place the CLI and the API look formats up; adding a
-format is one module plus one line here. Modules are imported on first use, so nothing here
-slows down `import taskpack` or the episode-start path.
+Like pandoc's reader and writer tables, this is the one place the CLI and the API look formats
+up; adding a format is one new module (`terminal-bench` lives in `terminal_bench.py`) and
+nothing else. Modules are imported on first use, so nothing here slows down `import taskpack`
+or the episode-start path.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
+from pydantic import ValidationError
+
+from taskpack.converters._format import Format
 from taskpack.converters._source import Record
-from taskpack.errors import TaskpackError
-
-READERS: dict[str, str] = {
-    "gsm8k": "taskpack.converters.gsm8k",
-    "humaneval": "taskpack.converters.humaneval",
-    "swebench": "taskpack.converters.swebench",
-    "kaggle": "taskpack.converters.kaggle",
-    "terminal-bench": "taskpack.converters.terminal_bench",
-    "harbor": "taskpack.converters.harbor",
-    "mbpp": "taskpack.converters.mbpp",
-    "verifiers": "taskpack.converters.verifiers",
-    "skyrl": "taskpack.converters.skyrl",
-    "nemo": "taskpack.converters.nemo",
-    "gem": "taskpack.converters.gem",
-    "openreward": "taskpack.converters.openreward",
-}
-# Formats taskpack writes: each module's `write(tasks, out_dir, split, losses)`.
-WRITERS: dict[str, str] = {
-    name: READERS[name] for name in ("verifiers", "skyrl", "nemo", "gem", "openreward", "harbor")
-}
+from taskpack.errors import TaskpackError, describe_validation_error
 
 
-def reader(name: str) -> ModuleType:
-    if name not in READERS:
-        raise TaskpackError(f"unknown source format {name!r}; known: {', '.join(sorted(READERS))}")
-    return importlib.import_module(READERS[name])
+def names() -> list[str]:
+    """Every format's name, sorted."""
+    return sorted(
+        m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if not m.name[0] == "_"
+    )
 
 
-def writer(name: str) -> ModuleType:
-    if name not in WRITERS:
-        raise TaskpackError(f"unknown target format {name!r}; known: {', '.join(sorted(WRITERS))}")
-    return importlib.import_module(WRITERS[name])
+def get(name: str) -> Format:
+    if name not in names():
+        raise TaskpackError(f"unknown format {name!r}; known: {', '.join(names())}")
+    fmt: Format = importlib.import_module(f"{__name__}.{name.replace('-', '_')}").FORMAT
+    return fmt
 
 
-def read_records(uri: str, fmt: str, split: str, options: dict[str, Any]) -> Iterator[Record]:
-    """The records of one source, each a task mapping or an error with its place."""
-    module = reader(fmt)
+def reader(name: str) -> Format:
+    fmt = get(name)
+    if fmt.read is None:
+        readable = [n for n in names() if get(n).read]
+        raise TaskpackError(f"format {name!r} cannot be read; readable: {', '.join(readable)}")
+    return fmt
+
+
+def writer(name: str) -> Format:
+    fmt = get(name)
+    if fmt.write is None:
+        writable = [n for n in names() if get(n).write]
+        raise TaskpackError(f"format {name!r} cannot be written; writable: {', '.join(writable)}")
+    return fmt
+
+
+def options(fmt: Format, values: dict[str, Any], write: bool = False) -> Any:
+    """`values` checked against the format's typed options, as one readable error."""
+    model = fmt.write_options if write else fmt.read_options
     try:
-        return iter(module.read(uri, split, **options))
-    except TypeError as e:
-        if "unexpected keyword" in str(e):
-            raise TaskpackError(f"{fmt}: does not take option(s) {sorted(options)}") from None
-        raise
+        return model.model_validate(values)
+    except ValidationError as e:
+        raise TaskpackError(f"{fmt.name}: {describe_validation_error(e)}") from None
+
+
+def read_records(uri: str, fmt: str, split: str, values: dict[str, Any]) -> Iterator[Record]:
+    """The records of one source, each a task or an error with its place."""
+    f = reader(fmt)
+    assert f.read is not None
+    return iter(f.read(uri, split, options(f, values)))

@@ -1,7 +1,14 @@
-"""Writing one folder per task, shared by the folder formats (OpenReward, Harbor).
+"""Task folders, read and written the same way by every folder format (Harbor, OpenReward,
+Terminal-Bench).
 
-Task ids become folder names (`HumanEval/0` -> `HumanEval__0`, kept unique), and a split index
-lists them with their ids, so readers find the tasks in order.
+Reading trusts nothing in the folder: one walker lists a task folder's files and refuses
+symbolic links, non-regular files and any path (an index's `folder`, a name in a config) that
+would resolve outside the folder it was given, with one error line naming the file. A split
+folder with an `index.json` (written by taskpack: ids and order) reads the same tasks as the
+same folder without one, found by their marker file.
+
+Writing gives each task a folder named after its id (`HumanEval/0` -> `HumanEval__0`, kept
+unique) and writes the split's index.
 """
 
 from __future__ import annotations
@@ -9,13 +16,131 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+import stat
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from taskpack.model import SweTests, Task, UnitTests
+from taskpack.converters._source import Record, RowError
+from taskpack.errors import TaskpackError
+from taskpack.model import Task, _rel_path
 
 INDEX = "index.json"
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def inside(root: Path, rel: str, what: str = "path") -> Path:
+    """`root/rel`, where `rel` must be a plain relative path that no symlink takes elsewhere."""
+    try:
+        clean = _rel_path(rel)
+    except ValueError as e:
+        raise RowError(f"{what} {rel!r}: {e}") from None
+    path = root
+    for part in clean.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise RowError(f"{what} {rel!r}: {path.relative_to(root)} is a symbolic link")
+    return path
+
+
+def _regular(path: Path, rel: str) -> os.stat_result:
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        raise RowError(f"{rel}: symbolic links are not carried")
+    if not stat.S_ISREG(st.st_mode):
+        raise RowError(f"{rel}: not a regular file")
+    return st
+
+
+def walk(folder: Path) -> list[tuple[str, Path, int]]:
+    """(relative path, path, permission bits) of every file below `folder`, sorted."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        for name in dirnames:
+            if (here / name).is_symlink():
+                raise RowError(f"{(here / name).relative_to(folder)}: symbolic links are not carried")
+        for name in filenames:
+            path = here / name
+            rel = path.relative_to(folder).as_posix()
+            found.append((rel, path, _regular(path, rel).st_mode & 0o777))
+    return sorted(found)
+
+
+def read_text(folder: Path, rel: str) -> str | None:
+    """A UTF-8 file of the task folder, or None when it is absent."""
+    path = inside(folder, rel)
+    if not path.exists():
+        return None
+    _regular(path, rel)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise RowError(f"{rel}: not valid UTF-8") from None
+
+
+def _indexed(root: Path) -> Iterator[tuple[str, Path]]:
+    try:
+        entries = json.loads(read_text(root, INDEX) or "")["tasks"]
+        pairs = [(str(e["id"]), str(e["folder"])) for e in entries]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise TaskpackError(f"{root / INDEX}: not a task index ({e})") from None
+    except RowError as e:
+        raise TaskpackError(f"{root / INDEX}: {e}") from None
+    for task_id, folder in pairs:
+        try:
+            yield task_id, inside(root, folder, "folder")
+        except RowError as e:
+            raise TaskpackError(f"{root / INDEX}: {e}") from None
+
+
+def task_folders(uri: str, marker: str) -> Iterator[tuple[str, Path]]:
+    """(id, folder) for the task folder at `uri` or every task folder below it.
+
+    With an index, its ids and order; else a folder holding `marker` is a task, its id its path
+    relative to `uri` (so tasks named `0` in two datasets stay distinct), in sorted order.
+    """
+    root = Path(uri)
+    if root.is_symlink() or not root.is_dir():
+        raise TaskpackError(f"{uri}: not a folder (task folders are read from local paths)")
+    if (root / INDEX).is_file():
+        yield from _indexed(root)
+        return
+    if (root / marker).exists():
+        yield root.name, root
+        return
+    found = False
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if marker in filenames:
+            found = True
+            dirnames.clear()  # a task folder's own subfolders are its files, not tasks
+            folder = Path(dirpath)
+            yield folder.relative_to(root).as_posix(), folder
+    if not found:
+        raise TaskpackError(f"{uri}: no task folders (no {marker} found below it)")
+
+
+def read_folders(
+    uri: str, marker: str, convert: Callable[[str, Path], Any]
+) -> Iterator[Record]:
+    """Records for every task folder, each converted by `convert(id, folder)`."""
+    for ordinal, (task_id, folder) in enumerate(task_folders(uri, marker)):
+        where = str(folder)
+        try:
+            _regular(folder / marker, marker)
+            yield Record(where, task=convert(task_id, folder), line=ordinal + 1)
+        except (RowError, OSError) as e:
+            yield Record(where, error=str(e), line=ordinal + 1)
+
+
+def file_entry(path: Path, mode: int, placed: dict[str, Any]) -> dict[str, Any]:
+    return {**placed, "data": path.read_bytes(), "mode": mode}
+
+
+# --- writing -------------------------------------------------------------------------------
 
 
 def folder_name(task_id: str, taken: set[str]) -> str:
@@ -30,54 +155,10 @@ def folder_name(task_id: str, taken: set[str]) -> str:
 
 def write_file(path: Path, data: bytes, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        raise TaskpackError(f"{path}: two of the task's files would be written here")
     path.write_bytes(data)
     os.chmod(path, mode)
-
-
-def write_index(split_dir: Path, entries: list[dict[str, str]]) -> Path:
-    path = split_dir / INDEX
-    path.write_text(json.dumps({"tasks": entries}, indent=2, ensure_ascii=False) + "\n")
-    return path
-
-
-def read_index(split_dir: Path) -> list[dict[str, str]]:
-    return list(json.loads((split_dir / INDEX).read_text(encoding="utf-8"))["tasks"])
-
-
-def test_paths(task: Task) -> set[str]:
-    """The task files its reward runs as tests (a unit-test file, a SWE-bench test patch)."""
-    reward = task.reward
-    if isinstance(reward, UnitTests):
-        return {reward.test_file}
-    if isinstance(reward, SweTests) and reward.test_patch:
-        return {reward.test_patch}
-    return set()
-
-
-def place_files(task: Task, folder: Path, where: Callable[[str], str]) -> dict[str, Any]:
-    """Write the task's files at `where(path)` inside `folder`; the task's payload (every
-    field, file contents excepted) with each file's `stored_as`, for exact reading back."""
-    payload = task.model_dump(mode="json", exclude={"files"})
-    payload["files"] = []
-    used: set[str] = set()
-    for f in task.files:
-        stored = where(f.path)
-        if stored in used:  # two paths mapped onto one: keep the second under files/
-            stored = f"files/{f.path}"
-        used.add(stored)
-        write_file(folder / stored, f.read_bytes(), f.mode)
-        payload["files"].append({"path": f.path, "mode": f.mode, "stored_as": stored})
-    return payload
-
-
-def payload_files(folder: Path, payload: dict[str, Any]) -> dict[str, Any]:
-    """The task mapping a folder's payload describes, file contents read back from the folder."""
-    task = dict(payload)
-    task["files"] = [
-        {"path": f["path"], "mode": f["mode"], "data": (folder / f["stored_as"]).read_bytes()}
-        for f in payload["files"]
-    ]
-    return task
 
 
 def write_split(
@@ -92,4 +173,6 @@ def write_split(
         folder.mkdir(parents=True)
         write_task(task, folder)
         entries.append({"id": task.id, "folder": folder.name})
-    return [write_index(split_dir, entries)]
+    path = split_dir / INDEX
+    path.write_text(json.dumps({"tasks": entries}, indent=2, ensure_ascii=False) + "\n")
+    return [path]

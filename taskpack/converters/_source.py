@@ -28,7 +28,7 @@ class Record:
     """One source row on its way to a task: where it is, and the task mapping or the reason."""
 
     where: str
-    task: dict[str, Any] | None = None
+    task: Any = None  # the source row, then the task (a mapping, or a Task already validated)
     error: str | None = None
     line: int | None = None
 

@@ -1,5 +1,8 @@
 """GEM (axon-rl) rows: `problem` and `question` (the text GEM's math and QA environments read)
-and `answer`, written as Parquet for `datasets`; the whole task as JSON in `taskpack`.
+and `answer`, written as Parquet for `datasets`.
+
+The instruction (the last user message) -> both `problem` and `question`; answer -> answer.
+Other columns are kept in `extras.gem`; the task id rides in `id`.
 """
 
 from __future__ import annotations
@@ -9,52 +12,64 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from taskpack.converters._payload import (
-    PAYLOAD_KEY,
-    Losses,
-    last_user_text,
-    payload_json,
-    task_from_payload,
-)
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
-from taskpack.model import Task
+from taskpack.converters._format import Format, Options, Target
+from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
+from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._source import Record, iter_table_rows
+from taskpack.model import Message, Task
 
 
-def write(tasks: Iterable[Task], out: Path, split: str, losses: Losses) -> list[Path]:
+def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
+    tid = row.get("id")
+    task = {
+        "id": str(tid) if isinstance(tid, (str, int)) and str(tid) else f"{split}-{ordinal:05d}",
+        "prompt": row.get("problem") or row.get("question"),
+        "answer": row.get("answer"),
+        "source": {"format": "gem", "split": split, "row": ordinal},
+    }
+    return task, {}
+
+
+def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
+    if any(not (isinstance(m, Message) and m.role == "user") for m in task.prompt):
+        target.losses.lost("prompt messages other than the question", task)
+    text = task.instruction
+    answer = task.answer
+    if answer is not None and not isinstance(answer, str):
+        target.losses.lost("answer (not text; written as JSON text)", task)
+        answer = json.dumps(answer, ensure_ascii=False)
+    return {"id": task.id, "problem": text, "question": text, "answer": answer or ""}
+
+
+def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rows = []
     for task in tasks:
-        text = last_user_text(task)
-        rows.append(
-            {
-                "problem": text,
-                "question": text,
-                "answer": task.answer or "",
-                PAYLOAD_KEY: payload_json(task),
-            }
-        )
-    schema = pa.schema([(k, pa.string()) for k in ("problem", "question", "answer", PAYLOAD_KEY)])
+        row = write_row(FORMAT, task, to_row, target)
+        if target.options.embed:
+            row[PAYLOAD_KEY] = payload_json(task)
+        rows.append(row)
     path = out / f"{split}.parquet"
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+    pq.write_table(pa.Table.from_pylist(rows), path)
     return [path]
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
-    def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
-        if row.get(PAYLOAD_KEY):
-            try:
-                return task_from_payload(json.loads(row[PAYLOAD_KEY]))
-            except json.JSONDecodeError as e:
-                raise RowError(f"field {PAYLOAD_KEY!r}: not JSON ({e.msg})") from None
-        text = row.get("problem") or row.get("question")
-        rest = {k: v for k, v in row.items() if k not in ("problem", "question", "answer")}
-        return {
-            "id": f"{split}-{ordinal:05d}",
-            "prompt": text,
-            "answer": row.get("answer") or None,
-            "metadata": rest,
-        }
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return read_rows(
+        FORMAT,
+        iter_table_rows(uri),
+        lambda row, n: to_task(row, split, n),
+        to_row,
+        lambda row: task_from_payload(row[PAYLOAD_KEY]) if row.get(PAYLOAD_KEY) else None,
+    )
 
-    return map_rows(iter_table_rows(uri), convert)
+
+FORMAT = Format(
+    name="gem",
+    summary="GEM rows (Parquet): problem, question, answer.",
+    read=read,
+    write=write,
+    carries=frozenset({"prompt", "answer"}),
+)

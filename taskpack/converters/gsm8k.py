@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
 from taskpack.model import Task
 
@@ -23,7 +24,7 @@ def final_answer(solution: str) -> str:
     return final
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
         solution = need(row, "answer")
         return {
@@ -40,4 +41,7 @@ def read(uri: str, split: str) -> Iterator[Record]:
 
 
 def source_row(task: Task) -> dict[str, Any]:
-    return {"question": task.prompt[-1].content, "answer": task.solution, **task.metadata}
+    return {"question": task.instruction, "answer": task.solution, **task.metadata}
+
+
+FORMAT = Format(name="gsm8k", summary="GSM8K JSONL: question, worked answer with the final number after ####.", read=read)

@@ -1,10 +1,18 @@
-"""Harbor task folders: task.toml + instruction.md + environment/ + tests/test.sh (+ solution/).
+"""Harbor task folders: task.toml, instruction.md, environment/ (the Docker build context),
+tests/ (copied in only to verify: test.sh writes /logs/verifier/reward.txt), solution/ (the
+oracle), and for multi-step tasks steps/<name>/ with its own instruction.md, tests/, solution/
+and workdir/.
 
-instruction.md -> prompt; every file -> a task file with its mode (the folder is rebuilt exactly
-by materializing the task); tests/test.sh -> a test_command reward; environment/Dockerfile and
-task.toml's [environment] (build timeout, cpus, memory, storage) -> environment; [verifier] and
-[agent] timeouts -> environment.test_timeout_sec and limits.timeout_sec; solution/solve.sh ->
-solution; task.toml's tables -> metadata.
+instruction.md -> prompt; environment/, tests/, solution/ -> files with those roles (paths
+relative to their folder), steps/<name>/workdir/ -> the step's workspace files, any other file
+(a README) -> role `other`, kept where it was; task.toml: [metadata] -> metadata, timeouts and
+resources -> environment and limits, `environment.env` -> environment variables,
+`environment.mcp_servers` -> MCP tools, [[steps]] -> steps. The rest of task.toml stays in
+`extras.harbor` and is written back in place.
+
+A task from elsewhere gets what Harbor needs: a Dockerfile (its image, its workspace files
+copied to /app) if it brings none, a tests/test.sh made from its reward, a solution/solve.sh
+from its reference solution. Tests and solutions never go into environment/.
 """
 
 from __future__ import annotations
@@ -15,18 +23,24 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+from pydantic import ValidationError
+
 from taskpack.converters._folders import (
-    INDEX,
-    payload_files,
-    place_files,
-    read_index,
-    test_paths,
+    file_entry,
+    read_folders,
+    read_text,
+    walk,
     write_file,
     write_split,
 )
-from taskpack.converters._payload import last_user_text
-from taskpack.converters._source import Record, RowError, folder_files, read_folders, text_file
-from taskpack.model import SweTests, Task, TestCommand, UnitTests
+from taskpack.converters._format import Format, Options, Target, report_uncarried
+from taskpack.converters._payload import task_from_payload, task_payload
+from taskpack.converters._residue import apply, residue
+from taskpack.converters._rows import STYLE
+from taskpack.converters._source import Record, RowError
+from taskpack.errors import describe_validation_error
+from taskpack.model import McpServer, Message, SweTests, Task, TestCommand, UnitTests
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,68 +48,155 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 MARKER = "task.toml"
-_ENV_FIELDS = ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "gpus")
+INSTRUCTION = "instruction.md"
+PAYLOAD_FILE = "tests/taskpack.json"  # the whole task, with the `embed` option
+ROLE_DIRS = {"environment": "environment", "tests": "tests", "solution": "solution"}
+STEP_DIRS = {"tests": "tests", "solution": "solution", "workspace": "workdir"}
+_RESOURCES = ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "gpus")
+_MCP_FIELDS = ("transport", "url", "command", "args")
 
 
-def _table(config: dict[str, Any], name: str) -> dict[str, Any]:
-    value = config.get(name, {})
+def place(rel: str) -> dict[str, Any]:
+    """Role, path and step of the file at `rel` in a Harbor task folder."""
+    head, _, rest = rel.partition("/")
+    for role, folder in ROLE_DIRS.items():
+        if head == folder and rest:
+            return {"role": role, "path": rest}
+    if head == "steps" and rest.count("/") >= 1:
+        step, _, inner = rest.partition("/")
+        sub, _, path = inner.partition("/")
+        for role, folder in STEP_DIRS.items():
+            if sub == folder and path:
+                return {"role": role, "path": path, "step": step}
+        return {"role": "other", "path": inner, "step": step}
+    return {"role": "other", "path": rel}
+
+
+def _stored_path(f: Any) -> str:
+    """Where a task file goes in a Harbor folder: `place` inverted."""
+    if f.step is not None:
+        sub = STEP_DIRS.get(f.role)
+        return f"steps/{f.step}/{sub}/{f.path}" if sub else f"steps/{f.step}/{f.path}"
+    if f.role in ROLE_DIRS:
+        return f"{ROLE_DIRS[f.role]}/{f.path}"
+    if f.role == "workspace":
+        return f"environment/workspace/{f.path}"
+    return f.path
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _table(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
     if not isinstance(value, dict):
         raise RowError(f"{MARKER}: [{name}] must be a table")
     return value
 
 
-def convert(task_id: str, folder: Path) -> dict[str, Any]:
-    if (folder / PAYLOAD_FILE).is_file():  # written by taskpack: the whole task
-        return payload_files(folder, json.loads((folder / PAYLOAD_FILE).read_text("utf-8")))
-    try:
-        config = tomllib.loads(text_file(folder, MARKER) or "")
-    except tomllib.TOMLDecodeError as e:
-        raise RowError(f"{MARKER}: not valid TOML ({e})") from None
-    instruction = text_file(folder, "instruction.md")
-    if instruction is None:
-        raise RowError("instruction.md: missing")
-    env = _table(config, "environment")
-    dockerfile = "environment/Dockerfile"
+def _mapped(rel: str) -> bool:
+    """Files that become task fields rather than task files."""
+    parts = rel.split("/")
+    return rel in (MARKER, INSTRUCTION) or (
+        len(parts) == 3 and parts[0] == "steps" and parts[2] == INSTRUCTION
+    )
+
+
+def _check(tests: set[str]) -> dict[str, Any] | None:
+    return {"kind": "test_command", "command": "bash /tests/test.sh"} if "test.sh" in tests else None
+
+
+def to_task(task_id: str, folder: Path, config: dict[str, Any]) -> dict[str, Any]:
+    files = []
+    for rel, path, mode in walk(folder):
+        if _mapped(rel):
+            continue
+        files.append(file_entry(path, mode, place(rel)))
+    env = _table(config.get("environment"), "environment")
+    names = [s.get("name") for s in config.get("steps") or [] if isinstance(s, dict)]
+    names += sorted({f["step"] for f in files if f.get("step") and f["step"] not in names})
+    steps = []
+    for n, name in enumerate(names):
+        if not isinstance(name, str):
+            raise RowError(f"{MARKER}: steps[{n}] has no name")
+        table = (config.get("steps") or [{}] * len(names))[n] if n < len(config.get("steps") or []) else {}
+        agent = _table(table.get("agent"), f"steps.{name}.agent")
+        step_tests = {f["path"] for f in files if f.get("step") == name and f["role"] == "tests"}
+        steps.append(
+            {
+                "name": name,
+                "prompt": read_text(folder, f"steps/{name}/{INSTRUCTION}"),
+                "reward": _check(step_tests),
+                "limits": {"timeout_sec": agent.get("timeout_sec")} if "timeout_sec" in agent else None,
+            }
+        )
+    tests = {f["path"] for f in files if f["role"] == "tests" and not f.get("step")}
+    verifier, agent = _table(config.get("verifier"), "verifier"), _table(config.get("agent"), "agent")
+    environment = {
+        "dockerfile": "Dockerfile" if any(f["role"] == "environment" and f["path"] == "Dockerfile" for f in files) else None,
+        "image": env.get("docker_image"),
+        "workdir": env.get("workdir"),
+        "env": env.get("env") or {},
+        "internet": env.get("allow_internet"),
+        "test_timeout_sec": verifier.get("timeout_sec"),
+        **{k: env[k] for k in _RESOURCES if k in env},
+    }
+    servers = env.get("mcp_servers") or []
+    if not isinstance(servers, list):
+        raise RowError(f"{MARKER}: environment.mcp_servers must be a list")
     return {
         "id": task_id,
-        "prompt": instruction,
-        "solution": text_file(folder, "solution/solve.sh"),
-        "reward": {"kind": "test_command", "command": "bash tests/test.sh"},
-        "files": folder_files(folder),
-        "environment": {
-            "dockerfile": dockerfile if (folder / dockerfile).is_file() else None,
-            "image": env.get("docker_image"),
-            "test_timeout_sec": _table(config, "verifier").get("timeout_sec"),
-            **{k: env[k] for k in _ENV_FIELDS if k in env},
-        },
-        "limits": {"timeout_sec": _table(config, "agent").get("timeout_sec")},
+        "prompt": read_text(folder, INSTRUCTION),
+        "reward": _check(tests),
+        "tools": [{"type": "mcp", **{k: s.get(k) for k in ("name", *_MCP_FIELDS) if k in s}} for s in servers],
+        "files": files,
+        "steps": steps,
+        "environment": environment if any(v not in (None, {}) for v in environment.values()) else None,
+        "limits": {"timeout_sec": agent["timeout_sec"]} if "timeout_sec" in agent else None,
         "source": {"format": "harbor"},
-        "metadata": config,
+        "metadata": _table(config.get("metadata"), "metadata"),
     }
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
-    if (Path(uri) / INDEX).is_file():  # a split written by taskpack: its order
-        entries = read_index(Path(uri))
-        for n, entry in enumerate(entries):
-            folder = Path(uri) / entry["folder"]
-            try:
-                yield Record(str(folder), task=convert(entry["id"], folder), line=n + 1)
-            except (RowError, OSError, ValueError, KeyError) as e:
-                yield Record(str(folder), error=str(e), line=n + 1)
-        return
-    yield from read_folders(uri, MARKER, convert)
+def convert(task_id: str, folder: Path) -> Any:
+    whole = read_text(folder, PAYLOAD_FILE)
+    if whole is not None:
+        return task_from_payload(whole, PAYLOAD_FILE)
+    try:
+        config = tomllib.loads(read_text(folder, MARKER) or "")
+    except tomllib.TOMLDecodeError as e:
+        raise RowError(f"{MARKER}: not valid TOML ({e})") from None
+    try:
+        task = Task.model_validate(to_task(task_id, folder, config))
+    except ValidationError as e:
+        raise RowError(describe_validation_error(e)) from None
+    extra = residue(config, to_toml(task, None))
+    # task.toml and instruction.md become fields; their modes, when not the default, are a
+    # style of the folder.
+    modes = {rel: mode for rel, _, mode in walk(folder) if mode != 0o644 and _mapped(rel)}
+    if modes:
+        extra[STYLE] = {"modes": modes}
+    if extra:
+        task.extras["harbor"] = extra
+    return task
+
+
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return read_folders(uri, MARKER, convert)
 
 
 # --- writing -------------------------------------------------------------------------------
-# A Harbor task per task: instruction.md, task.toml, environment/ (the task's files as the
-# build context, with its Dockerfile or one made from its image), tests/test.sh written for
-# the reward kind (it writes /logs/verifier/reward.txt), solution/solve.sh when a reference
-# solution exists. The whole task is kept in tests/taskpack.json (the verifier's side, never
-# the agent's), so reading back is exact.
 
-PAYLOAD_FILE = "tests/taskpack.json"
 DEFAULT_IMAGE = "python:3.12-slim"
+# What a task from elsewhere gets in task.toml beyond its own fields.
+_DEFAULTS: dict[str, Any] = {
+    "version": "1.0",
+    # The verifier runs in a fresh container (never the agent's) and sees the agent's /app.
+    "artifacts": ["/app"],
+    "verifier": {"timeout_sec": 600.0, "environment_mode": "separate"},
+    "agent": {"timeout_sec": 600.0},
+}
 
 _ANSWER_TEST = """#!/bin/bash
 # Compare /app/answer.txt with the reference answer ({kind}).
@@ -115,60 +216,83 @@ echo $reward > /logs/verifier/reward.txt
 """
 
 
+def _no_nulls(value: Any) -> Any:
+    """TOML has no null: None values are left out (the caller reports it)."""
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value if v is not None]
+    return value
+
+
+def to_toml(task: Task, target: Target | None) -> dict[str, Any]:
+    """task.toml's content from the task's own fields."""
+    env, limits = task.environment, task.limits
+    config: dict[str, Any] = {}
+    if task.metadata:
+        clean = _no_nulls(task.metadata)
+        if clean != task.metadata and target is not None:
+            target.losses.lost("metadata null values (TOML has no null)", task)
+        config["metadata"] = clean
+    if env and env.test_timeout_sec is not None:
+        config["verifier"] = {"timeout_sec": env.test_timeout_sec}
+    if limits and limits.timeout_sec is not None:
+        config["agent"] = {"timeout_sec": limits.timeout_sec}
+    table: dict[str, Any] = {}
+    if env is not None:
+        table.update({k: getattr(env, k) for k in _RESOURCES if getattr(env, k) is not None})
+        for key, value in (
+            ("docker_image", env.image),
+            ("workdir", env.workdir),
+            ("allow_internet", env.internet),
+        ):
+            if value is not None:
+                table[key] = value
+        if env.env:
+            table["env"] = dict(env.env)
+    servers = [t for t in task.tools if isinstance(t, McpServer)]
+    if servers:
+        table["mcp_servers"] = [
+            {"name": s.name, **{k: getattr(s, k) for k in _MCP_FIELDS if getattr(s, k) not in (None, [])}}
+            for s in servers
+        ]
+    if table:
+        config["environment"] = table
+    if task.steps:
+        config["steps"] = []
+        for step in task.steps:
+            entry: dict[str, Any] = {"name": step.name}
+            if step.limits and step.limits.timeout_sec is not None:
+                entry["agent"] = {"timeout_sec": step.limits.timeout_sec}
+            config["steps"].append(entry)
+    return config
+
+
 def _shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _test_script(task: Task, losses: Any) -> str:
+def _test_script(task: Task, target: Target) -> str:
     reward = task.reward
     if isinstance(reward, TestCommand):
         return _COMMAND_TEST.format(command=reward.command)
     if isinstance(reward, UnitTests) and reward.language == "python":
-        name = reward.test_file.rsplit("/", 1)[-1]
         check = (
             f'python3 -c \'import runpy, sys; sys.path.insert(0, "/app"); '
-            f'import solution; ns = runpy.run_path("/tests/{name}"); '
+            f'import solution; ns = runpy.run_path("/tests/{reward.test_file}"); '
             f'ns["check"](getattr(solution, "{reward.entry_point}"))\''
         )
         return _COMMAND_TEST.format(command=check)
     if isinstance(reward, SweTests):
         tests = " ".join(_shell_quote(t) for t in reward.fail_to_pass + reward.pass_to_pass)
-        patch = "git apply /tests/test.patch && " if reward.test_patch else ""
+        patch = f"git apply /tests/{reward.test_patch} && " if reward.test_patch else ""
         return _COMMAND_TEST.format(command=f"{patch}python3 -m pytest {tests}")
     if task.answer is not None:
-        expected = _shell_quote("".join(task.answer.split()))
+        answer = task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
+        expected = _shell_quote("".join(answer.split()))
         return _ANSWER_TEST.format(kind=reward.kind if reward else "exact", expected=expected)
-    losses.lost("reward (no check Harbor can run)", task)
+    target.losses.lost("reward (no check Harbor can run)", task)
     return _COMMAND_TEST.format(command="false")
-
-
-def _toml_value(value: Any) -> Any:
-    """TOML has no null: drop None (reported by the caller), keep the rest."""
-    if isinstance(value, dict):
-        return {k: _toml_value(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_toml_value(v) for v in value if v is not None]
-    return value
-
-
-def _toml_literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return json.dumps(value, ensure_ascii=False)  # JSON strings and numbers are TOML too
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_literal(v) for v in value) + "]"
-    items = ", ".join(f"{json.dumps(k)} = {_toml_literal(v)}" for k, v in value.items())
-    return "{ " + items + " }" if items else "{}"
-
-
-def _toml(config: dict[str, Any]) -> str:
-    lines = [f"{k} = {_toml_literal(v)}" for k, v in config.items() if not isinstance(v, dict)]
-    for table, values in config.items():
-        if isinstance(values, dict):
-            lines.append(f"\n[{table}]")
-            lines.extend(f"{json.dumps(k)} = {_toml_literal(v)}" for k, v in values.items())
-    return "\n".join(lines) + "\n"
 
 
 def _solve_script(task: Task, target: str) -> str:
@@ -178,49 +302,75 @@ def _solve_script(task: Task, target: str) -> str:
     return f"#!/bin/bash\ncat > {target} <<'TASKPACK_EOF'\n{task.solution}\nTASKPACK_EOF\n"
 
 
-def _task_toml(task: Task) -> str:
-    env, limits = task.environment, task.limits
-    config: dict[str, Any] = {
-        "version": "1.0",
-        # The verifier runs in a fresh container (never the agent's) and sees the agent's /app.
-        "artifacts": ["/app"],
-        "metadata": _toml_value({"taskpack_id": task.id, **task.metadata}),
-        "verifier": {
-            "timeout_sec": float((env.test_timeout_sec if env else None) or 600.0),
-            "environment_mode": "separate",
-        },
-        "agent": {"timeout_sec": float((limits.timeout_sec if limits else None) or 600.0)},
-    }
-    resources = {k: getattr(env, k) for k in _ENV_FIELDS if env and getattr(env, k) is not None}
-    if resources:
-        config["environment"] = resources
-    return _toml(config)
+def instruction_text(prompt: list[Any], task: Task, target: Target) -> str:
+    """What the agent reads: the prompt's text. One user message is written as it is; system,
+    developer and user texts are joined; anything else the agent would have seen is a loss."""
+    if len(prompt) == 1 and isinstance(prompt[0], Message) and isinstance(prompt[0].content, str):
+        return prompt[0].content
+    texts = []
+    for item in prompt:
+        if isinstance(item, Message) and item.role in ("system", "developer", "user"):
+            if isinstance(item.content, list) and len(item.text) == 0:
+                target.losses.lost("prompt content parts other than text", task)
+            texts.append(item.text)
+        else:
+            target.losses.lost(f"prompt items other than instructions ({item.type} {getattr(item, 'role', '')})".strip(), task)
+    return "\n\n".join(texts)
 
 
-def _write_task(task: Task, folder: Path, losses: Any) -> None:
-    reward = task.reward
-    tests = test_paths(task)
-    payload = place_files(
-        task,
-        folder,
-        lambda path: f"tests/{path.rsplit('/', 1)[-1]}" if path in tests else f"environment/{path}",
-    )
+def _write_task(task: Task, folder: Path, target: Target) -> None:
+    report_uncarried(FORMAT, task, target.losses)
+    extra = dict(task.extras.get("harbor", {}))
+    modes = extra.pop(STYLE, {}).get("modes", {})
+    native = "harbor" in task.extras or (task.source is not None and task.source.format == "harbor")
+    for f in task.files:
+        write_file(folder / _stored_path(f), f.read_bytes(), f.mode)
+    if task.prompt or not task.steps:
+        text = instruction_text(task.prompt, task, target)
+        if not native and task.answer is not None and not isinstance(task.reward, (UnitTests, SweTests)):
+            text += "\n\nWrite your final answer to /app/answer.txt."
+        write_file(folder / INSTRUCTION, text.encode("utf-8"), modes.get(INSTRUCTION, 0o644))
+    for step in task.steps:
+        if step.prompt:
+            rel = f"steps/{step.name}/{INSTRUCTION}"
+            text = instruction_text(step.prompt, task, target)
+            write_file(folder / rel, text.encode("utf-8"), modes.get(rel, 0o644))
+    if not native:
+        _complete(task, folder, target)
+    if target.options.embed:
+        write_file(folder / PAYLOAD_FILE, json.dumps(task_payload(task), ensure_ascii=False).encode())
+    config = to_toml(task, target)
+    if not native:
+        config = {**_DEFAULTS, **config}
+    config = apply(config, extra)
+    write_file(folder / MARKER, tomli_w.dumps(config).encode("utf-8"), modes.get(MARKER, 0o644))
+
+
+def _complete(task: Task, folder: Path, target: Target) -> None:
+    """What a task from elsewhere needs to run in Harbor: a Dockerfile, test.sh, solve.sh."""
     if not (folder / "environment" / "Dockerfile").is_file():
         image = (task.environment.image if task.environment else None) or DEFAULT_IMAGE
-        has_files = any(f["stored_as"].startswith("environment/") for f in payload["files"])
-        body = f"FROM {image}\nWORKDIR /app\n" + ("COPY . /app/\n" if has_files else "")
-        write_file(folder / "environment" / "Dockerfile", body.encode())
-    instruction = last_user_text(task)
-    if task.answer is not None and not isinstance(reward, (UnitTests, SweTests)):
-        instruction += "\n\nWrite your final answer to /app/answer.txt."
-    write_file(folder / "instruction.md", instruction.encode("utf-8"))
-    write_file(folder / "tests" / "test.sh", _test_script(task, losses).encode(), 0o755)
-    write_file(folder / PAYLOAD_FILE, json.dumps(payload, ensure_ascii=False).encode("utf-8"))
-    if task.solution is not None:
-        target = "/app/solution.py" if isinstance(reward, UnitTests) else "/app/answer.txt"
-        write_file(folder / "solution" / "solve.sh", _solve_script(task, target).encode(), 0o755)
-    write_file(folder / MARKER, _task_toml(task).encode("utf-8"))
+        copy = "COPY workspace/ /app/\n" if task.files_of("workspace") else ""
+        write_file(folder / "environment" / "Dockerfile", f"FROM {image}\nWORKDIR /app\n{copy}".encode())
+    elif task.files_of("workspace"):
+        target.losses.lost("workspace files (the task's own Dockerfile does not copy them)", task)
+    if not (folder / "tests" / "test.sh").is_file():
+        write_file(folder / "tests" / "test.sh", _test_script(task, target).encode(), 0o755)
+    if task.solution is not None and not task.files_of("solution"):
+        answer_file = "/app/solution.py" if isinstance(task.reward, UnitTests) else "/app/answer.txt"
+        write_file(folder / "solution" / "solve.sh", _solve_script(task, answer_file).encode(), 0o755)
 
 
-def write(tasks: Iterable[Task], out: Path, split: str, losses: Any) -> list[Path]:
-    return write_split(tasks, out, split, lambda task, folder: _write_task(task, folder, losses))
+def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+    return write_split(tasks, out, split, lambda task, folder: _write_task(task, folder, target))
+
+
+FORMAT = Format(
+    name="harbor",
+    summary="Harbor task folders: task.toml, instruction.md, environment/, tests/, solution/, steps/.",
+    read=read,
+    write=write,
+    carries=frozenset(
+        {"prompt", "answer", "solution", "reward", "tools", "files", "steps", "environment", "limits", "metadata"}
+    ),
+)

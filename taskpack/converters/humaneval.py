@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, iter_table_rows, map_rows, need
 from taskpack.model import Task
 
@@ -17,7 +18,7 @@ TEST_FILE = "test.py"
 _MAPPED = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
         test = need(row, "test")
         return {
@@ -29,7 +30,7 @@ def read(uri: str, split: str) -> Iterator[Record]:
                 "entry_point": need(row, "entry_point"),
                 "test_file": TEST_FILE,
             },
-            "files": [{"path": TEST_FILE, "data": test.encode("utf-8")}],
+            "files": [{"path": TEST_FILE, "data": test.encode("utf-8"), "role": "tests"}],
             "source": {"format": "humaneval", "split": split, "row": ordinal},
             "metadata": {k: v for k, v in row.items() if k not in _MAPPED},
         }
@@ -42,9 +43,12 @@ def source_row(task: Task) -> dict[str, Any]:
     assert reward is not None and reward.kind == "unit_tests"
     return {
         "task_id": task.id,
-        "prompt": task.prompt[-1].content,
+        "prompt": task.instruction,
         "canonical_solution": task.solution,
         "test": task.file(TEST_FILE).read_bytes().decode("utf-8"),
         "entry_point": reward.entry_point,
         **task.metadata,
     }
+
+
+FORMAT = Format(name="humaneval", summary="HumanEval JSONL: function stub, canonical body, check(candidate) tests.", read=read)

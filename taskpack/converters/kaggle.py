@@ -20,6 +20,9 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import Field, model_validator
+
+from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
@@ -34,18 +37,39 @@ PRESETS: dict[str, dict[str, Any]] = {
         "answer_optional": True,
     }
 }
-OPTIONS = {
-    "id_column",
-    "prompt_column",
-    "prompt_template",
-    "answer_column",
-    "answer_optional",
-    "choice_columns",
-    "strip_headers",
-    "member",
-    "delimiter",
-    "preset",
-}
+class KaggleOptions(Options):
+    id_column: str | None = None
+    prompt_column: str | None = None
+    prompt_template: str | None = None
+    answer_column: str | None = None
+    answer_optional: bool = False
+    choice_columns: list[str] = Field(default_factory=list)
+    strip_headers: bool = False
+    member: str | None = None
+    delimiter: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, values: Any) -> Any:
+        if not isinstance(values, dict):
+            return values
+        values = dict(values)
+        preset = values.pop("preset", None)
+        if preset is not None:
+            if preset not in PRESETS:
+                raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
+            values = {**PRESETS[preset], **values}
+        if isinstance(values.get("choice_columns"), str):
+            values["choice_columns"] = [
+                c.strip() for c in values["choice_columns"].split(",") if c.strip()
+            ]
+        return values
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> KaggleOptions:
+        if (self.prompt_column is None) == (self.prompt_template is None):
+            raise ValueError("give exactly one of prompt_column or prompt_template")
+        return self
 
 
 def _text(row: dict[str, Any], column: str, kept: dict[str, Any]) -> str:
@@ -59,34 +83,10 @@ def _text(row: dict[str, Any], column: str, kept: dict[str, Any]) -> str:
     return str(value)
 
 
-def _as_list(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [c.strip() for c in value.split(",") if c.strip()]
-    return [str(c) for c in value or []]
-
-
-def _truthy(value: Any) -> bool:
-    return value in (True, "true", "True", "1", "yes", 1)
-
-
-def read(uri: str, split: str, **options: Any) -> Iterator[Record]:
-    unknown = set(options) - OPTIONS
-    if unknown:
-        raise TaskpackError(
-            f"kaggle: unknown option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}"
-        )
-    preset = options.pop("preset", None)
-    if preset is not None:
-        if preset not in PRESETS:
-            raise TaskpackError(f"kaggle: unknown preset {preset!r}; known: {sorted(PRESETS)}")
-        options = {**PRESETS[preset], **options}
-    id_col = options.get("id_column")
-    prompt_col, template = options.get("prompt_column"), options.get("prompt_template")
-    if (prompt_col is None) == (template is None):
-        raise TaskpackError("kaggle: give exactly one of prompt_column or prompt_template")
-    answer_col = options.get("answer_column")
-    answer_optional = _truthy(options.get("answer_optional", False))
-    choices = _as_list(options.get("choice_columns"))
+def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
+    id_col, prompt_col, template = options.id_column, options.prompt_column, options.prompt_template
+    answer_col, answer_optional = options.answer_column, options.answer_optional
+    choices = options.choice_columns
     template_cols = [f for _, f, _, _ in string.Formatter().parse(template or "") if f]
     required = {c for c in [id_col, prompt_col, *choices, *template_cols] if c}
     if answer_col and not answer_optional:
@@ -129,27 +129,30 @@ def read(uri: str, split: str, **options: Any) -> Iterator[Record]:
         return task
 
     rows = iter_table_rows(
-        uri,
-        member=options.get("member"),
-        delimiter=options.get("delimiter"),
-        strip_headers=_truthy(options.get("strip_headers", False)),
+        uri, member=options.member, delimiter=options.delimiter, strip_headers=options.strip_headers
     )
     return map_rows(rows, convert)
 
 
-def source_row(task: Task, **options: Any) -> dict[str, Any]:
+def source_row(task: Task, **values: Any) -> dict[str, Any]:
     """The table row a task came from, given the options it was imported with."""
-    preset = options.get("preset")
-    if preset is not None:
-        options = {**PRESETS[preset], **options}
+    options = KaggleOptions.model_validate(values).model_dump()
     row: dict[str, Any] = {}
     if options.get("id_column"):
         row[options["id_column"]] = task.id
     if options.get("prompt_column"):
-        row[options["prompt_column"]] = task.prompt[-1].content
+        row[options["prompt_column"]] = task.instruction
     if options.get("answer_column") and task.answer is not None:
         row[options["answer_column"]] = task.answer
     if task.reward is not None and task.reward.kind == "multiple_choice":
         row.update({c.label: c.text for c in task.reward.choices})
     row.update(task.metadata)
     return row
+
+
+FORMAT = Format(
+    name="kaggle",
+    summary="Any table (CSV, TSV, JSONL, Parquet, zip) mapped to tasks by column name.",
+    read=read,
+    read_options=KaggleOptions,
+)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
 from taskpack.model import Task
 
@@ -20,7 +21,7 @@ TEST_FILE = "test.py"
 _CALL = re.compile(r"assert\s+\(?\s*(?:not\s+)?(?:math\.isclose\()?\s*([A-Za-z_]\w*)\s*\(")
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
         tests = need(row, "test_list", list)
         text = row.get("text", row.get("prompt"))
@@ -36,7 +37,7 @@ def read(uri: str, split: str) -> Iterator[Record]:
             "prompt": f"{text}\nYour code should pass these tests:\n\n" + "\n".join(tests),
             "solution": need(row, "code"),
             "reward": {"kind": "unit_tests", "entry_point": match.group(1), "test_file": TEST_FILE},
-            "files": [{"path": TEST_FILE, "data": test_code.encode("utf-8")}],
+            "files": [{"path": TEST_FILE, "data": test_code.encode("utf-8"), "role": "tests"}],
             "source": {"format": "mbpp", "split": split, "row": ordinal},
             "metadata": {k: v for k, v in row.items() if k != "code"},
         }
@@ -46,3 +47,6 @@ def read(uri: str, split: str) -> Iterator[Record]:
 
 def source_row(task: Task) -> dict[str, Any]:
     return {**task.metadata, "code": task.solution}
+
+
+FORMAT = Format(name="mbpp", summary="MBPP JSONL: problem text, reference code, assert tests.", read=read)

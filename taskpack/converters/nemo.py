@@ -1,8 +1,12 @@
-"""NeMo Gym JSONL: `responses_create_params.input` as Responses-API messages (type `message`,
-roles user/system/developer/assistant) and the verifier's fields at the top level: `question`
-and `expected_answer`, or `verifier_metadata` for code (unit tests, entry point). No `agent_ref`
-or `task_source`: NeMo Gym's collate step adds the right one. The whole task rides along under
-`taskpack`, a top-level key NeMo Gym's validation leaves alone.
+"""NeMo Gym JSONL: one row per task, the model's request in `responses_create_params`.
+
+`input` (a string, or Responses-API items: messages with text, image, audio and file parts,
+`function_call`, `function_call_output`, `reasoning`) -> prompt; `tools` -> tools (function
+tools; `mcp` tools as MCP servers); `expected_answer` -> answer (any JSON); `id` -> the task id
+(else `<split>-<row>`). Everything else the row holds (`agent_ref`, sampling settings such as
+`temperature`, `verifier_metadata`, task-specific keys) is kept in `extras.nemo` where it was
+found and written back there; a task from elsewhere gets `question` (its instruction) for
+NeMo Gym's verifiers.
 """
 
 from __future__ import annotations
@@ -12,65 +16,218 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from taskpack.converters._payload import (
-    PAYLOAD_KEY,
-    Losses,
-    last_user_text,
-    task_from_payload,
-    task_payload,
+from taskpack.converters._format import Format, Options, Target, WriteOptions
+from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
+from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._source import Record, RowError, iter_table_rows
+from taskpack.model import (
+    AudioPart,
+    FilePart,
+    FunctionCall,
+    FunctionCallOutput,
+    FunctionTool,
+    ImagePart,
+    McpServer,
+    Message,
+    Reasoning,
+    Task,
+    TextPart,
 )
-from taskpack.converters._source import Record, iter_table_rows, map_rows
-from taskpack.model import Task, UnitTests
 
-ROLES = {"user", "system", "developer", "assistant"}
+PARAMS = "responses_create_params"
+# Responses-API part type -> model part: (model type, {model field: Responses field})
+_PARTS: dict[str, tuple[str, dict[str, str]]] = {
+    "input_text": ("text", {"text": "text"}),
+    "output_text": ("text", {"text": "text"}),
+    "input_image": ("image", {"url": "image_url", "file_id": "file_id", "detail": "detail"}),
+    "input_file": (
+        "file",
+        {"file_id": "file_id", "filename": "filename", "data": "file_data", "url": "file_url"},
+    ),
+}
 
 
-def row(task: Task, losses: Losses) -> dict[str, Any]:
-    messages = []
-    for m in task.prompt:
-        if m.role not in ROLES:
-            losses.lost(f"prompt messages with role {m.role!r}", task)
-            continue
-        messages.append({"type": "message", "role": m.role, "content": m.content})
-    out: dict[str, Any] = {"responses_create_params": {"input": messages}}
-    if isinstance(task.reward, UnitTests):
-        out["verifier_metadata"] = {
-            "entry_point": task.reward.entry_point,
-            "language": task.reward.language,
-            "unit_tests": task.file(task.reward.test_file).read_bytes().decode("utf-8", "replace"),
+class NemoWriteOptions(WriteOptions):
+    agent_ref: dict[str, Any] | None = None  # issue 10 fills this in
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def _part(part: Any, where: str) -> dict[str, Any]:
+    if not isinstance(part, dict):
+        raise RowError(f"{where}: expected a content part object")
+    kind = part.get("type")
+    if kind == "input_audio":
+        audio = part.get("input_audio") or {}
+        return {"type": "audio", "data": audio.get("data"), "format": audio.get("format")}
+    if kind not in _PARTS:
+        raise RowError(f"{where}: content part type {kind!r} is not one taskpack knows")
+    model_type, fields = _PARTS[kind]
+    return {"type": model_type, **{m: part.get(r) for m, r in fields.items()}}
+
+
+def _content(value: Any, where: str) -> Any:
+    if isinstance(value, list):
+        return [_part(p, f"{where}[{i}]") for i, p in enumerate(value)]
+    return value
+
+
+def _item(item: Any, where: str) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise RowError(f"{where}: expected an input item object")
+    kind = item.get("type", "message")
+    if kind == "message":
+        return {"role": item.get("role"), "content": _content(item.get("content"), where)}
+    if kind == "function_call":
+        return {k: item.get(k) for k in ("type", "call_id", "name", "arguments")}
+    if kind == "function_call_output":
+        return {
+            "type": kind,
+            "call_id": item.get("call_id"),
+            "output": _content(item.get("output"), where),
         }
+    if kind == "reasoning":
+        summary = item.get("summary") or []
+        return {
+            "type": kind,
+            "summary": [s.get("text") if isinstance(s, dict) else s for s in summary],
+            "encrypted_content": item.get("encrypted_content"),
+        }
+    raise RowError(f"{where}: input item type {kind!r} is not one taskpack knows")
+
+
+def _tool(tool: Any, where: str) -> dict[str, Any]:
+    if not isinstance(tool, dict):
+        raise RowError(f"{where}: expected a tool object")
+    if tool.get("type") == "function":
+        return {k: tool.get(k) for k in ("type", "name", "description", "parameters", "strict")}
+    if tool.get("type") == "mcp":
+        return {"type": "mcp", "name": tool.get("server_label"), "url": tool.get("server_url")}
+    raise RowError(f"{where}: tool type {tool.get('type')!r} is not one taskpack knows")
+
+
+def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
+    params = row.get(PARAMS)
+    if not isinstance(params, dict):
+        raise RowError(f"field {PARAMS!r}: expected an object")
+    raw = params.get("input", [])
+    hints: Hints = {}
+    if isinstance(raw, str):
+        hints["input"] = "text"
+        prompt: Any = raw
+    elif isinstance(raw, list):
+        prompt = [_item(x, f"field '{PARAMS}.input'[{i}]") for i, x in enumerate(raw)]
     else:
-        out["question"] = last_user_text(task)
-        if task.answer is not None:
-            out["expected_answer"] = task.answer
-    out[PAYLOAD_KEY] = task_payload(task)
+        raise RowError(f"field '{PARAMS}.input': expected text or a list of items")
+    tools = params.get("tools") or []
+    if not isinstance(tools, list):
+        raise RowError(f"field '{PARAMS}.tools': expected a list")
+    rid = row.get("id")
+    task = {
+        "id": str(rid) if isinstance(rid, (str, int)) and str(rid) else f"{split}-{ordinal:05d}",
+        "prompt": prompt,
+        "answer": row.get("expected_answer"),
+        "tools": [_tool(t, f"field '{PARAMS}.tools'[{i}]") for i, t in enumerate(tools)],
+        "source": {"format": "nemo", "split": split, "row": ordinal},
+    }
+    return task, hints
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def _out_content(content: Any, role: str) -> Any:
+    if not isinstance(content, list):
+        return content
+    parts = []
+    for p in content:
+        if isinstance(p, TextPart):
+            kind = "output_text" if role == "assistant" else "input_text"
+            parts.append({"type": kind, "text": p.text})
+        elif isinstance(p, AudioPart):
+            parts.append({"type": "input_audio", "input_audio": {"data": p.data, "format": p.format}})
+        else:
+            kind = "input_image" if isinstance(p, ImagePart) else "input_file"
+            fields = _PARTS[kind][1]
+            parts.append(
+                {"type": kind, **{r: getattr(p, m) for m, r in fields.items() if getattr(p, m) is not None}}
+            )
+    return parts
+
+
+def _out_item(item: Any, task: Task, target: Target) -> dict[str, Any] | None:
+    if isinstance(item, Message):
+        if item.role == "tool" or item.tool_calls or item.tool_call_id or item.name:
+            target.losses.lost("chat tool calls, tool messages and message names", task)
+            if item.role == "tool":
+                return None
+        return {"role": item.role, "content": _out_content(item.content, item.role)}
+    if isinstance(item, FunctionCall):
+        return {"type": item.type, "call_id": item.call_id, "name": item.name, "arguments": item.arguments}
+    if isinstance(item, FunctionCallOutput):
+        return {"type": item.type, "call_id": item.call_id, "output": _out_content(item.output, "tool")}
+    assert isinstance(item, Reasoning)
+    out: dict[str, Any] = {
+        "type": item.type,
+        "summary": [{"type": "summary_text", "text": s} for s in item.summary],
+    }
+    if item.encrypted_content is not None:
+        out["encrypted_content"] = item.encrypted_content
     return out
 
 
-def write(tasks: Iterable[Task], out: Path, split: str, losses: Losses) -> list[Path]:
+def _out_tool(tool: Any) -> dict[str, Any]:
+    if isinstance(tool, FunctionTool):
+        return {k: v for k, v in tool.model_dump().items() if v is not None}
+    assert isinstance(tool, McpServer)
+    return {"type": "mcp", "server_label": tool.name, "server_url": tool.url}
+
+
+def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
+    if hints.get("input") == "text" and len(task.prompt) == 1:
+        inputs: Any = task.prompt[0].content  # type: ignore[union-attr]
+    else:
+        inputs = [x for x in (_out_item(i, task, target) for i in task.prompt) if x is not None]
+    params: dict[str, Any] = {"input": inputs}
+    if task.tools:
+        params["tools"] = [_out_tool(t) for t in task.tools]
+    row: dict[str, Any] = {"id": task.id, PARAMS: params}
+    if task.instruction:
+        row["question"] = task.instruction
+    if task.answer is not None:
+        row["expected_answer"] = task.answer
+    if target.options.agent_ref is not None:
+        row["agent_ref"] = target.options.agent_ref
+    return row
+
+
+def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
     path = out / f"{split}.jsonl"
     with path.open("w", encoding="utf-8") as f:
         for task in tasks:
-            f.write(json.dumps(row(task, losses), ensure_ascii=False) + "\n")
+            row = write_row(FORMAT, task, to_row, target)
+            if target.options.embed:
+                row[PAYLOAD_KEY] = task_payload(task)
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return [path]
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
-    def convert(data: dict[str, Any], ordinal: int) -> dict[str, Any]:
-        if isinstance(data.get(PAYLOAD_KEY), dict):
-            return task_from_payload(data[PAYLOAD_KEY])
-        params = data.get("responses_create_params") or {}
-        messages = params.get("input")
-        if isinstance(messages, list):
-            messages = [{"role": m.get("role"), "content": m.get("content")} for m in messages]
-        rest = {
-            k: v for k, v in data.items() if k not in ("responses_create_params", "expected_answer")
-        }
-        return {
-            "id": f"{split}-{ordinal:05d}",
-            "prompt": messages,
-            "answer": data.get("expected_answer"),
-            "metadata": rest,
-        }
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return read_rows(
+        FORMAT,
+        iter_table_rows(uri),
+        lambda row, n: to_task(row, split, n),
+        to_row,
+        lambda row: task_from_payload(row[PAYLOAD_KEY]) if PAYLOAD_KEY in row else None,
+    )
 
-    return map_rows(iter_table_rows(uri), convert)
+
+FORMAT = Format(
+    name="nemo",
+    summary="NeMo Gym JSONL: responses_create_params (input items, tools), expected_answer, agent_ref.",
+    read=read,
+    write=write,
+    write_options=NemoWriteOptions,
+    carries=frozenset({"prompt", "answer", "tools"}),
+)

@@ -1,40 +1,60 @@
-"""OpenReward (SETA-style) task folders: `<split>/<task>/task.yaml` (instruction and metadata),
-`tests/` with the test files, `weights.json` (test name -> weight, summing to 1.0), the task's
-other files beside them, and `<split>/index.json` listing the tasks in order.
+"""OpenReward (SETA-style) task folders: `<split>/<task>/task.yaml` (id, instruction,
+metadata), `weights.json` (test name -> weight), `tests/` (the verifier's files), `solution/`,
+`environment/` (the build context), `other/`, and the agent's workspace files beside them;
+`<split>/index.json` lists the tasks in order (optional when reading).
 
-`weights.json` comes from the reward: weighted tests as given (normalized), a unit-test file or
-each FAIL_TO_PASS test equally, else one `reward` entry. task.yaml also keeps the whole task
-(`taskpack:`, file contents excepted, with where each file went), so reading back is exact.
+instruction -> prompt; weights.json -> a weighted-tests reward (a task from elsewhere gets
+weights made from its reward: its unit-test file or each FAIL_TO_PASS test equally, else one
+`reward` entry, summing to 1.0); the folders -> files with those roles. Other task.yaml keys
+are kept in `extras.openreward`. With the `embed` option task.yaml also carries the whole task
+under `taskpack:`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from taskpack.converters._folders import (
-    payload_files,
-    place_files,
-    read_index,
-    test_paths,
+    file_entry,
+    inside,
+    read_folders,
+    read_text,
+    walk,
     write_file,
     write_split,
 )
-from taskpack.converters._payload import PAYLOAD_KEY, Losses, last_user_text
+from taskpack.converters._format import Format, Losses, Options, Target, WriteOptions, report_uncarried
+from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
+from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError
+from taskpack.converters._yaml import load_yaml
+from taskpack.converters.harbor import instruction_text
+from taskpack.errors import describe_validation_error
 from taskpack.model import SweTests, Task, UnitTests, WeightedTests
 
-RESERVED = {"task.yaml", "weights.json"}
+MARKER = "task.yaml"
+WEIGHTS = "weights.json"
+FOLDERS = ("tests", "solution", "environment", "other")
+
+
+def place(rel: str) -> dict[str, Any]:
+    head, _, rest = rel.partition("/")
+    if head in FOLDERS and rest:
+        return {"role": head, "path": rest}
+    return {"role": "workspace", "path": rel}
 
 
 def weights(task: Task) -> dict[str, float]:
     reward = task.reward
     if isinstance(reward, WeightedTests):
-        raw = dict(reward.weights)
-    elif isinstance(reward, UnitTests):
+        return dict(reward.weights)
+    if isinstance(reward, UnitTests):
         raw = {reward.test_file: 1.0}
     elif isinstance(reward, SweTests) and reward.fail_to_pass:
         raw = dict.fromkeys(reward.fail_to_pass, 1.0)
@@ -44,77 +64,104 @@ def weights(task: Task) -> dict[str, float]:
     return {name: value / total for name, value in raw.items()}
 
 
-def _stored_path(path: str, tests: set[str]) -> str:
-    """Test files go under tests/; others keep their path unless it clashes with ours."""
-    if path in tests and not path.startswith("tests/"):
-        return f"tests/{path.rsplit('/', 1)[-1]}"
-    if path in RESERVED or (path.startswith("tests/") and path not in tests):
-        return f"files/{path}"
-    return path
+def to_yaml(task: Task, target: Target | None) -> dict[str, Any]:
+    config: dict[str, Any] = {"id": task.id}
+    if task.prompt:
+        probe = target or Target(WriteOptions(), Losses("openreward"))
+        config["instruction"] = instruction_text(task.prompt, task, probe)
+    if task.metadata:
+        config["metadata"] = task.metadata
+    return config
 
 
-def _write_task(task: Task, folder: Path) -> None:
-    tests = test_paths(task)
-    config = {
-        "id": task.id,
-        "instruction": last_user_text(task),
-        "metadata": task.metadata,
-        PAYLOAD_KEY: place_files(task, folder, lambda path: _stored_path(path, tests)),
-    }
-    (folder / "task.yaml").write_text(
-        yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8"
-    )
-    write_file(folder / "weights.json", _json(weights(task)))
-
-
-def write(tasks: Iterable[Task], out: Path, split: str, losses: Losses) -> list[Path]:
-    return write_split(tasks, out, split, _write_task)
-
-
-def _json(value: Any) -> bytes:
-    import json
-
-    return (json.dumps(value, indent=2) + "\n").encode()
-
-
-def read(uri: str, split: str) -> Iterator[Record]:
-    split_dir = Path(uri)
-    for n, entry in enumerate(read_index(split_dir)):
-        folder = split_dir / entry["folder"]
-        where = str(folder)
-        try:
-            config = yaml.safe_load((folder / "task.yaml").read_text(encoding="utf-8"))
-            if not isinstance(config, dict):
-                raise RowError("task.yaml: expected a mapping")
-            yield Record(where, task=_task(folder, entry, config), line=n + 1)
-        except (RowError, OSError, yaml.YAMLError, KeyError) as e:
-            yield Record(where, error=str(e), line=n + 1)
-
-
-def _task(folder: Path, entry: dict[str, str], config: dict[str, Any]) -> dict[str, Any]:
-    payload = config.get(PAYLOAD_KEY)
-    if isinstance(payload, dict):  # written by taskpack: the whole task
-        return payload_files(folder, payload)
-    # A SETA folder from elsewhere: its instruction, files and weights.
+def convert(task_id: str, folder: Path) -> Any:
+    config = load_yaml(read_text(folder, MARKER) or "", MARKER)
+    if not isinstance(config, dict):
+        raise RowError(f"{MARKER}: expected a mapping")
+    if isinstance(config.get(PAYLOAD_KEY), dict):  # written with `embed`: the whole task
+        return task_from_payload(_with_contents(folder, config[PAYLOAD_KEY]))
     files = [
-        {
-            "path": p.relative_to(folder).as_posix(),
-            "data": p.read_bytes(),
-            "mode": p.stat().st_mode & 0o777,
-        }
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.relative_to(folder).as_posix() not in RESERVED
+        file_entry(path, mode, place(rel))
+        for rel, path, mode in walk(folder)
+        if rel not in (MARKER, WEIGHTS)
     ]
-    weights_path = folder / "weights.json"
     reward = None
-    if weights_path.is_file():
-        import json
-
-        reward = {"kind": "weighted_tests", "weights": json.loads(weights_path.read_text())}
-    return {
-        "id": str(config.get("id") or entry["id"]),
+    text = read_text(folder, WEIGHTS)
+    if text is not None:
+        try:
+            reward = {"kind": "weighted_tests", "weights": json.loads(text)}
+        except json.JSONDecodeError as e:
+            raise RowError(f"{WEIGHTS}: not JSON ({e.msg})") from None
+    mapped = {
+        "id": str(config.get("id") or task_id),
         "prompt": config.get("instruction"),
-        "files": files,
         "reward": reward,
+        "files": files,
+        "source": {"format": "openreward"},
         "metadata": config.get("metadata") or {},
     }
+    try:
+        task = Task.model_validate(mapped)
+    except ValidationError as e:
+        raise RowError(describe_validation_error(e)) from None
+    extra = residue(config, to_yaml(task, None))
+    if extra:
+        task.extras["openreward"] = extra
+    return task
+
+
+def _with_contents(folder: Path, payload: dict[str, Any]) -> dict[str, Any]:
+    """An embedded payload names where each file went; its contents come from the folder."""
+    import base64
+
+    out = dict(payload)
+    out["files"] = []
+    for f in payload.get("files", []):
+        data = inside(folder, place_path(f)).read_bytes()
+        entry = {k: f.get(k) for k in ("path", "role", "step", "mode")}
+        out["files"].append(entry | {"base64": base64.b64encode(data).decode("ascii")})
+    return out
+
+
+def place_path(f: Any) -> str:
+    role, path = (f["role"], f["path"]) if isinstance(f, dict) else (f.role, f.path)
+    return path if role == "workspace" else f"{role}/{path}"
+
+
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return read_folders(uri, MARKER, convert)
+
+
+def _write_task(task: Task, folder: Path, target: Target) -> None:
+    report_uncarried(FORMAT, task, target.losses)
+    for f in task.files:
+        if f.step is not None:
+            target.losses.lost("files of steps", task)
+            continue
+        rel = place_path(f)
+        if f.role == "workspace" and (rel in (MARKER, WEIGHTS) or rel.split("/")[0] in FOLDERS):
+            target.losses.lost(f"workspace files named like the folder's own ({rel})", task)
+            continue
+        write_file(folder / rel, f.read_bytes(), f.mode)
+    config = apply(to_yaml(task, target), task.extras.get("openreward", {}))
+    if target.options.embed:
+        payload = task_payload(task)
+        for f in payload["files"]:
+            f.pop("text", None), f.pop("base64", None)
+        config[PAYLOAD_KEY] = payload
+    text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+    write_file(folder / MARKER, text.encode("utf-8"))
+    write_file(folder / WEIGHTS, (json.dumps(weights(task), indent=2) + "\n").encode())
+
+
+def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+    return write_split(tasks, out, split, lambda task, folder: _write_task(task, folder, target))
+
+
+FORMAT = Format(
+    name="openreward",
+    summary="OpenReward (SETA-style) task folders: task.yaml, weights.json, tests/, solution/.",
+    read=read,
+    write=write,
+    carries=frozenset({"prompt", "reward", "files", "metadata"}),
+)

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
 from taskpack.model import Task
 
@@ -45,7 +46,7 @@ def _test_list(row: dict[str, Any], key: str) -> tuple[list[str], bool]:
     return value, not isinstance(raw, str) or json.dumps(value) != raw
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
         metadata = {k: v for k, v in row.items() if k not in _MAPPED}
         reward: dict[str, Any] = {"kind": "swe_tests", "test_patch": TEST_PATCH}
@@ -59,7 +60,7 @@ def read(uri: str, split: str) -> Iterator[Record]:
             "prompt": need(row, "problem_statement"),
             "solution": need(row, "patch"),
             "reward": reward,
-            "files": [{"path": TEST_PATCH, "data": need(row, "test_patch").encode("utf-8")}],
+            "files": [{"path": TEST_PATCH, "role": "tests", "data": need(row, "test_patch").encode("utf-8")}],
             "environment": {
                 "repo": need(row, "repo"),
                 "commit": need(row, "base_commit"),
@@ -81,7 +82,7 @@ def source_row(task: Task) -> dict[str, Any]:
         "base_commit": env.commit,
         "patch": task.solution,
         "test_patch": task.file(TEST_PATCH).read_bytes().decode("utf-8"),
-        "problem_statement": task.prompt[-1].content,
+        "problem_statement": task.instruction,
         "FAIL_TO_PASS": json.dumps(reward.fail_to_pass),
         "PASS_TO_PASS": json.dumps(reward.pass_to_pass),
     }
@@ -89,3 +90,6 @@ def source_row(task: Task) -> dict[str, Any]:
         row["environment_setup_commit"] = env.setup_commit
     row.update(task.metadata)
     return row
+
+
+FORMAT = Format(name="swebench", summary="SWE-bench instances (Lite, Verified, full): problem statement, patches, test lists.", read=read)

@@ -1,10 +1,13 @@
-"""Terminal-Bench task folders: task.yaml (+ Dockerfile, run-tests.sh, solution.sh, tests/).
+"""Terminal-Bench task folders: task.yaml (+ Dockerfile, docker-compose.yaml, run-tests.sh,
+solution.sh, tests/, and the files the Dockerfile copies).
 
-task.yaml's `instruction` (or the older `descriptions:` list, its `base` entry) -> prompt; every
-file of the folder -> a task file with its mode, task.yaml included, so the folder is rebuilt
-exactly by materializing the task; run-tests.sh -> a test_command reward with the yaml's parser;
-timeouts -> environment and limits; the yaml's other fields -> metadata. Missing optional files
-(Dockerfile, run-tests.sh, solution.sh) are tolerated.
+task.yaml's `instruction` (or the older `descriptions:` list, its `base` entry) -> prompt;
+its timeouts -> environment and limits, its other fields -> metadata. Files take the roles
+Harbor's own Terminal-Bench mapper gives them: tests/ -> tests, run-tests.sh -> the tests'
+entry script `test.sh`, solution.sh -> the solution's `solve.sh`, the Dockerfile and every
+other file -> the environment (the build context). task.yaml and docker-compose.yaml are kept
+as `other` files, so the source folder can be rebuilt byte for byte (`source_files`).
+Missing optional files (Dockerfile, run-tests.sh, solution.sh) are tolerated.
 """
 
 from __future__ import annotations
@@ -13,11 +16,38 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from taskpack.converters._source import Record, RowError, folder_files, read_folders, text_file
+from taskpack.converters._folders import file_entry, read_folders, read_text, walk
+from taskpack.converters._format import Format, Options
+from taskpack.converters._source import Record, RowError
+from taskpack.converters._yaml import load_yaml
+from taskpack.model import Task
 
 MARKER = "task.yaml"
+# Source path -> (role, path in the model), for files not placed by their folder.
+SPECIAL = {
+    "run-tests.sh": ("tests", "test.sh"),
+    "solution.sh": ("solution", "solve.sh"),
+    MARKER: ("other", MARKER),
+    "docker-compose.yaml": ("other", "docker-compose.yaml"),
+}
+
+
+def place(rel: str) -> dict[str, Any]:
+    """Role and path of the file at `rel` in a Terminal-Bench folder."""
+    if rel in SPECIAL:
+        role, path = SPECIAL[rel]
+        return {"role": role, "path": path}
+    if rel.startswith("tests/"):
+        return {"role": "tests", "path": rel.removeprefix("tests/")}
+    return {"role": "environment", "path": rel}
+
+
+def source_path(role: str, path: str) -> str:
+    """Where a file of a Terminal-Bench task lives in its source folder: `place` inverted."""
+    for rel, placed in SPECIAL.items():
+        if placed == (role, path):
+            return rel
+    return f"tests/{path}" if role == "tests" else path
 
 
 def _instruction(config: dict[str, Any]) -> str:
@@ -37,37 +67,24 @@ def _instruction(config: dict[str, Any]) -> str:
     raise RowError(f"{MARKER}: no 'instruction' (or 'descriptions' list)")
 
 
-def _config(folder: Path) -> dict[str, Any]:
-    try:
-        config = yaml.safe_load(text_file(folder, MARKER) or "")
-    except yaml.YAMLError as e:
-        raise RowError(f"{MARKER}: not valid YAML ({e})") from None
+def convert(task_id: str, folder: Path) -> dict[str, Any]:
+    config = load_yaml(read_text(folder, MARKER) or "", MARKER)
     if not isinstance(config, dict):
         raise RowError(f"{MARKER}: expected a mapping")
-    return config
-
-
-def _test_command(folder: Path) -> str:
-    for script in ("run-tests.sh", "tests/run-tests.sh"):
-        if (folder / script).is_file():
-            return f"bash {script}"
-    return "pytest tests"  # Terminal-Bench's default harness when a task brings no script
-
-
-def convert(task_id: str, folder: Path) -> dict[str, Any]:
-    config = _config(folder)
+    files = [file_entry(path, mode, place(rel)) for rel, path, mode in walk(folder)]
+    has = {(f["role"], f["path"]) for f in files}
     return {
         "id": task_id,
         "prompt": _instruction(config),
-        "solution": text_file(folder, "solution.sh"),
         "reward": {
             "kind": "test_command",
-            "command": _test_command(folder),
+            # Terminal-Bench's default harness when a task brings no script.
+            "command": "bash /tests/test.sh" if ("tests", "test.sh") in has else "pytest /tests",
             "parser": config.get("parser_name"),
         },
-        "files": folder_files(folder),
+        "files": files,
         "environment": {
-            "dockerfile": "Dockerfile" if (folder / "Dockerfile").is_file() else None,
+            "dockerfile": "Dockerfile" if ("environment", "Dockerfile") in has else None,
             "test_timeout_sec": config.get("max_test_timeout_sec"),
         },
         "limits": {"timeout_sec": config.get("max_agent_timeout_sec")},
@@ -76,5 +93,17 @@ def convert(task_id: str, folder: Path) -> dict[str, Any]:
     }
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
+def source_files(task: Task) -> dict[str, tuple[bytes, int]]:
+    """The source folder's files (path -> bytes, mode) a task read from it holds."""
+    return {source_path(f.role, f.path): (f.read_bytes(), f.mode) for f in task.files}
+
+
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return read_folders(uri, MARKER, convert)
+
+
+FORMAT = Format(
+    name="terminal-bench",
+    summary="Terminal-Bench task folders: task.yaml, Dockerfile, run-tests.sh, solution.sh, tests/.",
+    read=read,
+)

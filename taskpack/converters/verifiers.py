@@ -1,10 +1,12 @@
-"""Verifiers (PrimeIntellect, the HF-Dataset API of 0.3): `prompt` (chat messages), `answer`,
-`info` (a JSON string). Written as a Hugging Face dataset saved to disk (`<split>/`) and as
-Parquet (`<split>.parquet`).
+"""Verifiers (PrimeIntellect, the HF-Dataset API of 0.3) datasets as `vf.SingleTurnEnv`
+formats them: `prompt` (chat messages, the system prompt included), `question`, `answer`,
+`example_id`, and an optional `info` (a JSON string). Read from Parquet, JSONL or a dataset
+saved with `save_to_disk`; written as both (`<split>.parquet`, `<split>/`).
 
-`info` holds the whole task (id, reward, files, environment, metadata...) as JSON, so every
-field survives a round trip; it never has a `task` key and there is no `task` column, since
-current verifiers releases read those as task routes.
+prompt -> prompt; answer -> answer; `example_id` -> the task id; `question` is the
+instruction (the last user message) and is written from it. Anything else, `info` included, is
+kept in `extras.verifiers`. There is never a `task` column: verifiers releases read that as a
+task route.
 """
 
 from __future__ import annotations
@@ -14,32 +16,51 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from taskpack.converters._payload import Losses, payload_json, task_from_payload
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
+from taskpack.converters._chat import read_messages, text_messages
+from taskpack.converters._format import Format, Options, Target
+from taskpack.converters._payload import payload_json, task_from_payload
+from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Task
 
 
-def write(tasks: Iterable[Task], out: Path, split: str, losses: Losses) -> list[Path]:
+def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
+    eid = row.get("example_id")
+    prompt = row.get("prompt")
+    task = {
+        "id": str(eid) if isinstance(eid, (int, str)) and str(eid) else f"{split}-{ordinal:05d}",
+        "prompt": row.get("question") if prompt is None else read_messages(prompt, "prompt"),
+        "answer": row.get("answer"),
+        "source": {"format": "verifiers", "split": split, "row": ordinal},
+    }
+    return task, {}
+
+
+def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
+    row: dict[str, Any] = {"question": task.instruction}
+    if task.answer is None or isinstance(task.answer, str):
+        row["answer"] = task.answer or ""
+    else:
+        target.losses.lost("answer (not text; written as JSON text)", task)
+        row["answer"] = json.dumps(task.answer, ensure_ascii=False)
+    if task.id.isdigit():
+        row["example_id"] = int(task.id)
+    else:
+        row["info"] = json.dumps({"id": task.id}, ensure_ascii=False)
+    row["prompt"] = text_messages(task, target.losses)
+    return row
+
+
+def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
     import datasets
 
-    rows = [
-        {
-            "prompt": [{"role": m.role, "content": m.content} for m in task.prompt],
-            "answer": task.answer or "",
-            "info": payload_json(task),
-        }
-        for task in tasks
-    ]
-    features = datasets.Features(
-        {
-            "prompt": datasets.List(
-                {"role": datasets.Value("string"), "content": datasets.Value("string")}
-            ),
-            "answer": datasets.Value("string"),
-            "info": datasets.Value("string"),
-        }
-    )
-    ds = datasets.Dataset.from_list(rows, features=features)
+    rows = []
+    for task in tasks:
+        row = write_row(FORMAT, task, to_row, target)
+        if target.options.embed:
+            row["info"] = payload_json(task)
+        rows.append(row)
+    ds = datasets.Dataset.from_list(rows)
     ds.save_to_disk(str(out / split))
     ds.to_parquet(str(out / f"{split}.parquet"))
     return [out / split, out / f"{split}.parquet"]
@@ -56,19 +77,28 @@ def _rows(uri: str) -> Iterator[Record]:
         yield from iter_table_rows(uri)
 
 
-def read(uri: str, split: str) -> Iterator[Record]:
-    def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
+def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
+    info = row.get("info")
+    if isinstance(info, str) and info.startswith("{"):
         try:
-            info = json.loads(row.get("info") or "{}")
-        except json.JSONDecodeError as e:
-            raise RowError(f"field 'info': not JSON ({e.msg})") from None
-        if isinstance(info, dict) and "id" in info and "prompt" in info:
-            return task_from_payload(info)  # written by taskpack: the whole task
-        return {  # a verifiers dataset from elsewhere: what its columns say
-            "id": f"{split}-{ordinal:05d}",
-            "prompt": row.get("prompt") or row.get("question"),
-            "answer": row.get("answer") or None,
-            "metadata": info if isinstance(info, dict) else {"info": info},
-        }
+            whole = json.loads(info)
+        except json.JSONDecodeError:
+            return None
+        if isinstance(whole, dict) and {"id", "prompt", "files"} <= whole.keys():
+            return task_from_payload(whole, "info")
+    return None
 
-    return map_rows(_rows(uri), convert)
+
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return read_rows(
+        FORMAT, _rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded
+    )
+
+
+FORMAT = Format(
+    name="verifiers",
+    summary="Verifiers 0.3 datasets (SingleTurnEnv): prompt, question, answer, example_id, info.",
+    read=read,
+    write=write,
+    carries=frozenset({"prompt", "answer"}),
+)

@@ -1,0 +1,40 @@
+"""Chat messages as the row formats built on chat templates store them: `{role, content}` with
+text content (SkyRL, Verifiers, GEM). Everything else a conversation can hold is reported lost
+by the writer, never silently flattened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taskpack.converters._format import Losses
+from taskpack.converters._source import RowError
+from taskpack.model import Message, Task, TextPart
+
+
+def read_messages(value: Any, field: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise RowError(f"field {field!r}: expected a list of messages")
+    messages = []
+    for i, m in enumerate(value):
+        if not isinstance(m, dict) or "role" not in m:
+            raise RowError(f"field {field!r}[{i}]: expected a message with a role")
+        messages.append({k: v for k, v in m.items() if v is not None})
+    return messages
+
+
+def text_messages(task: Task, losses: Losses) -> list[dict[str, Any]]:
+    """The prompt as `{role, content}` text messages; anything else is a reported loss."""
+    out = []
+    for item in task.prompt:
+        if not isinstance(item, Message):
+            losses.lost(f"prompt items of type {item.type!r}", task)
+            continue
+        if item.tool_calls or item.tool_call_id or item.name:
+            losses.lost("prompt tool calls and message names", task)
+        if isinstance(item.content, list) and not all(
+            isinstance(p, TextPart) for p in item.content
+        ):
+            losses.lost("prompt content parts other than text", task)
+        out.append({"role": item.role, "content": item.text})
+    return out

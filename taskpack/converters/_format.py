@@ -1,0 +1,105 @@
+"""The typed record each format module declares, and the loss report writers share.
+
+Like pandoc's readers and writers, a format is a reader, a writer, or both; each is optional,
+options are typed models (validated, listed by `taskpack formats`), and `carries` names the task
+fields the writer maps natively, so the exporter reports every other non-empty field as lost
+through one mechanism (sqlglot's `unsupported`), whose strict mode makes a loss an error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskpack.converters._source import Record
+from taskpack.errors import TaskpackError
+from taskpack.model import Task
+
+
+class Options(BaseModel):
+    """No options: the base of every format's option models."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class WriteOptions(Options):
+    embed: bool = Field(
+        default=False,
+        description="Also carry the whole task as JSON in the format's free field (opt-in; "
+        "native fields and extras round-trip without it).",
+    )
+
+
+class Losses:
+    """Fields a target format could not carry, counted by field."""
+
+    def __init__(self, fmt: str, strict: bool = False) -> None:
+        self.fmt = fmt
+        self.strict = strict
+        self.counts: Counter[str] = Counter()
+
+    def lost(self, what: str, task: Task) -> None:
+        if self.strict:
+            raise TaskpackError(f"{self.fmt} cannot carry {what} (task {task.id!r}); --strict")
+        self.counts[what] += 1
+
+    def report(self) -> list[str]:
+        return [f"{self.fmt}: {what} lost in {n} task(s)" for what, n in sorted(self.counts.items())]
+
+
+@dataclass
+class Target:
+    """What a writer gets besides the tasks: its options and the loss report."""
+
+    options: Any
+    losses: Losses
+
+
+Reader = Callable[[str, str, Any], Iterator[Record]]
+Writer = Callable[[Iterable[Task], Path, str, Target], list[Path]]
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    summary: str
+    read: Reader | None = None
+    write: Writer | None = None
+    read_options: type[Options] = Options
+    write_options: type[WriteOptions] = WriteOptions
+    carries: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def modes(self) -> str:
+        return "/".join(m for m, f in (("read", self.read), ("write", self.write)) if f)
+
+
+# Task fields every writer is asked about; `id` is always carried (a row key or folder name).
+CHECKED_FIELDS = (
+    "prompt",
+    "answer",
+    "solution",
+    "reward",
+    "rewards",
+    "tools",
+    "files",
+    "steps",
+    "environment",
+    "limits",
+    "metadata",
+)
+
+
+def report_uncarried(fmt: Format, task: Task, losses: Losses) -> None:
+    """Report each non-empty task field `fmt` does not carry, and other formats' extras."""
+    for name in CHECKED_FIELDS:
+        if name not in fmt.carries and getattr(task, name) not in (None, [], {}):
+            losses.lost(name, task)
+    for other in task.extras:
+        if other != fmt.name:
+            losses.lost(f"extras.{other}", task)

@@ -1,0 +1,72 @@
+"""Row formats, natively: a module maps a row to task fields (`to_task`) and task fields to a
+row (`to_row`); what the row holds beyond that mapping is its residue, kept in
+`extras.<format>` and put back on writing (see `_residue`). A few style choices a row makes
+that the model has no field for (NeMo's `input` as a bare string) travel as `hints`, under
+`extras.<format>["$style"]`, so that the residue never has to copy task content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from taskpack.converters._format import Format, Losses, Target, report_uncarried
+from taskpack.converters._residue import apply, residue
+from taskpack.converters._source import Record, RowError
+from taskpack.errors import describe_validation_error
+from taskpack.model import Task
+
+STYLE = "$style"
+Hints = dict[str, Any]
+ToTask = Callable[[dict[str, Any], int], tuple[dict[str, Any], Hints]]
+ToRow = Callable[[Task, Hints, Target], dict[str, Any]]
+
+
+def read_rows(
+    fmt: Format,
+    records: Iterator[Record],
+    to_task: ToTask,
+    to_row: ToRow,
+    embedded: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+) -> Iterator[Record]:
+    """Tasks from native rows, each with its residue in `extras.<format>`.
+
+    `embedded(row)` returns the whole task when the row carries one (written with `embed`);
+    it is then taken as is.
+    """
+    probe = Target(fmt.write_options(), Losses(fmt.name))
+    for ordinal, record in enumerate(records):
+        row = record.task
+        if isinstance(row, dict):
+            try:
+                whole = embedded(row) if embedded else None
+                record.task = whole if whole is not None else _native(fmt, row, ordinal, to_task, to_row, probe)
+            except RowError as e:
+                record.task, record.error = None, str(e)
+        yield record
+
+
+def _native(
+    fmt: Format, row: dict[str, Any], ordinal: int, to_task: ToTask, to_row: ToRow, probe: Target
+) -> Task:
+    mapped, hints = to_task(row, ordinal)
+    try:
+        task = Task.model_validate(mapped)
+    except ValidationError as e:
+        raise RowError(describe_validation_error(e)) from None
+    extra = residue(row, to_row(task, hints, probe))
+    if hints:
+        extra[STYLE] = hints
+    if extra:
+        task.extras[fmt.name] = extra
+    return task
+
+
+def write_row(fmt: Format, task: Task, to_row: ToRow, target: Target) -> dict[str, Any]:
+    """The native row of `task`: its mapped fields, then its own residue, if it came from here."""
+    report_uncarried(fmt, task, target.losses)
+    extra = dict(task.extras.get(fmt.name, {}))
+    hints = extra.pop(STYLE, {})
+    return dict(apply(to_row(task, hints, target), extra))
