@@ -74,7 +74,11 @@ def _rel_path(value: str) -> str:
     return _utf8("/".join(parts))
 
 
-RelPath = Annotated[str, AfterValidator(_rel_path)]
+# The same rule for tools in other languages (ECMA-262 regex; the validator above is the truth).
+REL_PATH_PATTERN = r"^(?![A-Za-z]:)(?!.*(?:^|/)\.{1,2}(?:/|$))[^/\\\x00]+(?:/[^/\\\x00]+)*$"
+RelPath = Annotated[
+    str, AfterValidator(_rel_path), Field(json_schema_extra={"pattern": REL_PATH_PATTERN})
+]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 TaskId = Annotated[
     str, Field(min_length=1, max_length=512, pattern=r"^[^\x00-\x1f\x7f]+$"), AfterValidator(_utf8)
@@ -462,25 +466,33 @@ class Source(_Model):
     row: int | None = Field(default=None, ge=0)
 
 
-def _check_json(value: Any, path: str = "metadata") -> None:
+def _check_json(value: Any, path: str) -> None:
     if isinstance(value, str):
         try:
             _utf8(value)
         except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+            raise ValueError(f"{path}: {e}" if path else str(e)) from None
     elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{path}: {value} is not representable in JSON")
+        raise ValueError(f"{path or 'value'}: {value} is not representable in JSON")
     elif isinstance(value, dict):
         for k, v in value.items():
             _check_json(k, path)
-            _check_json(v, f"{path}.{k}")
+            _check_json(v, f"{path}.{k}" if path else str(k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _check_json(v, f"{path}[{i}]")
 
 
+def _json_data(value: Any) -> Any:
+    _check_json(value, "")
+    return value
+
+
+JsonData = Annotated[JsonValue, AfterValidator(_json_data)]
+
+
 def _metadata(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    _check_json(value)
+    _check_json(value, "metadata")
     return value
 
 
@@ -502,7 +514,7 @@ class Task(_Model):
     prompt: Prompt = Field(
         default_factory=list, description="The conversation prefix; empty when the agent builds it."
     )
-    answer: JsonValue = Field(default=None, description="Reference answer: any JSON value.")
+    answer: JsonData = Field(default=None, description="Reference answer: any JSON value.")
     solution: Text | None = Field(
         default=None, description="Reference solution (gold patch, canonical code); never shown."
     )
@@ -519,7 +531,7 @@ class Task(_Model):
     metadata: Annotated[dict[str, JsonValue], AfterValidator(_metadata)] = Field(
         default_factory=dict
     )
-    extras: Annotated[Extras, AfterValidator(_metadata)] = Field(
+    extras: Annotated[Extras, AfterValidator(_json_data)] = Field(
         default_factory=dict,
         description="Per format: fields only that framework understands, put back by its writer.",
     )

@@ -35,6 +35,9 @@ def verify(ts: TaskSet, limit: int = 20) -> list[str]:
             except ValidationError as e:
                 problems.append(f"{where}: {describe_validation_error(e)}")
                 continue
+            except (ValueError, KeyError, TypeError) as e:  # a JSON column that is not JSON
+                problems.append(f"{where}: unreadable row ({type(e).__name__}: {e})")
+                continue
             if task.id in seen:
                 problems.append(f"{where}: id: duplicate of row {seen[task.id]}")
             seen[task.id] = row_no

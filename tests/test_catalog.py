@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import taskpack
 from taskpack.cli import main
-from taskpack.converters import READERS, mbpp
+from taskpack.converters import get, mbpp, names
 from taskpack.errors import TaskpackError
 from taskpack.importer import read_source
 from taskpack.recipes import build, recipes
@@ -27,7 +27,7 @@ def test_every_recipe_is_valid_and_names_a_known_importer() -> None:
         "llm-science-exam",
     }
     for r in found.values():
-        assert r.format in READERS and r.splits and r.upstream.revision
+        assert r.format in names() and get(r.format).read and r.splits and r.upstream.revision
 
 
 def test_catalog_list_cli() -> None:

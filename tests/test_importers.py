@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import taskpack
-from taskpack.converters import gsm8k, humaneval, kaggle, swebench
+from taskpack.converters import gsm8k, humaneval, kaggle, swebench, terminal_bench
 from taskpack.importer import import_sources, read_source
 
 
@@ -168,9 +168,13 @@ def test_terminal_bench_folders_rebuilt_exactly(tmp_path: Path, data_dir: Path) 
     tasks = list(ts.split("test"))
     assert len(tasks) == 8
     for task in tasks:
-        out = task.materialize(tmp_path / "out" / task.id)
-        assert tree(out) == tree(root / task.id), task.id
-        assert task.prompt[0].content.strip()
+        assert terminal_bench.source_files(task) == tree(root / task.id), task.id
+        assert task.instruction.strip()
+        # Harbor's roles: the verifier and the oracle are kept out of the build context.
+        env = {f.path for f in task.files_of("environment")}
+        assert not env & {"run-tests.sh", "solution.sh"} and not any(
+            p.startswith("tests/") for p in env
+        )
     by_id = {t.id.rsplit("/", 1)[-1]: t for t in tasks}
     old_style = by_id["lcbpro-1983a"]  # the `descriptions:` list form
     assert old_style.prompt[0].content.startswith("LiveCodeBench Pro (Mini)")
@@ -180,8 +184,9 @@ def test_terminal_bench_folders_rebuilt_exactly(tmp_path: Path, data_dir: Path) 
     assert hello.reward.parser == "pytest"
     assert hello.limits is not None and hello.limits.timeout_sec == 900.0
     assert hello.environment.test_timeout_sec == 180.0
-    runner = by_id["polyglot_python_affine-cipher"].file("run-tests.sh")
+    runner = by_id["polyglot_python_affine-cipher"].file("test.sh", role="tests")
     assert runner.mode & 0o100
+    assert by_id["polyglot_python_affine-cipher"].file("solve.sh", role="solution")
 
 
 def test_harbor_folder(tmp_path: Path) -> None:
@@ -203,10 +208,18 @@ def test_harbor_folder(tmp_path: Path) -> None:
     task = ts.split("train")[0]
     assert task.id == "fix-bug"
     assert task.prompt[0].content == "Fix the bug in /app/main.py.\n"
-    assert task.solution == "sed -i s/a/b/ main.py\n"
+    assert task.file("solve.sh", role="solution").read_bytes() == b"sed -i s/a/b/ main.py\n"
+    assert {(f.role, f.path) for f in task.files} == {
+        ("environment", "Dockerfile"),
+        ("tests", "test.sh"),
+        ("solution", "solve.sh"),
+    }
     assert task.environment is not None
-    assert (task.environment.dockerfile, task.environment.cpus) == ("environment/Dockerfile", 2)
+    assert (task.environment.dockerfile, task.environment.cpus) == ("Dockerfile", 2)
     assert task.environment.memory_mb == 4096 and task.environment.test_timeout_sec == 120.0
     assert task.limits is not None and task.limits.timeout_sec == 600.0
-    assert task.metadata["metadata"] == {"difficulty": "easy", "tags": ["x"]}
-    assert tree(task.materialize(tmp_path / "out")) == tree(task_dir)
+    assert task.metadata == {"difficulty": "easy", "tags": ["x"]}
+    assert task.extras == {"harbor": {"version": "1.0"}}
+    assert tree(task.materialize(tmp_path / "env", role="environment")) == tree(
+        task_dir / "environment"
+    )

@@ -60,9 +60,10 @@ def test_leading_dot_slash_is_normalized_away() -> None:
 
 def test_missing_and_wrong_typed_fields_name_the_field() -> None:
     data = make_task()
-    del data["prompt"]
-    assert "prompt" in errors_of(data) and "Field required" in errors_of(data)
-    assert "answer" in errors_of(make_task(answer=18))
+    del data["id"]
+    assert "id" in errors_of(data) and "Field required" in errors_of(data)
+    assert "answer" in errors_of(make_task(answer=float("nan")))
+    assert "prompt" in errors_of(make_task(prompt=[{"role": "narrator", "content": "x"}]))
     assert "reward.numeric_match.tolerance" in errors_of(
         make_task(reward={"kind": "numeric_match", "tolerance": "wide"})
     )

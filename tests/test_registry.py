@@ -325,7 +325,7 @@ def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:
     parquet = path / "splits" / "test.parquet"
     table = pq.read_table(parquet)
     table = table.set_column(
-        table.schema.get_field_index("answer"), "answer", pa.array(["edited", "edited"])
+        table.schema.get_field_index("answer"), "answer", pa.array(['"edited"', "not json"])
     )
     pq.write_table(table, parquet)
     manifest = taskpack.open(path).manifest  # re-point the manifest at the edited bytes
@@ -334,8 +334,9 @@ def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:
         **{**info.model_dump(), "sha256": file_sha256(parquet), "bytes": parquet.stat().st_size}
     )
     (path / MANIFEST).write_text(manifest.model_dump_json())
-    with pytest.raises(TaskpackError, match="does not match content"):
+    with pytest.raises(TaskpackError, match="does not match content") as info:
         publish(path, registry=str(tmp_path / "reg"), full_check=True)
+    assert "unreadable row (JSONDecodeError" in str(info.value)
 
 
 def test_progress_is_silent_off_a_terminal_and_drawn_on_one(

@@ -108,4 +108,4 @@ def test_plain_datasets_load_dataset_reads_a_version(tmp_path: Path, hub: Any) -
     split = taskpack.open(path).split("train")
     assert got["ids"] == split.ids()
     assert got["digests"] == [t.digest for t in split]
-    assert got["answer"] == "0"  # 1.0.0's content, not 1.1.0's
+    assert got["answer"] == '"0"'  # 1.0.0's content, not 1.1.0's (a JSON column)

@@ -137,9 +137,9 @@ def _fresh(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("bad", "expected"),
     [
-        ({"prompt": None}, "prompt"),
+        ({"prompt": 5}, "prompt"),
         ({"id": ""}, "id"),
-        ({"answer": 7}, "answer"),
+        ({"answer": float("inf")}, "answer"),
         ({"files": [{"path": "../x", "data": b"1"}]}, "files.0.path"),
         ({"prompt": b"\xff\xfe"}, "prompt"),
     ],

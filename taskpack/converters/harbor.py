@@ -310,7 +310,7 @@ def instruction_text(prompt: list[Any], task: Task, target: Target) -> str:
     texts = []
     for item in prompt:
         if isinstance(item, Message) and item.role in ("system", "developer", "user"):
-            if isinstance(item.content, list) and len(item.text) == 0:
+            if isinstance(item.content, list) and any(p.type != "text" for p in item.content):
                 target.losses.lost("prompt content parts other than text", task)
             texts.append(item.text)
         else:

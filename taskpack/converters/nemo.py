@@ -2,8 +2,8 @@
 
 `input` (a string, or Responses-API items: messages with text, image, audio and file parts,
 `function_call`, `function_call_output`, `reasoning`) -> prompt; `tools` -> tools (function
-tools; `mcp` tools as MCP servers); `expected_answer` -> answer (any JSON); `id` -> the task id
-(else `<split>-<row>`). Everything else the row holds (`agent_ref`, sampling settings such as
+tools; `mcp` tools as MCP servers); `expected_answer` -> answer (any JSON); the task id
+is `<split>-<row>` (a row's own `id`, not always unique, is kept). Everything else the row holds (`agent_ref`, sampling settings such as
 `temperature`, `verifier_metadata`, task-specific keys) is kept in `extras.nemo` where it was
 found and written back there; a task from elsewhere gets `question` (its instruction) for
 NeMo Gym's verifiers.
@@ -123,9 +123,10 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, An
     tools = params.get("tools") or []
     if not isinstance(tools, list):
         raise RowError(f"field '{PARAMS}.tools': expected a list")
-    rid = row.get("id")
     task = {
-        "id": str(rid) if isinstance(rid, (str, int)) and str(rid) else f"{split}-{ordinal:05d}",
+        # A row's own `id` need not be unique (NeMo Gym data repeats them), so it stays a
+        # row field; the task id is the row's place.
+        "id": f"{split}-{ordinal:05d}",
         "prompt": prompt,
         "answer": row.get("expected_answer"),
         "tools": [_tool(t, f"field '{PARAMS}.tools'[{i}]") for i, t in enumerate(tools)],

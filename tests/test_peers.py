@@ -1,0 +1,219 @@
+"""Native round trips on files the frameworks' own tools wrote (../shared/data/peers/): format
+-> task set -> same format gives back every row (as JSON values, in order) and every file (bytes
+and mode; task.toml as data), with the embedded whole-task copy off, as it is by default.
+
+And proof that this is the converters' doing, not a copy: the prompt each row holds comes back
+from the model's own fields alone (extras stripped), and no extras hold a serialized task.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import taskpack
+from taskpack.converters._residue import same
+from taskpack.exporter import convert_format, export
+from taskpack.importer import import_sources
+
+from .conftest import DATA
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PEERS = DATA / "peers"
+NEMO_FILES = sorted((PEERS / "nemo_gym").glob("*.jsonl"))
+SKYRL_FILES = sorted((PEERS / "skyrl").glob("*/*.parquet"))
+VERIFIERS = [PEERS / "verifiers" / "gsm8k" / n for n in ("train.parquet", "test.parquet", "test_hf")]
+HARBOR = PEERS / "harbor_cookbook"
+
+
+def through_taskset(tmp: Path, src: Path, fmt: str, split: str) -> taskpack.TaskSet:
+    import_sources(tmp / "ts", {split: [str(src)]}, fmt, name="peer")
+    ts = taskpack.open(tmp / "ts")
+    for task in ts.split(split):
+        assert "taskpack" not in json.dumps(task.extras), "a whole task rode along in extras"
+    return ts
+
+
+def jsonl(path: Path) -> list[Any]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
+
+
+def test_all_peer_files_are_here() -> None:
+    assert len(NEMO_FILES) == 71 and len(SKYRL_FILES) == 4
+    assert len([p for p in HARBOR.iterdir() if (p / "task.toml").is_file()]) == 10
+
+
+@pytest.mark.parametrize("src", NEMO_FILES, ids=lambda p: p.stem)
+def test_nemo_gym_rows_come_back_equal(tmp_path: Path, src: Path) -> None:
+    ts = through_taskset(tmp_path, src, "nemo", "train")
+    assert export(ts, "nemo", tmp_path / "out").losses == []
+    back, original = jsonl(tmp_path / "out" / "train.jsonl"), jsonl(src)
+    assert len(back) == len(original)
+    for n, (a, b) in enumerate(zip(back, original, strict=True)):
+        assert same(a, b), f"row {n}"
+    # The prompt is the model's: the conversation's texts come back with extras stripped.
+    for task, row in zip(ts.split("train"), original, strict=True):
+        bare = task.model_copy(update={"extras": {}})
+        taskpack.write(tmp_path / "bare", {"t": [bare]}, name="b", overwrite=True)
+        export(taskpack.open(tmp_path / "bare"), "nemo", tmp_path / "b", overwrite=True)
+        rebuilt = jsonl(tmp_path / "b" / "t.jsonl")[0]["responses_create_params"]["input"]
+        assert texts(rebuilt) == texts(row["responses_create_params"]["input"])
+        break  # one row per file: writing a task set per row is slow
+
+
+def texts(value: Any) -> list[str]:
+    """Every `text`/`content` string in a Responses input, in order."""
+    if isinstance(value, str):
+        return [value]
+    out: list[str] = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict):
+            for key in ("content", "text", "output", "arguments"):
+                if isinstance(item.get(key), str):
+                    out.append(item[key])
+                elif isinstance(item.get(key), list):
+                    out += texts(item[key])
+    return out
+
+
+@pytest.mark.parametrize("src", SKYRL_FILES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_skyrl_rows_come_back_equal(tmp_path: Path, src: Path) -> None:
+    ts = through_taskset(tmp_path, src, "skyrl", src.stem)
+    assert export(ts, "skyrl", tmp_path / "out").losses == []
+    back = pq.read_table(tmp_path / "out" / f"{src.stem}.parquet").to_pylist()
+    original = pq.read_table(src).to_pylist()
+    assert same(back, original)
+    first = ts.split(src.stem)[0]
+    assert first.prompt and first.answer == original[0]["reward_spec"]["ground_truth"]
+    if src.parent.name == "gsm8k":  # SkyRL's gsm8k environment is a numeric match
+        assert first.reward is not None and first.reward.kind == "numeric_match"
+        assert "env_class" not in first.extras["skyrl"]
+
+
+@pytest.mark.parametrize("src", VERIFIERS, ids=lambda p: p.name)
+def test_verifiers_rows_come_back_equal(tmp_path: Path, src: Path) -> None:
+    import datasets
+
+    split = src.stem.removesuffix("_hf")
+    ts = through_taskset(tmp_path, src, "verifiers", split)
+    assert export(ts, "verifiers", tmp_path / "out").losses == []
+    if src.is_dir():
+        original = list(datasets.load_from_disk(str(src)))
+        back = list(datasets.load_from_disk(str(tmp_path / "out" / split)))
+    else:
+        original = pq.read_table(src).to_pylist()
+        back = pq.read_table(tmp_path / "out" / f"{split}.parquet").to_pylist()
+    assert same(back, original)
+    assert all(not t.extras for t in ts.split(split))  # every column has a model field
+
+
+def tree(folder: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            rel = p.relative_to(folder).as_posix()
+            data: Any = p.read_bytes()
+            if rel == "task.toml":
+                data = tomllib.loads(data.decode("utf-8"))
+            out[rel] = (data, p.stat().st_mode & 0o777)
+    return out
+
+
+def test_harbor_cookbook_folders_come_back_equal(tmp_path: Path) -> None:
+    ts = through_taskset(tmp_path, HARBOR, "harbor", "recipes")
+    tasks = {t.id: t for t in ts.split("recipes")}
+    assert len(tasks) == 10
+    assert export(ts, "harbor", tmp_path / "out").losses == []
+    for folder in sorted(p for p in HARBOR.iterdir() if p.is_dir()):
+        assert tree(tmp_path / "out" / "recipes" / folder.name) == tree(folder), folder.name
+    steps = tasks["multi-step"]
+    assert [s.name for s in steps.steps] == ["scaffold", "implement", "document"]
+    assert steps.prompt == [] and steps.steps[0].prompt
+    assert {(f.step, f.role) for f in steps.files} >= {
+        ("implement", "workspace"),
+        ("implement", "tests"),
+        ("scaffold", "solution"),
+        (None, "tests"),
+    }
+    mcp = tasks["mcp-tools"].tools
+    assert [(t.type, t.name, t.url) for t in mcp] == [
+        ("mcp", "mcp-server", "http://mcp-server:8000/mcp")
+    ]
+    for task in tasks.values():  # the agent's side holds no verifier and no oracle
+        env = {f.path for f in task.files_of("environment")}
+        assert not any(p.startswith(("tests/", "solution/")) for p in env), task.id
+
+
+def test_harbor_folder_reads_the_same_without_its_index(tmp_path: Path) -> None:
+    import shutil
+
+    ts = through_taskset(tmp_path, HARBOR, "harbor", "recipes")
+    export(ts, "harbor", tmp_path / "out")
+    indexed = list(taskpack.taskset.open(tmp_path / "ts").split("recipes"))
+    (tmp_path / "out" / "recipes" / "index.json").unlink()
+    import_sources(tmp_path / "again", {"recipes": [str(tmp_path / "out" / "recipes")]}, "harbor", name="x")
+    again = list(taskpack.open(tmp_path / "again").split("recipes"))
+    assert [t.digest for t in again] == [t.digest for t in indexed]
+    shutil.rmtree(tmp_path / "again")
+
+
+# --- cross-format: what the target can carry is kept, the rest is reported ----------------
+
+
+def test_skyrl_to_verifiers_keeps_the_conversation_and_reports_skyrl_fields(
+    tmp_path: Path,
+) -> None:
+    src = PEERS / "skyrl" / "multiply" / "validation.parquet"
+    result = convert_format({"test": [str(src)]}, "skyrl", "verifiers", tmp_path / "v")
+    assert result.losses == ["verifiers: extras.skyrl lost in 200 task(s)"]
+    rows = pq.read_table(tmp_path / "v" / "test.parquet").to_pylist()
+    original = pq.read_table(src).to_pylist()
+    assert [r["prompt"] for r in rows] == [r["prompt"] for r in original]
+    assert [r["answer"] for r in rows] == [r["reward_spec"]["ground_truth"] for r in original]
+    with pytest.raises(taskpack.TaskpackError, match="verifiers cannot carry extras.skyrl"):
+        convert_format({"test": [str(src)]}, "skyrl", "verifiers", tmp_path / "s", strict=True)
+
+
+def test_verifiers_to_skyrl_and_nemo_lose_nothing(tmp_path: Path) -> None:
+    src = PEERS / "verifiers" / "gsm8k" / "test.parquet"
+    sky = convert_format({"test": [str(src)]}, "verifiers", "skyrl", tmp_path / "s", strict=True)
+    assert sky.losses == []
+    nemo = convert_format({"test": [str(src)]}, "verifiers", "nemo", tmp_path / "n", strict=True)
+    assert nemo.losses == []
+    row = jsonl(tmp_path / "n" / "test.jsonl")[0]
+    original = pq.read_table(src).slice(0, 1).to_pylist()[0]
+    assert [m["role"] for m in row["responses_create_params"]["input"]] == ["system", "user"]
+    assert row["expected_answer"] == original["answer"]
+
+
+def test_nemo_to_skyrl_and_harbor_report_what_does_not_fit(tmp_path: Path) -> None:
+    tools = PEERS / "nemo_gym" / "example_single_tool_call.jsonl"
+    sky = convert_format({"t": [str(tools)]}, "nemo", "skyrl", tmp_path / "s")
+    assert "skyrl: tools lost in 5 task(s)" in sky.losses
+    assert "skyrl: extras.nemo lost in 5 task(s)" in sky.losses
+    images = PEERS / "nemo_gym" / "circle_count.jsonl"
+    harbor = convert_format({"t": [str(images)]}, "nemo", "harbor", tmp_path / "h")
+    assert "harbor: prompt content parts other than text lost in 5 task(s)" in harbor.losses
+    calls = PEERS / "nemo_gym" / "example_multi_turn_gymnasium.jsonl"
+    ver = convert_format({"t": [str(calls)]}, "nemo", "verifiers", tmp_path / "v")
+    assert "verifiers: extras.nemo lost in 5 task(s)" in ver.losses
+
+
+def test_harbor_to_nemo_and_back_to_harbor(tmp_path: Path) -> None:
+    result = convert_format({"r": [str(HARBOR)]}, "harbor", "nemo", tmp_path / "n")
+    assert "nemo: files lost in 10 task(s)" in result.losses
+    assert "nemo: extras.harbor lost in 10 task(s)" in result.losses
+    rows = jsonl(tmp_path / "n" / "r.jsonl")
+    simple = (HARBOR / "simple-task" / "instruction.md").read_text(encoding="utf-8")
+    assert [r for r in rows if r["id"] == "simple-task"][0]["responses_create_params"][
+        "input"
+    ] == [{"role": "user", "content": simple}]
