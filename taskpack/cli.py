@@ -412,10 +412,16 @@ def formats() -> None:
     for name in names():
         fmt = get(name)
         click.echo(f"{name:<16}{fmt.modes:<12}{fmt.summary}")
-        for kind, model in (("-O", fmt.read_options if fmt.read else None),
-                            ("-W", fmt.write_options if fmt.write else None)):
-            for option, info in (model.model_fields.items() if model else ()):
-                default = "" if info.is_required() else f" (default: {info.get_default(call_default_factory=True)!r})"
+        for kind, model in (
+            ("-O", fmt.read_options if fmt.read else None),
+            ("-W", fmt.write_options if fmt.write else None),
+        ):
+            for option, info in model.model_fields.items() if model else ():
+                default = (
+                    ""
+                    if info.is_required()
+                    else f" (default: {info.get_default(call_default_factory=True)!r})"
+                )
                 click.echo(f"{'':<16}{kind} {option}{default}")
 
 

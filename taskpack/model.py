@@ -147,7 +147,9 @@ class Message(_Model):
     content: Content | None = None
     name: Text | None = None
     tool_calls: list[ToolCall] | None = None
-    tool_call_id: Text | None = Field(default=None, description="For role 'tool': the call answered.")
+    tool_call_id: Text | None = Field(
+        default=None, description="For role 'tool': the call answered."
+    )
 
     @property
     def text(self) -> str:

@@ -48,7 +48,11 @@ def task_from_v1(row: dict[str, Any]) -> tuple[Task, str]:
         else:
             entry["path"] = f["path"]
             entry["role"] = (
-                "tests" if f["path"] in tests else "environment" if f["path"] == dockerfile else "workspace"
+                "tests"
+                if f["path"] in tests
+                else "environment"
+                if f["path"] == dockerfile
+                else "workspace"
             )
         files.append(entry)
     upgraded = {**row, "files": files}

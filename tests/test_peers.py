@@ -31,7 +31,9 @@ else:  # pragma: no cover
 PEERS = DATA / "peers"
 NEMO_FILES = sorted((PEERS / "nemo_gym").glob("*.jsonl"))
 SKYRL_FILES = sorted((PEERS / "skyrl").glob("*/*.parquet"))
-VERIFIERS = [PEERS / "verifiers" / "gsm8k" / n for n in ("train.parquet", "test.parquet", "test_hf")]
+VERIFIERS = [
+    PEERS / "verifiers" / "gsm8k" / n for n in ("train.parquet", "test.parquet", "test_hf")
+]
 HARBOR = PEERS / "harbor_cookbook"
 
 
@@ -160,7 +162,9 @@ def test_harbor_folder_reads_the_same_without_its_index(tmp_path: Path) -> None:
     export(ts, "harbor", tmp_path / "out")
     indexed = list(taskpack.taskset.open(tmp_path / "ts").split("recipes"))
     (tmp_path / "out" / "recipes" / "index.json").unlink()
-    import_sources(tmp_path / "again", {"recipes": [str(tmp_path / "out" / "recipes")]}, "harbor", name="x")
+    import_sources(
+        tmp_path / "again", {"recipes": [str(tmp_path / "out" / "recipes")]}, "harbor", name="x"
+    )
     again = list(taskpack.open(tmp_path / "again").split("recipes"))
     assert [t.digest for t in again] == [t.digest for t in indexed]
     shutil.rmtree(tmp_path / "again")
@@ -179,7 +183,7 @@ def test_skyrl_to_verifiers_keeps_the_conversation_and_reports_skyrl_fields(
     original = pq.read_table(src).to_pylist()
     assert [r["prompt"] for r in rows] == [r["prompt"] for r in original]
     assert [r["answer"] for r in rows] == [r["reward_spec"]["ground_truth"] for r in original]
-    with pytest.raises(taskpack.TaskpackError, match="verifiers cannot carry extras.skyrl"):
+    with pytest.raises(taskpack.TaskpackError, match=r"verifiers cannot carry extras\.skyrl"):
         convert_format({"test": [str(src)]}, "skyrl", "verifiers", tmp_path / "s", strict=True)
 
 
@@ -214,6 +218,5 @@ def test_harbor_to_nemo_and_back_to_harbor(tmp_path: Path) -> None:
     assert "nemo: extras.harbor lost in 10 task(s)" in result.losses
     rows = jsonl(tmp_path / "n" / "r.jsonl")
     simple = (HARBOR / "simple-task" / "instruction.md").read_text(encoding="utf-8")
-    assert [r for r in rows if r["id"] == "simple-task"][0]["responses_create_params"][
-        "input"
-    ] == [{"role": "user", "content": simple}]
+    row = next(r for r in rows if r["id"] == "simple-task")
+    assert row["responses_create_params"]["input"] == [{"role": "user", "content": simple}]

@@ -23,7 +23,7 @@ from taskpack.errors import TaskpackError, describe_validation_error
 def names() -> list[str]:
     """Every format's name, sorted."""
     return sorted(
-        m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if not m.name[0] == "_"
+        m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if m.name[0] != "_"
     )
 
 

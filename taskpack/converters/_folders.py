@@ -61,7 +61,9 @@ def walk(folder: Path) -> list[tuple[str, Path, int]]:
         here = Path(dirpath)
         for name in dirnames:
             if (here / name).is_symlink():
-                raise RowError(f"{(here / name).relative_to(folder)}: symbolic links are not carried")
+                raise RowError(
+                    f"{(here / name).relative_to(folder)}: symbolic links are not carried"
+                )
         for name in filenames:
             path = here / name
             rel = path.relative_to(folder).as_posix()
@@ -123,9 +125,7 @@ def task_folders(uri: str, marker: str) -> Iterator[tuple[str, Path]]:
         raise TaskpackError(f"{uri}: no task folders (no {marker} found below it)")
 
 
-def read_folders(
-    uri: str, marker: str, convert: Callable[[str, Path], Any]
-) -> Iterator[Record]:
+def read_folders(uri: str, marker: str, convert: Callable[[str, Path], Any]) -> Iterator[Record]:
     """Records for every task folder, each converted by `convert(id, folder)`."""
     for ordinal, (task_id, folder) in enumerate(task_folders(uri, marker)):
         where = str(folder)

@@ -49,7 +49,9 @@ class Losses:
         self.counts[what] += 1
 
     def report(self) -> list[str]:
-        return [f"{self.fmt}: {what} lost in {n} task(s)" for what, n in sorted(self.counts.items())]
+        return [
+            f"{self.fmt}: {what} lost in {n} task(s)" for what, n in sorted(self.counts.items())
+        ]
 
 
 @dataclass

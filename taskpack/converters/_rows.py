@@ -42,7 +42,11 @@ def read_rows(
         if isinstance(row, dict):
             try:
                 whole = embedded(row) if embedded else None
-                record.task = whole if whole is not None else _native(fmt, row, ordinal, to_task, to_row, probe)
+                record.task = (
+                    whole
+                    if whole is not None
+                    else _native(fmt, row, ordinal, to_task, to_row, probe)
+                )
             except RowError as e:
                 record.task, record.error = None, str(e)
         yield record
@@ -64,9 +68,15 @@ def _native(
     return task
 
 
+def own_extras(task: Task, fmt: str) -> tuple[dict[str, Any], Hints]:
+    """The task's residue and style hints from format `fmt` ({} when it came from elsewhere)."""
+    extra: dict[str, Any] = dict(task.extras.get(fmt, {}))
+    hints = extra.pop(STYLE, {})
+    return extra, hints if isinstance(hints, dict) else {}
+
+
 def write_row(fmt: Format, task: Task, to_row: ToRow, target: Target) -> dict[str, Any]:
     """The native row of `task`: its mapped fields, then its own residue, if it came from here."""
     report_uncarried(fmt, task, target.losses)
-    extra = dict(task.extras.get(fmt.name, {}))
-    hints = extra.pop(STYLE, {})
+    extra, hints = own_extras(task, fmt.name)
     return dict(apply(to_row(task, hints, target), extra))

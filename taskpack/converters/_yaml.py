@@ -19,12 +19,14 @@ class _Loader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             self.aliases_seen += 1
             if self.aliases_seen > MAX_ALIASES:
-                raise RowError(f"more than {MAX_ALIASES} YAML aliases (refused: unbounded expansion)")
+                raise RowError(
+                    f"more than {MAX_ALIASES} YAML aliases (refused: unbounded expansion)"
+                )
         return super().compose_node(parent, index)
 
 
 def load_yaml(text: str, name: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
         raise RowError(f"{name}: not valid YAML ({e})") from None

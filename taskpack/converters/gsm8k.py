@@ -44,4 +44,8 @@ def source_row(task: Task) -> dict[str, Any]:
     return {"question": task.instruction, "answer": task.solution, **task.metadata}
 
 
-FORMAT = Format(name="gsm8k", summary="GSM8K JSONL: question, worked answer with the final number after ####.", read=read)
+FORMAT = Format(
+    name="gsm8k",
+    summary="GSM8K JSONL: question, worked answer with the final number after ####.",
+    read=read,
+)

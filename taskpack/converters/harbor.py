@@ -37,10 +37,10 @@ from taskpack.converters._folders import (
 from taskpack.converters._format import Format, Options, Target, report_uncarried
 from taskpack.converters._payload import task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
-from taskpack.converters._rows import STYLE
+from taskpack.converters._rows import STYLE, own_extras
 from taskpack.converters._source import Record, RowError
 from taskpack.errors import describe_validation_error
-from taskpack.model import McpServer, Message, SweTests, Task, TestCommand, UnitTests
+from taskpack.model import McpServer, Message, SweTests, Task, TaskFile, TestCommand, UnitTests
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,7 +72,7 @@ def place(rel: str) -> dict[str, Any]:
     return {"role": "other", "path": rel}
 
 
-def _stored_path(f: Any) -> str:
+def _stored_path(f: TaskFile) -> str:
     """Where a task file goes in a Harbor folder: `place` inverted."""
     if f.step is not None:
         sub = STEP_DIRS.get(f.role)
@@ -104,7 +104,9 @@ def _mapped(rel: str) -> bool:
 
 
 def _check(tests: set[str]) -> dict[str, Any] | None:
-    return {"kind": "test_command", "command": "bash /tests/test.sh"} if "test.sh" in tests else None
+    return (
+        {"kind": "test_command", "command": "bash /tests/test.sh"} if "test.sh" in tests else None
+    )
 
 
 def to_task(task_id: str, folder: Path, config: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +122,11 @@ def to_task(task_id: str, folder: Path, config: dict[str, Any]) -> dict[str, Any
     for n, name in enumerate(names):
         if not isinstance(name, str):
             raise RowError(f"{MARKER}: steps[{n}] has no name")
-        table = (config.get("steps") or [{}] * len(names))[n] if n < len(config.get("steps") or []) else {}
+        table = (
+            (config.get("steps") or [{}] * len(names))[n]
+            if n < len(config.get("steps") or [])
+            else {}
+        )
         agent = _table(table.get("agent"), f"steps.{name}.agent")
         step_tests = {f["path"] for f in files if f.get("step") == name and f["role"] == "tests"}
         steps.append(
@@ -128,13 +134,20 @@ def to_task(task_id: str, folder: Path, config: dict[str, Any]) -> dict[str, Any
                 "name": name,
                 "prompt": read_text(folder, f"steps/{name}/{INSTRUCTION}"),
                 "reward": _check(step_tests),
-                "limits": {"timeout_sec": agent.get("timeout_sec")} if "timeout_sec" in agent else None,
+                "limits": {"timeout_sec": agent.get("timeout_sec")}
+                if "timeout_sec" in agent
+                else None,
             }
         )
     tests = {f["path"] for f in files if f["role"] == "tests" and not f.get("step")}
-    verifier, agent = _table(config.get("verifier"), "verifier"), _table(config.get("agent"), "agent")
+    verifier, agent = (
+        _table(config.get("verifier"), "verifier"),
+        _table(config.get("agent"), "agent"),
+    )
     environment = {
-        "dockerfile": "Dockerfile" if any(f["role"] == "environment" and f["path"] == "Dockerfile" for f in files) else None,
+        "dockerfile": "Dockerfile"
+        if any(f["role"] == "environment" and f["path"] == "Dockerfile" for f in files)
+        else None,
         "image": env.get("docker_image"),
         "workdir": env.get("workdir"),
         "env": env.get("env") or {},
@@ -149,10 +162,15 @@ def to_task(task_id: str, folder: Path, config: dict[str, Any]) -> dict[str, Any
         "id": task_id,
         "prompt": read_text(folder, INSTRUCTION),
         "reward": _check(tests),
-        "tools": [{"type": "mcp", **{k: s.get(k) for k in ("name", *_MCP_FIELDS) if k in s}} for s in servers],
+        "tools": [
+            {"type": "mcp", **{k: s.get(k) for k in ("name", *_MCP_FIELDS) if k in s}}
+            for s in servers
+        ],
         "files": files,
         "steps": steps,
-        "environment": environment if any(v not in (None, {}) for v in environment.values()) else None,
+        "environment": environment
+        if any(v not in (None, {}) for v in environment.values())
+        else None,
         "limits": {"timeout_sec": agent["timeout_sec"]} if "timeout_sec" in agent else None,
         "source": {"format": "harbor"},
         "metadata": _table(config.get("metadata"), "metadata"),
@@ -253,7 +271,10 @@ def to_toml(task: Task, target: Target | None) -> dict[str, Any]:
     servers = [t for t in task.tools if isinstance(t, McpServer)]
     if servers:
         table["mcp_servers"] = [
-            {"name": s.name, **{k: getattr(s, k) for k in _MCP_FIELDS if getattr(s, k) not in (None, [])}}
+            {
+                "name": s.name,
+                **{k: getattr(s, k) for k in _MCP_FIELDS if getattr(s, k) not in (None, [])},
+            }
             for s in servers
         ]
     if table:
@@ -302,6 +323,10 @@ def _solve_script(task: Task, target: str) -> str:
     return f"#!/bin/bash\ncat > {target} <<'TASKPACK_EOF'\n{task.solution}\nTASKPACK_EOF\n"
 
 
+def _kind(item: Any) -> str:
+    return f"{item.type} {item.role}" if isinstance(item, Message) else str(item.type)
+
+
 def instruction_text(prompt: list[Any], task: Task, target: Target) -> str:
     """What the agent reads: the prompt's text. One user message is written as it is; system,
     developer and user texts are joined; anything else the agent would have seen is a loss."""
@@ -314,20 +339,27 @@ def instruction_text(prompt: list[Any], task: Task, target: Target) -> str:
                 target.losses.lost("prompt content parts other than text", task)
             texts.append(item.text)
         else:
-            target.losses.lost(f"prompt items other than instructions ({item.type} {getattr(item, 'role', '')})".strip(), task)
+            target.losses.lost(
+                f"prompt items other than instructions ({_kind(item)})",
+                task,
+            )
     return "\n\n".join(texts)
 
 
 def _write_task(task: Task, folder: Path, target: Target) -> None:
     report_uncarried(FORMAT, task, target.losses)
-    extra = dict(task.extras.get("harbor", {}))
-    modes = extra.pop(STYLE, {}).get("modes", {})
+    extra, hints = own_extras(task, "harbor")
+    modes: dict[str, int] = hints.get("modes", {})
     native = "harbor" in task.extras or (task.source is not None and task.source.format == "harbor")
     for f in task.files:
         write_file(folder / _stored_path(f), f.read_bytes(), f.mode)
     if task.prompt or not task.steps:
         text = instruction_text(task.prompt, task, target)
-        if not native and task.answer is not None and not isinstance(task.reward, (UnitTests, SweTests)):
+        if (
+            not native
+            and task.answer is not None
+            and not isinstance(task.reward, (UnitTests, SweTests))
+        ):
             text += "\n\nWrite your final answer to /app/answer.txt."
         write_file(folder / INSTRUCTION, text.encode("utf-8"), modes.get(INSTRUCTION, 0o644))
     for step in task.steps:
@@ -338,7 +370,9 @@ def _write_task(task: Task, folder: Path, target: Target) -> None:
     if not native:
         _complete(task, folder, target)
     if target.options.embed:
-        write_file(folder / PAYLOAD_FILE, json.dumps(task_payload(task), ensure_ascii=False).encode())
+        write_file(
+            folder / PAYLOAD_FILE, json.dumps(task_payload(task), ensure_ascii=False).encode()
+        )
     config = to_toml(task, target)
     if not native:
         config = {**_DEFAULTS, **config}
@@ -351,14 +385,20 @@ def _complete(task: Task, folder: Path, target: Target) -> None:
     if not (folder / "environment" / "Dockerfile").is_file():
         image = (task.environment.image if task.environment else None) or DEFAULT_IMAGE
         copy = "COPY workspace/ /app/\n" if task.files_of("workspace") else ""
-        write_file(folder / "environment" / "Dockerfile", f"FROM {image}\nWORKDIR /app\n{copy}".encode())
+        write_file(
+            folder / "environment" / "Dockerfile", f"FROM {image}\nWORKDIR /app\n{copy}".encode()
+        )
     elif task.files_of("workspace"):
         target.losses.lost("workspace files (the task's own Dockerfile does not copy them)", task)
     if not (folder / "tests" / "test.sh").is_file():
         write_file(folder / "tests" / "test.sh", _test_script(task, target).encode(), 0o755)
     if task.solution is not None and not task.files_of("solution"):
-        answer_file = "/app/solution.py" if isinstance(task.reward, UnitTests) else "/app/answer.txt"
-        write_file(folder / "solution" / "solve.sh", _solve_script(task, answer_file).encode(), 0o755)
+        answer_file = (
+            "/app/solution.py" if isinstance(task.reward, UnitTests) else "/app/answer.txt"
+        )
+        write_file(
+            folder / "solution" / "solve.sh", _solve_script(task, answer_file).encode(), 0o755
+        )
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
@@ -367,10 +407,21 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
 
 FORMAT = Format(
     name="harbor",
-    summary="Harbor task folders: task.toml, instruction.md, environment/, tests/, solution/, steps/.",
+    summary="Harbor task folders: task.toml, instruction.md, environment/, tests/, solution/.",
     read=read,
     write=write,
     carries=frozenset(
-        {"prompt", "answer", "solution", "reward", "tools", "files", "steps", "environment", "limits", "metadata"}
+        {
+            "prompt",
+            "answer",
+            "solution",
+            "reward",
+            "tools",
+            "files",
+            "steps",
+            "environment",
+            "limits",
+            "metadata",
+        }
     ),
 )

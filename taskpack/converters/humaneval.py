@@ -51,4 +51,8 @@ def source_row(task: Task) -> dict[str, Any]:
     }
 
 
-FORMAT = Format(name="humaneval", summary="HumanEval JSONL: function stub, canonical body, check(candidate) tests.", read=read)
+FORMAT = Format(
+    name="humaneval",
+    summary="HumanEval JSONL: function stub, canonical body, check(candidate) tests.",
+    read=read,
+)

@@ -37,6 +37,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "answer_optional": True,
     }
 }
+
+
 class KaggleOptions(Options):
     id_column: str | None = None
     prompt_column: str | None = None

@@ -49,4 +49,6 @@ def source_row(task: Task) -> dict[str, Any]:
     return {**task.metadata, "code": task.solution}
 
 
-FORMAT = Format(name="mbpp", summary="MBPP JSONL: problem text, reference code, assert tests.", read=read)
+FORMAT = Format(
+    name="mbpp", summary="MBPP JSONL: problem text, reference code, assert tests.", read=read
+)

@@ -2,11 +2,11 @@
 
 `input` (a string, or Responses-API items: messages with text, image, audio and file parts,
 `function_call`, `function_call_output`, `reasoning`) -> prompt; `tools` -> tools (function
-tools; `mcp` tools as MCP servers); `expected_answer` -> answer (any JSON); the task id
-is `<split>-<row>` (a row's own `id`, not always unique, is kept). Everything else the row holds (`agent_ref`, sampling settings such as
-`temperature`, `verifier_metadata`, task-specific keys) is kept in `extras.nemo` where it was
-found and written back there; a task from elsewhere gets `question` (its instruction) for
-NeMo Gym's verifiers.
+tools; `mcp` tools as MCP servers); `expected_answer` -> answer (any JSON); the task id is
+`<split>-<row>` (a row's own `id`, not always unique, is kept). Everything else the row holds
+(`agent_ref`, sampling settings such as `temperature`, `verifier_metadata`, task-specific
+keys) is kept in `extras.nemo` where it was found and written back there. A task from
+elsewhere gets `question` (its instruction) for NeMo Gym's verifiers.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows
 from taskpack.model import (
     AudioPart,
-    FilePart,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
@@ -141,18 +140,23 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, An
 def _out_content(content: Any, role: str) -> Any:
     if not isinstance(content, list):
         return content
-    parts = []
+    parts: list[dict[str, Any]] = []
     for p in content:
         if isinstance(p, TextPart):
             kind = "output_text" if role == "assistant" else "input_text"
             parts.append({"type": kind, "text": p.text})
         elif isinstance(p, AudioPart):
-            parts.append({"type": "input_audio", "input_audio": {"data": p.data, "format": p.format}})
+            parts.append(
+                {"type": "input_audio", "input_audio": {"data": p.data, "format": p.format}}
+            )
         else:
             kind = "input_image" if isinstance(p, ImagePart) else "input_file"
             fields = _PARTS[kind][1]
             parts.append(
-                {"type": kind, **{r: getattr(p, m) for m, r in fields.items() if getattr(p, m) is not None}}
+                {
+                    "type": kind,
+                    **{r: getattr(p, m) for m, r in fields.items() if getattr(p, m) is not None},
+                }
             )
     return parts
 
@@ -165,9 +169,18 @@ def _out_item(item: Any, task: Task, target: Target) -> dict[str, Any] | None:
                 return None
         return {"role": item.role, "content": _out_content(item.content, item.role)}
     if isinstance(item, FunctionCall):
-        return {"type": item.type, "call_id": item.call_id, "name": item.name, "arguments": item.arguments}
+        return {
+            "type": item.type,
+            "call_id": item.call_id,
+            "name": item.name,
+            "arguments": item.arguments,
+        }
     if isinstance(item, FunctionCallOutput):
-        return {"type": item.type, "call_id": item.call_id, "output": _out_content(item.output, "tool")}
+        return {
+            "type": item.type,
+            "call_id": item.call_id,
+            "output": _out_content(item.output, "tool"),
+        }
     assert isinstance(item, Reasoning)
     out: dict[str, Any] = {
         "type": item.type,
@@ -226,7 +239,7 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
 
 FORMAT = Format(
     name="nemo",
-    summary="NeMo Gym JSONL: responses_create_params (input items, tools), expected_answer, agent_ref.",
+    summary="NeMo Gym JSONL: responses_create_params (input, tools), expected_answer, agent_ref.",
     read=read,
     write=write,
     write_options=NemoWriteOptions,

@@ -29,7 +29,14 @@ from taskpack.converters._folders import (
     write_file,
     write_split,
 )
-from taskpack.converters._format import Format, Losses, Options, Target, WriteOptions, report_uncarried
+from taskpack.converters._format import (
+    Format,
+    Losses,
+    Options,
+    Target,
+    WriteOptions,
+    report_uncarried,
+)
 from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError

@@ -60,7 +60,13 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
             "prompt": need(row, "problem_statement"),
             "solution": need(row, "patch"),
             "reward": reward,
-            "files": [{"path": TEST_PATCH, "role": "tests", "data": need(row, "test_patch").encode("utf-8")}],
+            "files": [
+                {
+                    "path": TEST_PATCH,
+                    "role": "tests",
+                    "data": need(row, "test_patch").encode("utf-8"),
+                }
+            ],
             "environment": {
                 "repo": need(row, "repo"),
                 "commit": need(row, "base_commit"),
@@ -92,4 +98,8 @@ def source_row(task: Task) -> dict[str, Any]:
     return row
 
 
-FORMAT = Format(name="swebench", summary="SWE-bench instances (Lite, Verified, full): problem statement, patches, test lists.", read=read)
+FORMAT = Format(
+    name="swebench",
+    summary="SWE-bench instances (Lite, Verified, full): problem statement, patches, test lists.",
+    read=read,
+)

@@ -104,6 +104,6 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
 
 FORMAT = Format(
     name="terminal-bench",
-    summary="Terminal-Bench task folders: task.yaml, Dockerfile, run-tests.sh, solution.sh, tests/.",
+    summary="Terminal-Bench folders: task.yaml, Dockerfile, run-tests.sh, solution.sh, tests/.",
     read=read,
 )

@@ -90,9 +90,7 @@ def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return read_rows(
-        FORMAT, _rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded
-    )
+    return read_rows(FORMAT, _rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded)
 
 
 FORMAT = Format(
