@@ -52,14 +52,15 @@ def _code() -> dict[str, Any]:
         id="code-0000",
         prompt="Write `square(n)` that returns n*n; data/squares.csv lists expected values.",
         solution="def square(n):\n    return n * n\n",
-        reward={"kind": "unit_tests", "entry_point": "square", "test_file": "tests/test_square.py"},
+        reward={"kind": "unit_tests", "entry_point": "square", "test_file": "test_square.py"},
         files=[
             {
-                "path": "tests/test_square.py",
+                "path": "test_square.py",
+                "role": "tests",
                 "data": b"def check(candidate):\n    assert candidate(3) == 9\n",
             },
             {"path": "data/squares.csv", "data": table},
-            {"path": "run.sh", "data": b"#!/bin/sh\npython -m pytest tests\n", "mode": 0o755},
+            {"path": "run.sh", "data": b"#!/bin/sh\npython -m pytest\n", "mode": 0o755},
         ],
         environment={"image": "python:3.12-slim", "test_timeout_sec": 60},
     )

@@ -560,6 +560,10 @@ class Task(_Model):
         for field, path in referenced.items():
             if path is not None and path not in paths:
                 raise ValueError(f"{field}: {path!r} is not one of the task's files")
+            if path is not None and ("tests", path) not in task_level:
+                raise ValueError(
+                    f"{field}: {path!r} must have role 'tests' (the agent would see it otherwise)"
+                )
         dockerfile = self.environment.dockerfile if self.environment else None
         if dockerfile is not None and ("environment", dockerfile) not in task_level:
             raise ValueError(
