@@ -30,7 +30,9 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert (tmp_path / "sandbox" / "tests" / "test.py").read_bytes() == b"assert inc(1) == 2\n"
     agentic = tmp_path / "agentic-harbor" / "test" / "fix-add"
     assert (agentic / "environment" / "workspace" / "calc.py").is_file()
-    assert (agentic / "tests" / "test.sh").is_file() and (agentic / "solution" / "solve.sh").is_file()
+    assert (agentic / "tests" / "test.sh").is_file() and (
+        agentic / "solution" / "solve.sh"
+    ).is_file()
     leaked = [p for p in (agentic / "environment").rglob("*") if p.name in ("test.sh", "solve.sh")]
     assert leaked == []
     assert os.path.isdir(tmp_path / "arith.taskset" / "splits")

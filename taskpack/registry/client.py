@@ -78,7 +78,11 @@ class Version:
     def split(self, name: str) -> Split:
         info = self.info(name)
         return Split(
-            name, info, self.object(info.sha256), lambda sha: self.object(sha).read_bytes()
+            name,
+            info,
+            self.object(info.sha256),
+            lambda sha: self.object(sha).read_bytes(),
+            self.manifest.format_version,
         )
 
 

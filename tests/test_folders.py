@@ -1,0 +1,94 @@
+"""The one walker every folder format reads with: nothing outside the folder it was given is
+ever opened (symbolic links, `..`, absolute paths, an index's `folder`), each refusal one line
+naming the place, and a split folder reads the same with or without its index."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from taskpack.cli import main
+
+SECRET = "/etc/hostname"
+
+
+def harbor_task(root: Path, name: str = "t") -> Path:
+    folder = root / name
+    (folder / "tests").mkdir(parents=True)
+    (folder / "task.toml").write_text('version = "1.0"\n')
+    (folder / "instruction.md").write_text("Do it.\n")
+    (folder / "tests" / "test.sh").write_text("#!/bin/bash\n")
+    return folder
+
+
+def convert(src: Path, fmt: str, out: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["convert", str(src), "--from", fmt, "-o", str(out)])
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("fmt", ["harbor", "openreward", "terminal-bench"])
+def test_symlinked_file_is_refused(tmp_path: Path, fmt: str) -> None:
+    src = tmp_path / "src"
+    folder = harbor_task(src)
+    (folder / "task.yaml").write_text("instruction: Do it.\n")
+    os.symlink(SECRET, folder / "tests" / "leak.txt")
+    code, output = convert(src / "t", fmt, tmp_path / "out")
+    assert code == 1 and "tests/leak.txt: symbolic links are not carried" in output
+    assert not (tmp_path / "out").exists()
+
+
+def test_symlinked_marker_and_folder_are_refused(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    folder = src / "t"
+    folder.mkdir(parents=True)
+    os.symlink(SECRET, folder / "task.yaml")
+    code, output = convert(src, "terminal-bench", tmp_path / "out")
+    assert code == 1 and "task.yaml: symbolic links are not carried" in output
+    assert open(SECRET).read().strip() not in output  # never parsed, never echoed
+    other = harbor_task(tmp_path / "src2")
+    os.symlink("/etc", other / "environment")
+    code, output = convert(tmp_path / "src2", "harbor", tmp_path / "out2")
+    assert code == 1 and "environment: symbolic links are not carried" in output
+
+
+@pytest.mark.parametrize("folder", ["../outside", "/etc", "a/../../outside"])
+def test_index_folder_outside_the_split_is_refused(tmp_path: Path, folder: str) -> None:
+    split = tmp_path / "split"
+    harbor_task(split)
+    harbor_task(tmp_path, "outside")
+    (split / "index.json").write_text(json.dumps({"tasks": [{"id": "x", "folder": folder}]}))
+    code, output = convert(split, "harbor", tmp_path / "out")
+    assert code == 1 and "index.json: folder" in output, output
+
+
+def test_fifo_instead_of_a_file_is_refused(tmp_path: Path) -> None:
+    folder = harbor_task(tmp_path / "src")
+    os.mkfifo(folder / "tests" / "pipe")
+    code, output = convert(tmp_path / "src", "harbor", tmp_path / "out")
+    assert code == 1 and "tests/pipe: not a regular file" in output
+
+
+def test_openreward_folder_without_index_reads_like_with_it(tmp_path: Path) -> None:
+    import taskpack
+    from taskpack.exporter import export
+    from taskpack.importer import import_sources
+
+    from .conftest import make_task
+
+    taskpack.write(tmp_path / "ts", {"test": [make_task(i) for i in range(3)]}, name="t")
+    export(taskpack.open(tmp_path / "ts"), "openreward", tmp_path / "or")
+    import_sources(
+        tmp_path / "a", {"test": [str(tmp_path / "or" / "test")]}, "openreward", name="a"
+    )
+    (tmp_path / "or" / "test" / "index.json").unlink()
+    import_sources(
+        tmp_path / "b", {"test": [str(tmp_path / "or" / "test")]}, "openreward", name="b"
+    )
+    a, b = (list(taskpack.open(tmp_path / p).split("test")) for p in ("a", "b"))
+    assert [t.digest for t in a] == [t.digest for t in b]
+    assert [t.instruction for t in a] == ["What is 0 + 1?", "What is 1 + 1?", "What is 2 + 1?"]
