@@ -49,7 +49,7 @@ def test_symlinked_marker_and_folder_are_refused(tmp_path: Path) -> None:
     os.symlink(SECRET, folder / "task.yaml")
     code, output = convert(src, "terminal-bench", tmp_path / "out")
     assert code == 1 and "task.yaml: symbolic links are not carried" in output
-    assert open(SECRET).read().strip() not in output  # never parsed, never echoed
+    assert Path(SECRET).read_text().strip() not in output  # never parsed, never echoed
     other = harbor_task(tmp_path / "src2")
     os.symlink("/etc", other / "environment")
     code, output = convert(tmp_path / "src2", "harbor", tmp_path / "out2")
