@@ -39,8 +39,9 @@ from taskpack.converters._payload import task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._rows import STYLE, own_extras
 from taskpack.converters._source import Record, RowError
+from taskpack.converters._verifier import complete, instruction_suffix
 from taskpack.errors import describe_validation_error
-from taskpack.model import McpServer, Message, SweTests, Task, TaskFile, TestCommand, UnitTests
+from taskpack.model import McpServer, Message, Task, TaskFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -206,7 +207,6 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
 
 # --- writing -------------------------------------------------------------------------------
 
-DEFAULT_IMAGE = "python:3.12-slim"
 # What a task from elsewhere gets in task.toml beyond its own fields.
 _DEFAULTS: dict[str, Any] = {
     "version": "1.0",
@@ -215,23 +215,6 @@ _DEFAULTS: dict[str, Any] = {
     "verifier": {"timeout_sec": 600.0, "environment_mode": "separate"},
     "agent": {"timeout_sec": 600.0},
 }
-
-_ANSWER_TEST = """#!/bin/bash
-# Compare /app/answer.txt with the reference answer ({kind}).
-mkdir -p /logs/verifier
-expected={expected}
-actual="$(tr -d '[:space:]' < /app/answer.txt 2>/dev/null)"
-reward=0
-[ "$actual" = "$expected" ] && reward=1
-echo $reward > /logs/verifier/reward.txt
-"""
-_COMMAND_TEST = """#!/bin/bash
-# Run the task's own check and record pass (1) or fail (0).
-mkdir -p /logs/verifier
-reward=0
-(cd /app && {command}) && reward=1
-echo $reward > /logs/verifier/reward.txt
-"""
 
 
 def _no_nulls(value: Any) -> Any:
@@ -289,40 +272,6 @@ def to_toml(task: Task, target: Target | None) -> dict[str, Any]:
     return config
 
 
-def _shell_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
-def _test_script(task: Task, target: Target) -> str:
-    reward = task.reward
-    if isinstance(reward, TestCommand):
-        return _COMMAND_TEST.format(command=reward.command)
-    if isinstance(reward, UnitTests) and reward.language == "python":
-        check = (
-            f'python3 -c \'import runpy, sys; sys.path.insert(0, "/app"); '
-            f'import solution; ns = runpy.run_path("/tests/{reward.test_file}"); '
-            f'ns["check"](getattr(solution, "{reward.entry_point}"))\''
-        )
-        return _COMMAND_TEST.format(command=check)
-    if isinstance(reward, SweTests):
-        tests = " ".join(_shell_quote(t) for t in reward.fail_to_pass + reward.pass_to_pass)
-        patch = f"git apply /tests/{reward.test_patch} && " if reward.test_patch else ""
-        return _COMMAND_TEST.format(command=f"{patch}python3 -m pytest {tests}")
-    if task.answer is not None:
-        answer = task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
-        expected = _shell_quote("".join(answer.split()))
-        return _ANSWER_TEST.format(kind=reward.kind if reward else "exact", expected=expected)
-    target.losses.lost("reward (no check Harbor can run)", task)
-    return _COMMAND_TEST.format(command="false")
-
-
-def _solve_script(task: Task, target: str) -> str:
-    assert task.solution is not None
-    if task.solution.startswith("#!"):
-        return task.solution
-    return f"#!/bin/bash\ncat > {target} <<'TASKPACK_EOF'\n{task.solution}\nTASKPACK_EOF\n"
-
-
 def _kind(item: Any) -> str:
     return f"{item.type} {item.role}" if isinstance(item, Message) else str(item.type)
 
@@ -351,54 +300,28 @@ def _write_task(task: Task, folder: Path, target: Target) -> None:
     extra, hints = own_extras(task, "harbor")
     modes: dict[str, int] = hints.get("modes", {})
     native = "harbor" in task.extras or (task.source is not None and task.source.format == "harbor")
-    for f in task.files:
-        write_file(folder / _stored_path(f), f.read_bytes(), f.mode)
+    files = {_stored_path(f): (f.read_bytes(), f.mode) for f in task.files}
     if task.prompt or not task.steps:
         text = instruction_text(task.prompt, task, target)
-        if (
-            not native
-            and task.answer is not None
-            and not isinstance(task.reward, (UnitTests, SweTests))
-        ):
-            text += "\n\nWrite your final answer to /app/answer.txt."
-        write_file(folder / INSTRUCTION, text.encode("utf-8"), modes.get(INSTRUCTION, 0o644))
+        if not native:
+            text += instruction_suffix(task)
+        files[INSTRUCTION] = (text.encode("utf-8"), modes.get(INSTRUCTION, 0o644))
     for step in task.steps:
         if step.prompt:
             rel = f"steps/{step.name}/{INSTRUCTION}"
             text = instruction_text(step.prompt, task, target)
-            write_file(folder / rel, text.encode("utf-8"), modes.get(rel, 0o644))
+            files[rel] = (text.encode("utf-8"), modes.get(rel, 0o644))
     if not native:
-        _complete(task, folder, target)
+        complete(task, files, target, "reward", copy_workspace=True)
     if target.options.embed:
-        write_file(
-            folder / PAYLOAD_FILE, json.dumps(task_payload(task), ensure_ascii=False).encode()
-        )
+        files[PAYLOAD_FILE] = (json.dumps(task_payload(task), ensure_ascii=False).encode(), 0o644)
     config = to_toml(task, target)
     if not native:
         config = {**_DEFAULTS, **config}
     config = apply(config, extra)
-    write_file(folder / MARKER, tomli_w.dumps(config).encode("utf-8"), modes.get(MARKER, 0o644))
-
-
-def _complete(task: Task, folder: Path, target: Target) -> None:
-    """What a task from elsewhere needs to run in Harbor: a Dockerfile, test.sh, solve.sh."""
-    if not (folder / "environment" / "Dockerfile").is_file():
-        image = (task.environment.image if task.environment else None) or DEFAULT_IMAGE
-        copy = "COPY workspace/ /app/\n" if task.files_of("workspace") else ""
-        write_file(
-            folder / "environment" / "Dockerfile", f"FROM {image}\nWORKDIR /app\n{copy}".encode()
-        )
-    elif task.files_of("workspace"):
-        target.losses.lost("workspace files (the task's own Dockerfile does not copy them)", task)
-    if not (folder / "tests" / "test.sh").is_file():
-        write_file(folder / "tests" / "test.sh", _test_script(task, target).encode(), 0o755)
-    if task.solution is not None and not task.files_of("solution"):
-        answer_file = (
-            "/app/solution.py" if isinstance(task.reward, UnitTests) else "/app/answer.txt"
-        )
-        write_file(
-            folder / "solution" / "solve.sh", _solve_script(task, answer_file).encode(), 0o755
-        )
+    files[MARKER] = (tomli_w.dumps(config).encode("utf-8"), modes.get(MARKER, 0o644))
+    for rel, (data, mode) in files.items():
+        write_file(folder / rel, data, mode)
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:

@@ -1,6 +1,7 @@
 """OpenReward (SETA-style) task folders: `<split>/<task>/task.yaml` (id, instruction,
 metadata), `weights.json` (test name -> weight), `tests/` (the verifier's files), `solution/`,
-`environment/` (the build context), `other/`, and the agent's workspace files beside them;
+`environment/` (the build context), `workspace/` (what the agent starts with in /app),
+`other/`;
 `<split>/index.json` lists the tasks in order (optional when reading).
 
 instruction -> prompt; weights.json -> a weighted-tests reward (a task from elsewhere gets
@@ -40,6 +41,7 @@ from taskpack.converters._format import (
 from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError
+from taskpack.converters._verifier import complete, instruction_suffix
 from taskpack.converters._yaml import load_yaml
 from taskpack.converters.harbor import instruction_text
 from taskpack.errors import describe_validation_error
@@ -47,14 +49,15 @@ from taskpack.model import SweTests, Task, UnitTests, WeightedTests
 
 MARKER = "task.yaml"
 WEIGHTS = "weights.json"
-FOLDERS = ("tests", "solution", "environment", "other")
+FOLDERS = ("tests", "solution", "environment", "workspace", "other")
 
 
 def place(rel: str) -> dict[str, Any]:
+    """Role and path of a file of the folder; files outside the role folders are `other`."""
     head, _, rest = rel.partition("/")
     if head in FOLDERS and rest:
         return {"role": head, "path": rest}
-    return {"role": "workspace", "path": rel}
+    return {"role": "other", "path": rel}
 
 
 def weights(task: Task) -> dict[str, float]:
@@ -132,7 +135,7 @@ def _with_contents(folder: Path, payload: dict[str, Any]) -> dict[str, Any]:
 
 def place_path(f: Any) -> str:
     role, path = (f["role"], f["path"]) if isinstance(f, dict) else (f.role, f.path)
-    return path if role == "workspace" else f"{role}/{path}"
+    return path if role == "other" and path.split("/")[0] not in FOLDERS else f"{role}/{path}"
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
@@ -141,24 +144,36 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
 
 def _write_task(task: Task, folder: Path, target: Target) -> None:
     report_uncarried(FORMAT, task, target.losses)
+    native = "openreward" in task.extras or (
+        task.source is not None and task.source.format == "openreward"
+    )
+    files: dict[str, tuple[bytes, int]] = {}
     for f in task.files:
         if f.step is not None:
             target.losses.lost("files of steps", task)
             continue
         rel = place_path(f)
-        if f.role == "workspace" and (rel in (MARKER, WEIGHTS) or rel.split("/")[0] in FOLDERS):
-            target.losses.lost(f"workspace files named like the folder's own ({rel})", task)
+        if rel in (MARKER, WEIGHTS):
+            target.losses.lost(f"files named like the folder's own ({rel})", task)
             continue
-        write_file(folder / rel, f.read_bytes(), f.mode)
-    config = apply(to_yaml(task, target), task.extras.get("openreward", {}))
+        files[rel] = (f.read_bytes(), f.mode)
+    test_weights = weights(task)
+    config = to_yaml(task, target)
+    if not native:
+        complete(task, files, target, next(iter(test_weights)), copy_workspace=False)
+        if "instruction" in config:
+            config["instruction"] += instruction_suffix(task)
+    config = apply(config, task.extras.get("openreward", {}))
     if target.options.embed:
         payload = task_payload(task)
         for f in payload["files"]:
             f.pop("text", None), f.pop("base64", None)
         config[PAYLOAD_KEY] = payload
     text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
-    write_file(folder / MARKER, text.encode("utf-8"))
-    write_file(folder / WEIGHTS, (json.dumps(weights(task), indent=2) + "\n").encode())
+    files[MARKER] = (text.encode("utf-8"), 0o644)
+    files[WEIGHTS] = ((json.dumps(test_weights, indent=2) + "\n").encode(), 0o644)
+    for rel, (data, mode) in files.items():
+        write_file(folder / rel, data, mode)
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:

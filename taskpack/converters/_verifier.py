@@ -1,0 +1,197 @@
+"""What a folder export (Harbor, OpenReward) gives a task from elsewhere so that it runs: a
+verifier in `tests/` that writes /logs/verifier/reward.txt, an oracle `solution/solve.sh`, and
+the line of the instruction that says where the agent's work goes.
+
+Answers (exact, numeric, multiple choice) and Python unit tests are graded by `_grade.py`
+(standard library only) against `tests/expected.json`; the oracle writes the reference answer
+to /app/answer.txt or the reference code to /app/solution.py. A test command runs as it is and
+scores its exit code. What no script here can check (rubrics, judges) is a reported loss.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from importlib import resources
+from typing import Any
+
+from taskpack.converters._format import Target
+from taskpack.errors import TaskpackError
+from taskpack.model import (
+    ExactMatch,
+    MultipleChoice,
+    NumericMatch,
+    SweTests,
+    Task,
+    TestCommand,
+    UnitTests,
+)
+
+ANSWER_FILE = "/app/answer.txt"
+CODE_FILE = "/app/solution.py"
+# Harbor's convention for a script that signals success by its exit code.
+REWARD_FROM_EXIT = """
+_EXIT_CODE=$?
+mkdir -p /logs/verifier
+if [ $_EXIT_CODE -eq 0 ]; then reward=1; else reward=0; fi
+echo $reward > /logs/verifier/reward.txt
+exit $_EXIT_CODE
+"""
+_GRADE_TEST = """#!/bin/bash
+# Grade /app against the reference in /tests/expected.json (taskpack grade.py, stdlib only).
+mkdir -p /logs/verifier
+python3 /tests/grade.py
+"""
+_COMMAND_TEST = """#!/bin/bash
+# Run the task's own check; its exit code is the reward.
+export TEST_DIR=${{TEST_DIR:-/tests}}
+cd /app && {command}
+"""
+
+
+def graded(task: Task) -> bool:
+    """Whether `_grade.py` checks this task's reward."""
+    reward = task.reward
+    if isinstance(reward, UnitTests):
+        return reward.language == "python"
+    if isinstance(reward, (ExactMatch, NumericMatch, MultipleChoice)) or reward is None:
+        return task.answer is not None
+    return False
+
+
+def instruction_suffix(task: Task) -> str:
+    """Where the agent's work goes, for graded tasks; empty otherwise."""
+    reward = task.reward
+    if not graded(task):
+        return ""
+    if isinstance(reward, UnitTests):
+        return (
+            f"\n\nWrite your code to {CODE_FILE}: a Python module that defines "
+            f"`{reward.entry_point}`."
+        )
+    if isinstance(reward, MultipleChoice):
+        return f"\n\nWrite the letter of your answer to {ANSWER_FILE}."
+    return f"\n\nWrite your final answer to {ANSWER_FILE}."
+
+
+def expected(task: Task, test_name: str) -> dict[str, Any]:
+    reward = task.reward
+    if isinstance(reward, UnitTests):
+        return {
+            "kind": "unit_tests",
+            "test_file": reward.test_file,
+            "entry_point": reward.entry_point,
+            "test": test_name,
+        }
+    spec: dict[str, Any] = {
+        "kind": reward.kind if reward is not None else "exact_match",
+        "answer": task.answer,
+        "test": test_name,
+    }
+    if isinstance(reward, NumericMatch):
+        spec["tolerance"] = reward.tolerance
+    elif isinstance(reward, ExactMatch):
+        spec.update(strip=reward.strip, case_sensitive=reward.case_sensitive)
+    elif isinstance(reward, MultipleChoice):
+        spec["labels"] = [c.label for c in reward.choices]
+    return spec
+
+
+def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[bytes, int]]:
+    """The verifier files (name in tests/ -> bytes, mode) for a task from elsewhere."""
+    reward = task.reward
+    if graded(task):
+        grader = resources.files("taskpack.converters").joinpath("_grade.py").read_bytes()
+        spec = json.dumps(expected(task, test_name), ensure_ascii=False, indent=2) + "\n"
+        return {
+            "test.sh": (_GRADE_TEST.encode(), 0o755),
+            "grade.py": (grader, 0o644),
+            "expected.json": (spec.encode("utf-8"), 0o644),
+        }
+    if isinstance(reward, TestCommand):
+        return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command=reward.command)), 0o755)}
+    if isinstance(reward, SweTests):
+        tests = " ".join(_quote(t) for t in reward.fail_to_pass + reward.pass_to_pass)
+        patch = f"git apply /tests/{reward.test_patch} && " if reward.test_patch else ""
+        script = _COMMAND_TEST.format(command=f"{patch}python3 -m pytest {tests}")
+        return {"test.sh": (with_exit_reward(script), 0o755)}
+    target.losses.lost("reward (no check a folder export can run)", task)
+    return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command="false")), 0o755)}
+
+
+def with_exit_reward(script: str | bytes) -> bytes:
+    """A test script that signals by its exit code, made to write the reward as well."""
+    text = script.decode("utf-8") if isinstance(script, bytes) else script
+    return (text if text.endswith("\n") else text + "\n").encode(
+        "utf-8"
+    ) + REWARD_FROM_EXIT.encode()
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def solve_script(task: Task) -> bytes | None:
+    """The oracle for a task from elsewhere: the reference, put where the instruction says."""
+    if graded(task) and not isinstance(task.reward, UnitTests):
+        answer = task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
+        return _write_file(ANSWER_FILE, answer.encode("utf-8"))
+    if task.solution is None:
+        return None
+    if task.solution.startswith("#!"):
+        return task.solution.encode("utf-8")
+    if isinstance(task.reward, UnitTests):
+        code = task.solution
+        if f"def {task.reward.entry_point}" not in code:  # a body completing the prompt's stub
+            code = task.instruction + code
+        return _write_file(CODE_FILE, code.encode("utf-8"))
+    target = "/tests/solution.patch" if isinstance(task.reward, SweTests) else ANSWER_FILE
+    return _write_file(target, task.solution.encode("utf-8"))
+
+
+def _write_file(path: str, data: bytes) -> bytes:
+    encoded = base64.b64encode(data).decode("ascii")
+    lines = [encoded[i : i + 76] for i in range(0, len(encoded), 76)]
+    body = "\n".join(lines)
+    return (
+        f"#!/bin/bash\n# Write the reference to {path}.\nbase64 -d > {path} <<'EOF'\n{body}\nEOF\n"
+    ).encode()
+
+
+DEFAULT_IMAGE = "python:3.12-slim"
+Files = dict[str, tuple[bytes, int]]
+
+
+def complete(
+    task: Task, files: Files, target: Target, test_name: str, *, copy_workspace: bool
+) -> None:
+    """Add what a task from elsewhere needs to run to its folder's `files` (path -> bytes,
+    mode): a Dockerfile (its image; with `copy_workspace`, its workspace files copied to /app
+    from `environment/workspace/`), `tests/test.sh` writing the reward, `solution/solve.sh`.
+    The task's own files win; a clash is an error, never an overwrite."""
+    image = task.environment.image if task.environment else None
+    if graded(task):  # taskpack's own verifier needs only a Python 3
+        image = image or DEFAULT_IMAGE
+    if "environment/Dockerfile" not in files and image is None:
+        target.losses.lost("environment (neither a Dockerfile nor an image to run in)", task)
+    elif "environment/Dockerfile" not in files:
+        copy = "COPY workspace/ /app/\n" if copy_workspace and task.files_of("workspace") else ""
+        files["environment/Dockerfile"] = (f"FROM {image}\nWORKDIR /app\n{copy}".encode(), 0o644)
+    elif copy_workspace and task.files_of("workspace"):
+        target.losses.lost("workspace files (the task's own Dockerfile does not copy them)", task)
+    own_test = files.get("tests/test.sh")
+    if own_test is not None:  # a script that signals by its exit code (Terminal-Bench)
+        files["tests/test.sh"] = (with_exit_reward(own_test[0]), own_test[1] | 0o111)
+    else:
+        for name, (data, mode) in tests_files(task, test_name, target).items():
+            _add(files, f"tests/{name}", data, mode, task)
+    if not task.files_of("solution"):
+        script = solve_script(task)
+        if script is not None:
+            _add(files, "solution/solve.sh", script, 0o755, task)
+
+
+def _add(files: Files, rel: str, data: bytes, mode: int, task: Task) -> None:
+    if rel in files:
+        raise TaskpackError(f"task {task.id!r}: its file {rel} clashes with one taskpack writes")
+    files[rel] = (data, mode)
