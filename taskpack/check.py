@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -227,7 +227,31 @@ def check_task(folder: Path, timeout: float = 120.0) -> TaskCheck:
     return TaskCheck(folder, "ok" if ok else "failed", oracle, null, reason)
 
 
-def check_export(root: str | os.PathLike[str], timeout: float = 120.0) -> list[TaskCheck]:
-    """Check every task folder below `root`."""
+def check_export(
+    root: str | os.PathLike[str],
+    timeout: float = 120.0,
+    jobs: int | None = None,
+    progress: Callable[[Iterator[TaskCheck], int], Iterator[TaskCheck]] | None = None,
+) -> list[TaskCheck]:
+    """Check every task folder below `root`, `jobs` at a time (default: one per CPU)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     _bwrap()
-    return [check_task(folder, timeout) for folder in task_folders(Path(root))]
+    folders = list(task_folders(Path(root)))
+    with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
+        results = pool.map(lambda folder: check_task(folder, timeout), folders)
+        return list(progress(results, len(folders)) if progress else results)
+
+
+def summary(results: list[TaskCheck]) -> list[str]:
+    """One line of counts, then one line per reason a task did not run or failed."""
+    from collections import Counter
+
+    counts = Counter(r.status for r in results)
+    lines = [
+        f"{len(results)} tasks: {counts['ok']} ok (oracle 1, no solution 0), "
+        f"{counts['failed']} failed, {counts['not run']} not run"
+    ]
+    reasons = Counter((r.status, r.reason) for r in results if r.status != "ok")
+    lines += [f"  {status}: {reason} ({n})" for (status, reason), n in sorted(reasons.items())]
+    return lines

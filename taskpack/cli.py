@@ -425,6 +425,42 @@ def formats() -> None:
                 click.echo(f"{'':<16}{kind} {option}{default}")
 
 
+@main.command()
+@click.argument("export_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--timeout", default=120.0, show_default=True, help="Seconds per script run.")
+@click.option("--jobs", "-j", type=int, help="Tasks checked at once (default: one per CPU).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per task.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@_user_errors
+def check(export_dir: Path, timeout: float, jobs: int | None, as_json: bool, quiet: bool) -> None:
+    """Run each exported task's reference solution and verifier, then the verifier alone, in a
+    bubblewrap sandbox: a working task scores 1, then 0. Exit 1 if any task fails."""
+    from taskpack.check import TaskCheck, check_export, summary
+    from taskpack.progress import progress
+
+    def counted(results: Iterator[TaskCheck], total: int) -> Iterator[TaskCheck]:
+        bar = progress("checked", total=total, unit="tasks", quiet=quiet)
+        for result in results:
+            if bar:
+                bar(1)
+            yield result
+        if bar:
+            bar.close()
+
+    results = check_export(export_dir, timeout=timeout, jobs=jobs, progress=counted)
+    for r in results:
+        if as_json:
+            task = str(r.folder.relative_to(export_dir))
+            entry = {"task": task, "status": r.status, "oracle": r.oracle, "null": r.null}
+            click.echo(json.dumps({**entry, "reason": r.reason}))
+        elif r.status == "failed":
+            click.echo(f"failed: {r.folder.relative_to(export_dir)}: {r.reason}", err=True)
+    if not as_json:
+        click.echo("\n".join(summary(results)))
+    if any(r.status == "failed" for r in results):
+        raise click.ClickException(f"{export_dir}: some tasks do not work (see above)")
+
+
 @main.group()
 def catalog() -> None:
     """Recipes for well-known public task sets."""

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import taskpack
-from taskpack.exporter import export
+from taskpack.exporter import convert_format, export
 from taskpack.importer import import_sources, read_source
 
 from .conformance.frameworks import ensure
@@ -121,3 +121,44 @@ def test_harbor_loads_and_lints_every_folder(mixed: taskpack.TaskSet, tmp_path: 
     result = run_check("harbor", "check_harbor.py", str(tmp_path / "hb" / "test"))
     assert result["folders"] == result["loaded"] == 80
     assert result["lint_exit"] == 0 and result["findings"] == [], result
+
+
+def test_terminal_bench_to_harbor_agrees_with_harbors_own_mapper(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Harbor 0.26's TerminalBenchMapper and taskpack put the same files, byte for byte, in
+    environment/, tests/ and solution/ of every folder Harbor maps; the scripts each side
+    generates (test.sh, solve.sh, the Dockerfile, a docker-compose.yaml) aside. The one
+    deliberate difference: where a task's Dockerfile copies tests/ or solution.sh, Harbor puts
+    them in the build context (the agent's image); taskpack does not, and reports it."""
+    import hashlib
+
+    root = data_dir / "terminal_bench"
+    parents = sorted({p.parent.parent for p in root.rglob("task.yaml")})
+    result = run_check("harbor", "check_harbor_mapper.py", str(tmp_path / "hb"), *map(str, parents))
+    theirs: dict[str, dict[str, str]] = result["mapped"]
+    assert len(theirs) == 6 and len(result["failed"]) == 2  # no run-tests.sh: Harbor refuses
+    export_result = convert_format(
+        {"test": [str(root)]}, "terminal-bench", "harbor", tmp_path / "ours"
+    )
+    assert any("Dockerfile COPY sources outside" in line for line in export_result.losses)
+    generated = {"tests/test.sh", "solution/solve.sh", "environment/Dockerfile"}
+    generated.add("environment/docker-compose.yaml")
+    for key, files in theirs.items():
+        source = Path(key)
+        name = source.relative_to(root).as_posix().replace("/", "__")
+        folder = tmp_path / "ours" / "test" / name
+        ours = {
+            p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in folder.rglob("*")
+            if p.is_file()
+            and p.relative_to(folder).parts[0] in ("environment", "tests", "solution")
+        }
+        expected = {k: v for k, v in files.items() if k not in generated}
+        leaked = {
+            k for k in expected if k.startswith(("environment/tests/", "environment/solution"))
+        }
+        assert {k: v for k, v in ours.items() if k not in generated} == {
+            k: v for k, v in expected.items() if k not in leaked
+        }, name
+        assert not any(k.startswith(("environment/tests/", "environment/solution")) for k in ours)

@@ -177,8 +177,15 @@ def complete(
     elif "environment/Dockerfile" not in files:
         copy = "COPY workspace/ /app/\n" if copy_workspace and task.files_of("workspace") else ""
         files["environment/Dockerfile"] = (f"FROM {image}\nWORKDIR /app\n{copy}".encode(), 0o644)
-    elif copy_workspace and task.files_of("workspace"):
-        target.losses.lost("workspace files (the task's own Dockerfile does not copy them)", task)
+    else:
+        if copy_workspace and task.files_of("workspace"):
+            target.losses.lost(
+                "workspace files (the task's own Dockerfile does not copy them)", task
+            )
+        missing = _missing_sources(files)
+        if missing:
+            what = ", ".join(missing)
+            target.losses.lost(f"Dockerfile COPY sources outside the build context ({what})", task)
     own_test = files.get("tests/test.sh")
     if own_test is not None:  # a script that signals by its exit code (Terminal-Bench)
         files["tests/test.sh"] = (with_exit_reward(own_test[0]), own_test[1] | 0o111)
@@ -189,6 +196,30 @@ def complete(
         script = solve_script(task)
         if script is not None:
             _add(files, "solution/solve.sh", script, 0o755, task)
+
+
+def _missing_sources(files: Files) -> list[str]:
+    """What the Dockerfile copies that the build context lacks: in a task from elsewhere, its
+    tests or solution, which taskpack never puts where the agent can read them."""
+    import shlex
+
+    context = {rel.removeprefix("environment/") for rel in files if rel.startswith("environment/")}
+    dockerfile = files["environment/Dockerfile"][0].decode("utf-8", "replace")
+    missing = []
+    for line in dockerfile.replace("\\\n", " ").splitlines():
+        words = line.strip().split(None, 1)
+        if len(words) == 2 and words[0].upper() in ("COPY", "ADD"):
+            try:
+                args = [a for a in shlex.split(words[1]) if not a.startswith("--")]
+            except ValueError:
+                continue
+            for src in args[:-1]:
+                src = src.removeprefix("./").rstrip("/")
+                if src not in ("", ".") and not any(
+                    c == src or c.startswith(src + "/") for c in context
+                ):
+                    missing.append(src)
+    return sorted(set(missing))
 
 
 def _add(files: Files, rel: str, data: bytes, mode: int, task: Task) -> None:
