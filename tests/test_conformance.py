@@ -100,6 +100,16 @@ def test_skyrl_prompt_dataset_and_gsm8k_env(gsm8k: taskpack.TaskSet, tmp_path: P
     assert result["rewards"] == [1.0, 1.0, 1.0] and result["wrong"] == [0.0, 0.0, 0.0]
 
 
+def test_skyrl_swe_rows_in_the_mini_swe_agent_shape(data_dir: Path, tmp_path: Path) -> None:
+    src = data_dir / "swebench" / "swebench_lite_test.jsonl"
+    options = {"file_names": {"test": "validation"}}
+    convert_format({"test": [str(src)]}, "swebench", "skyrl", tmp_path / "s", write_options=options)
+    result = run_check("skyrl", "check_skyrl.py", str(tmp_path / "s" / "validation.parquet"), "swe")
+    first = json.loads(src.read_text(encoding="utf-8").split("\n", 1)[0])
+    assert result["rows"] == 300 and result["env_class"] == "null"
+    assert result["instance"] == first  # the SWE-bench record itself, field for field
+
+
 def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
     export(gsm8k, "gem", tmp_path / "gem", splits=("test",))
     result = run_check("gem", "check_gem.py", str(tmp_path / "gem" / "test.parquet"))

@@ -74,7 +74,12 @@ class Format:
     write: Writer | None = None
     read_options: type[Options] = Options
     write_options: type[WriteOptions] = WriteOptions
-    carries: frozenset[str] = field(default_factory=frozenset)
+    # The task fields the writer maps natively; a function of the task where that depends on
+    # the task (SkyRL's SWE-bench rows carry the whole instance).
+    carries: frozenset[str] | Callable[[Task], frozenset[str]] = field(default_factory=frozenset)
+
+    def carried(self, task: Task) -> frozenset[str]:
+        return self.carries(task) if callable(self.carries) else self.carries
 
     @property
     def modes(self) -> str:
@@ -100,7 +105,7 @@ CHECKED_FIELDS = (
 def report_uncarried(fmt: Format, task: Task, losses: Losses) -> None:
     """Report each non-empty task field `fmt` does not carry, and other formats' extras."""
     for name in CHECKED_FIELDS:
-        if name not in fmt.carries and getattr(task, name) not in (None, [], {}):
+        if name not in fmt.carried(task) and getattr(task, name) not in (None, [], {}):
             losses.lost(name, task)
     for other in task.extras:
         if other != fmt.name:

@@ -1,5 +1,8 @@
 """SkyRL (NovaSky) training Parquet: `data_source`, `prompt` (chat messages), `env_class`,
 `reward_spec` {method, ground_truth} and `extra_info`, as SkyRL's dataset scripts write it.
+SWE-bench tasks take the shape of SkyRL's mini-swe-agent example instead: `env_class` "null",
+the instance record in `instance` and its fields as columns beside it; reading such a row gives
+the SWE-bench task back.
 
 prompt -> prompt; `reward_spec.ground_truth` -> answer; `env_class` `gsm8k` -> a numeric-match
 reward (SkyRL-Gym's GSM8K environment scores that), and back. `data_source`, other `env_class`
@@ -14,18 +17,38 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
+from taskpack.converters import swebench
 from taskpack.converters._chat import read_messages, text_messages
-from taskpack.converters._format import Format, Options, Target
+from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
-from taskpack.model import Task
+from taskpack.model import SweTests, Task
 
 ENV_CLASSES = {"numeric_match": "gsm8k"}
 REWARDS = {env: kind for kind, env in ENV_CLASSES.items()}
 
 
+class SkyrlWriteOptions(WriteOptions):
+    instruction_suffix: str | None = Field(
+        default=None,
+        description="Appended to the last user message, e.g. SkyRL's GSM8K line: "
+        "' Let's think step by step and output the final answer after \"####\".'",
+    )
+    file_names: dict[str, str] = Field(
+        default_factory=dict,
+        description='Parquet file name per split, e.g. {"test": "validation"} (SkyRL\'s own).',
+    )
+
+
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
+    instance = row.get("instance")
+    if isinstance(instance, dict) and "instance_id" in instance:  # mini-swe-agent rows
+        task = swebench.to_task(instance, split, ordinal)
+        task["prompt"] = read_messages(row.get("prompt"), "prompt")
+        return task, {}
     spec = row.get("reward_spec") or {}
     extra = row.get("extra_info") or {}
     kind = REWARDS.get(str(row.get("env_class")))
@@ -49,11 +72,25 @@ def _answer_text(task: Task, target: Target) -> str | None:
     return json.dumps(task.answer, ensure_ascii=False)
 
 
+def _prompt(task: Task, target: Target) -> list[dict[str, Any]]:
+    messages = text_messages(task, target.losses)
+    suffix = getattr(target.options, "instruction_suffix", None)
+    users = [m for m in messages if m["role"] == "user"]
+    if suffix and users:
+        users[-1]["content"] += suffix
+    return messages
+
+
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     kind = task.reward.kind if task.reward is not None else None
+    source = (task.source.format if task.source else None) or "taskpack"
+    if isinstance(task.reward, SweTests):
+        instance = swebench.source_row(task)
+        row = {"data_source": source, "prompt": _prompt(task, target), "env_class": "null"}
+        return {**row, "instance": instance, **instance}
     return {
-        "data_source": (task.source.format if task.source else None) or "taskpack",
-        "prompt": text_messages(task, target.losses),
+        "data_source": source,
+        "prompt": _prompt(task, target),
         "env_class": ENV_CLASSES.get(kind or "", kind),
         "reward_spec": {"method": "rule", "ground_truth": _answer_text(task, target)},
         "extra_info": {"id": task.id},
@@ -70,9 +107,14 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
         if target.options.embed:
             row["extra_info"] = {**(row.get("extra_info") or {}), PAYLOAD_KEY: payload_json(task)}
         rows.append(row)
-    path = out / f"{split}.parquet"
+    path = out / f"{target.options.file_names.get(split, split)}.parquet"
     pq.write_table(pa.Table.from_pylist(rows), path)
     return [path]
+
+
+_CARRIES = frozenset({"prompt", "answer", "reward"})
+# The instance record holds everything the SWE-bench reader takes from it.
+_SWE_CARRIES = _CARRIES | {"solution", "files", "environment", "metadata"}
 
 
 def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -93,5 +135,6 @@ FORMAT = Format(
     summary="SkyRL training Parquet: data_source, prompt, env_class, reward_spec, extra_info.",
     read=read,
     write=write,
-    carries=frozenset({"prompt", "answer", "reward"}),
+    write_options=SkyrlWriteOptions,
+    carries=lambda task: _SWE_CARRIES if isinstance(task.reward, SweTests) else _CARRIES,
 )

@@ -46,37 +46,39 @@ def _test_list(row: dict[str, Any], key: str) -> tuple[list[str], bool]:
     return value, not isinstance(raw, str) or json.dumps(value) != raw
 
 
-def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
-        metadata = {k: v for k, v in row.items() if k not in _MAPPED}
-        reward: dict[str, Any] = {"kind": "swe_tests", "test_patch": TEST_PATCH}
-        for key, field in _TEST_LISTS.items():
-            reward[field], keep_raw = _test_list(row, key)
-            if keep_raw and key in row:
-                metadata[key] = row[key]
-        setup_commit = row.get("environment_setup_commit")
-        return {
-            "id": need(row, "instance_id"),
-            "prompt": need(row, "problem_statement"),
-            "solution": need(row, "patch"),
-            "reward": reward,
-            "files": [
-                {
-                    "path": TEST_PATCH,
-                    "role": "tests",
-                    "data": need(row, "test_patch").encode("utf-8"),
-                }
-            ],
-            "environment": {
-                "repo": need(row, "repo"),
-                "commit": need(row, "base_commit"),
-                "setup_commit": setup_commit,
-            },
-            "source": {"format": "swebench", "split": split, "row": ordinal},
-            "metadata": metadata,
-        }
+def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
+    """The task of one SWE-bench instance record (also inside other formats' rows)."""
+    metadata = {k: v for k, v in row.items() if k not in _MAPPED}
+    reward: dict[str, Any] = {"kind": "swe_tests", "test_patch": TEST_PATCH}
+    for key, field in _TEST_LISTS.items():
+        reward[field], keep_raw = _test_list(row, key)
+        if keep_raw and key in row:
+            metadata[key] = row[key]
+    setup_commit = row.get("environment_setup_commit")
+    return {
+        "id": need(row, "instance_id"),
+        "prompt": need(row, "problem_statement"),
+        "solution": need(row, "patch"),
+        "reward": reward,
+        "files": [
+            {
+                "path": TEST_PATCH,
+                "role": "tests",
+                "data": need(row, "test_patch").encode("utf-8"),
+            }
+        ],
+        "environment": {
+            "repo": need(row, "repo"),
+            "commit": need(row, "base_commit"),
+            "setup_commit": setup_commit,
+        },
+        "source": {"format": "swebench", "split": split, "row": ordinal},
+        "metadata": metadata,
+    }
 
-    return map_rows(iter_table_rows(uri), convert)
+
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return map_rows(iter_table_rows(uri), lambda row, n: to_task(row, split, n))
 
 
 def source_row(task: Task) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 built here (nothing downloaded), and skyrl_gym's GSM8K environment scores the reference answer
 1.0 and a wrong one 0.0.
 
-    python check_skyrl.py FILE.parquet  ->  JSON on stdout
+    python check_skyrl.py FILE.parquet [swe]  ->  JSON on stdout
 """
 
 import json
@@ -27,6 +27,11 @@ tokenizer = PreTrainedTokenizerFast(
 dataset = PromptDataset(
     datasets=[sys.argv[1]], tokenizer=tokenizer, max_prompt_length=100_000, num_workers=1
 )
+if sys.argv[2:] == ["swe"]:  # mini-swe-agent rows: the generator reads extras["instance"]
+    messages, env_class, extras, _ = dataset[0]
+    instance = extras["instance"]
+    print(json.dumps({"rows": len(dataset), "env_class": env_class, "instance": instance}))
+    sys.exit(0)
 rewards, wrong = [], []
 for i in range(3):
     messages, env_class, extras, _ = dataset[i]
