@@ -172,3 +172,42 @@ def test_terminal_bench_to_harbor_agrees_with_harbors_own_mapper(
             k: v for k, v in expected.items() if k not in leaked
         }, name
         assert not any(k.startswith(("environment/tests/", "environment/solution")) for k in ours)
+
+
+@pytest.mark.parametrize("source", ["gsm8k", "humaneval", "science-exam"])
+def test_verifiers_environment_module_scores_by_the_tasks_reward(
+    data_dir: Path, tmp_path: Path, source: str
+) -> None:
+    """verifiers' own `load_environment` imports the module taskpack writes; its rubric gives
+    the reference 1.0 and a wrong reply 0.0 for numeric, unit-test and multiple-choice tasks."""
+    from taskpack.converters._verifier import solve_reference
+
+    reader, path, options = {
+        "gsm8k": ("gsm8k", data_dir / "gsm8k" / "test.jsonl", {}),
+        "humaneval": ("humaneval", data_dir / "humaneval" / "HumanEval.jsonl.gz", {}),
+        "science-exam": (
+            "kaggle",
+            data_dir / "kaggle_llm_science_exam" / "train.csv",
+            {"preset": "multiple-choice"},
+        ),
+    }[source]
+    tasks = list(islice(read_source(path, reader, split="test", **options), 5))
+    taskpack.write(tmp_path / "ts", {"test": tasks}, name="t")
+    result = export(taskpack.open(tmp_path / "ts"), "verifiers", tmp_path / "vf")
+    assert not any("reward" in loss or "files" in loss for loss in result.losses)
+    references = {}
+    for task in tasks:
+        reference = solve_reference(task)
+        if task.reward is not None and task.reward.kind == "unit_tests":
+            reference, wrong = f"```python\n{reference}```", "```python\npass\n```"
+        else:
+            wrong = (
+                "Z" if task.reward is not None and task.reward.kind == "multiple_choice" else "-1"
+            )
+        references[task.prompt[-1].text] = [reference, wrong]
+    (tmp_path / "refs.json").write_text(json.dumps(references))
+    out = run_check(
+        "verifiers", "check_verifiers_env.py", str(tmp_path / "vf"), str(tmp_path / "refs.json")
+    )
+    assert out["type"] == "SingleTurnEnv" and out["eval_rows"] == 5
+    assert out["reference"] == [1.0] * 5 and out["wrong"] == [0.0] * 5

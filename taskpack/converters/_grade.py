@@ -59,11 +59,8 @@ def same_choice(got: str, expected: Any, labels: list[str]) -> bool:
     return match is not None and match.group(1) == expected and expected in labels
 
 
-def answer_score(spec: dict[str, Any]) -> float:
-    try:
-        got = read_answer()
-    except (OSError, UnicodeDecodeError):
-        return 0.0
+def answer_score(spec: dict[str, Any], got: str) -> float:
+    """`got` (the agent's answer) against the reference in `spec`: 1.0 or 0.0."""
     kind, expected = spec["kind"], spec["answer"]
     if kind == "numeric_match":
         ok = same_number(got, expected, spec.get("tolerance", 0.0))
@@ -88,29 +85,36 @@ if "def check" in test_code:
 """
 
 
-def unit_test_score(spec: dict[str, Any]) -> float:
-    """The agent's code runs in a child process, so nothing it does reaches this grader."""
+def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -> float:
+    """The code in file `solution` against the test file `tests`: 1.0 if they pass. The code
+    runs in a child process, so nothing it does reaches this grader."""
     import subprocess
 
-    args = [
-        sys.executable,
-        "-c",
-        _RUN_TESTS,
-        os.path.join(APP, "solution.py"),
-        os.path.join(TESTS, spec["test_file"]),
-        spec["entry_point"],
-    ]
+    args = [sys.executable, "-c", _RUN_TESTS, solution, tests, spec["entry_point"]]
     try:
-        done = subprocess.run(args, cwd=APP, timeout=spec.get("timeout_sec", 60), check=False)
+        done = subprocess.run(
+            args, cwd=cwd, timeout=spec.get("timeout_sec", 60), check=False, capture_output=True
+        )
     except (OSError, subprocess.TimeoutExpired):
         return 0.0
     return 1.0 if done.returncode == 0 else 0.0
 
 
+def score_app(spec: dict[str, Any]) -> float:
+    """The agent's work in /app against `spec`."""
+    if spec["kind"] == "unit_tests":
+        solution = os.path.join(APP, "solution.py")
+        return unit_test_score(spec, solution, os.path.join(TESTS, spec["test_file"]), APP)
+    try:
+        return answer_score(spec, read_answer())
+    except (OSError, UnicodeDecodeError):
+        return 0.0
+
+
 def main() -> int:
     with open(os.path.join(TESTS, "expected.json"), encoding="utf-8") as f:
         spec = json.load(f)
-    score = unit_test_score(spec) if spec["kind"] == "unit_tests" else answer_score(spec)
+    score = score_app(spec)
     if not math.isfinite(score):
         score = 0.0
     os.makedirs(LOGS, exist_ok=True)

@@ -131,20 +131,29 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
+def solve_reference(task: Task) -> str | None:
+    """What a correct agent hands in for a graded task: the answer, or the whole code (a
+    HumanEval solution is a body completing the prompt's stub, so the stub comes first)."""
+    if not graded(task):
+        return None
+    if isinstance(task.reward, UnitTests):
+        if task.solution is None:
+            return None
+        code = task.solution
+        return code if f"def {task.reward.entry_point}" in code else task.instruction + code
+    return task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
+
+
 def solve_script(task: Task) -> bytes | None:
     """The oracle for a task from elsewhere: the reference, put where the instruction says."""
-    if graded(task) and not isinstance(task.reward, UnitTests):
-        answer = task.answer if isinstance(task.answer, str) else json.dumps(task.answer)
-        return _write_file(ANSWER_FILE, answer.encode("utf-8"))
+    reference = solve_reference(task)
+    if reference is not None:
+        path = CODE_FILE if isinstance(task.reward, UnitTests) else ANSWER_FILE
+        return _write_file(path, reference.encode("utf-8"))
     if task.solution is None:
         return None
     if task.solution.startswith("#!"):
         return task.solution.encode("utf-8")
-    if isinstance(task.reward, UnitTests):
-        code = task.solution
-        if f"def {task.reward.entry_point}" not in code:  # a body completing the prompt's stub
-            code = task.instruction + code
-        return _write_file(CODE_FILE, code.encode("utf-8"))
     target = "/tests/solution.patch" if isinstance(task.reward, SweTests) else ANSWER_FILE
     return _write_file(target, task.solution.encode("utf-8"))
 

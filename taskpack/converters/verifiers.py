@@ -6,13 +6,16 @@ saved with `save_to_disk`; written as both (`<split>.parquet`, `<split>/`).
 prompt -> prompt; answer -> answer; `example_id` -> the task id; `question` is the
 instruction (the last user message) and is written from it. Anything else, `info` included, is
 kept in `extras.verifiers`. There is never a `task` column: verifiers releases read that as a
-task route.
+task route. A task from elsewhere gets its reward (and a unit test's test file) in `info`, and
+the export gets `taskpack_env.py`, a module whose `load_environment()` returns a
+`vf.SingleTurnEnv` that scores by those rewards.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,10 @@ from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
-from taskpack.model import Task
+from taskpack.model import Task, UnitTests
+
+ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
+SCORED = {"exact_match", "numeric_match", "multiple_choice", "unit_tests"}
 
 
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
@@ -36,6 +42,17 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, An
     return task, {}
 
 
+def _info(task: Task) -> dict[str, Any]:
+    """What the environment module's rubric needs: the reward, and a unit test's test file."""
+    info: dict[str, Any] = {} if task.id.isdigit() else {"id": task.id}
+    reward = task.reward
+    if reward is not None:
+        info["reward"] = reward.model_dump(mode="json")
+    if isinstance(reward, UnitTests):
+        info["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
+    return info
+
+
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     row: dict[str, Any] = {"question": task.instruction}
     if task.answer is None or isinstance(task.answer, str):
@@ -45,8 +62,13 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         row["answer"] = json.dumps(task.answer, ensure_ascii=False)
     if task.id.isdigit():
         row["example_id"] = int(task.id)
-    else:
-        row["info"] = json.dumps({"id": task.id}, ensure_ascii=False)
+    info = _info(task)
+    if info:
+        row["info"] = json.dumps(info, ensure_ascii=False)
+    if task.reward is not None and task.reward.kind not in SCORED:
+        target.losses.lost(
+            f"reward kind {task.reward.kind!r} (no Verifiers rubric scores it)", task
+        )
     row["prompt"] = text_messages(task, target.losses)
     return row
 
@@ -63,7 +85,10 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     ds = datasets.Dataset.from_list(rows)
     ds.save_to_disk(str(out / split))
     ds.to_parquet(str(out / f"{split}.parquet"))
-    return [out / split, out / f"{split}.parquet"]
+    modules = resources.files("taskpack.converters")
+    for source, name in (("_verifiers_env.py", ENV_MODULE), ("_grade.py", "taskpack_grade.py")):
+        (out / name).write_bytes(modules.joinpath(source).read_bytes())
+    return [out / split, out / f"{split}.parquet", out / ENV_MODULE]
 
 
 def _rows(uri: str) -> Iterator[Record]:
@@ -75,6 +100,15 @@ def _rows(uri: str) -> Iterator[Record]:
             yield Record(f"{uri}: row {n}", task=dict(row), line=n + 1)
     else:
         yield from iter_table_rows(uri)
+
+
+_CARRIES = frozenset({"prompt", "answer", "reward"})
+
+
+def _only_test_file(task: Task) -> bool:
+    """A unit-test task whose only file is its test file: `info` carries it."""
+    reward = task.reward
+    return isinstance(reward, UnitTests) and [f.path for f in task.files] == [reward.test_file]
 
 
 def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -98,5 +132,5 @@ FORMAT = Format(
     summary="Verifiers 0.3 datasets (SingleTurnEnv): prompt, question, answer, example_id, info.",
     read=read,
     write=write,
-    carries=frozenset({"prompt", "answer"}),
+    carries=lambda task: _CARRIES | ({"files"} if _only_test_file(task) else set()),
 )
