@@ -97,6 +97,10 @@ def test_skyrl_prompt_dataset_and_gsm8k_env(gsm8k: taskpack.TaskSet, tmp_path: P
     export(gsm8k, "skyrl", tmp_path / "sky", splits=("test",))
     result = run_check("skyrl", "check_skyrl.py", str(tmp_path / "sky" / "test.parquet"))
     assert result["rows"] == 1319 and result["env_class"] == "gsm8k"
+    import pyarrow.parquet as pq
+
+    prompts = pq.read_table(tmp_path / "sky" / "test.parquet").column("prompt").to_pylist()
+    assert all(p[-1]["content"].endswith('output the final answer after "####".') for p in prompts)
     assert result["rewards"] == [1.0, 1.0, 1.0] and result["wrong"] == [0.0, 0.0, 0.0]
 
 
@@ -114,6 +118,22 @@ def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_p
     export(gsm8k, "gem", tmp_path / "gem", splits=("test",))
     result = run_check("gem", "check_gem.py", str(tmp_path / "gem" / "test.parquet"))
     assert result == {"rows": 1319, "rewards": [1.0, 1.0, 1.0], "wrong": 0.0}
+
+
+def test_gem_qa_env_scores_multiple_choice_and_reports_what_gem_cannot_score(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    src = data_dir / "kaggle_llm_science_exam" / "train.csv"
+    mc = convert_format(
+        {"test": [str(src)]}, "kaggle", "gem", tmp_path / "g", options={"preset": "multiple-choice"}
+    )
+    assert not any("reward" in loss for loss in mc.losses)
+    result = run_check("gem", "check_gem.py", str(tmp_path / "g" / "test.parquet"), "qa")
+    assert result == {"rows": 200, "rewards": [1.0] * 3, "wrong": [0.0] * 3}
+    he = data_dir / "humaneval" / "HumanEval.jsonl.gz"
+    for fmt, name in (("gem", "GEM environment"), ("skyrl", "SkyRL-Gym environment")):
+        losses = convert_format({"test": [str(he)]}, "humaneval", fmt, tmp_path / fmt).losses
+        assert any(f"reward kind 'unit_tests' (no {name} scores it" in x for x in losses), losses
 
 
 def test_ors_environment_serves_splits_tasks_and_prompts(

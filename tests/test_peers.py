@@ -220,3 +220,13 @@ def test_harbor_to_nemo_and_back_to_harbor(tmp_path: Path) -> None:
     simple = (HARBOR / "simple-task" / "instruction.md").read_text(encoding="utf-8")
     row = next(r for r in rows if r["id"] == "simple-task")
     assert row["responses_create_params"]["input"] == [{"role": "user", "content": simple}]
+
+
+def test_gsm8k_to_skyrl_agrees_with_skyrls_own_dataset_script(tmp_path: Path) -> None:
+    """SkyRL's gsm8k_dataset.py made peers/skyrl/gsm8k from the same GSM8K file: taskpack's
+    export has the same prompt (SkyRL's `####` line included), environment and ground truth."""
+    convert_format({"test": [str(DATA / "gsm8k" / "test.jsonl")]}, "gsm8k", "skyrl", tmp_path / "s")
+    ours = pq.read_table(tmp_path / "s" / "test.parquet").to_pylist()
+    theirs = pq.read_table(PEERS / "skyrl" / "gsm8k" / "validation.parquet").to_pylist()
+    keys = ("prompt", "env_class", "reward_spec")
+    assert [{k: r[k] for k in keys} for r in ours] == [{k: r[k] for k in keys} for r in theirs]

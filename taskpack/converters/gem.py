@@ -1,5 +1,6 @@
 """GEM (axon-rl) rows: `problem` and `question` (the text GEM's math and QA environments read)
-and `answer`, written as Parquet for `datasets`.
+and `answer`, written as Parquet for `datasets`. GEM's math environments score numeric answers,
+its QA environments exact ones (a choice's letter too); other reward kinds are reported lost.
 
 The instruction (the last user message) -> both `problem` and `question`; answer -> answer.
 Other columns are kept in `extras.gem`; the task id rides in `id`.
@@ -30,7 +31,14 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, An
     return task, {}
 
 
+# Reward kinds GEM's own environments score: math (numeric answers, `\boxed{}`) and QA
+# (exact match of `<answer>...</answer>`, which takes a choice's letter too).
+GEM_ENVS = {"numeric_match": "math", "exact_match": "qa", "multiple_choice": "qa"}
+
+
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
+    if task.reward is not None and task.reward.kind not in GEM_ENVS:
+        target.losses.lost(f"reward kind {task.reward.kind!r} (no GEM environment scores it)", task)
     if any(not (isinstance(m, Message) and m.role == "user") for m in task.prompt):
         target.losses.lost("prompt messages other than the question", task)
     text = task.instruction
@@ -71,5 +79,5 @@ FORMAT = Format(
     summary="GEM rows (Parquet): problem, question, answer.",
     read=read,
     write=write,
-    carries=frozenset({"prompt", "answer"}),
+    carries=frozenset({"prompt", "answer", "reward"}),
 )

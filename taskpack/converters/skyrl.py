@@ -31,11 +31,15 @@ ENV_CLASSES = {"numeric_match": "gsm8k"}
 REWARDS = {env: kind for kind, env in ENV_CLASSES.items()}
 
 
+# SkyRL's gsm8k_dataset.py asks for this; its gsm8k environment reads the answer after ####.
+GSM8K_SUFFIX = ' Let\'s think step by step and output the final answer after "####".'
+
+
 class SkyrlWriteOptions(WriteOptions):
     instruction_suffix: str | None = Field(
         default=None,
-        description="Appended to the last user message, e.g. SkyRL's GSM8K line: "
-        "' Let's think step by step and output the final answer after \"####\".'",
+        description="Appended to the last user message. By default, tasks from elsewhere that "
+        "SkyRL's gsm8k environment scores get SkyRL's own GSM8K line; '' adds nothing.",
     )
     file_names: dict[str, str] = Field(
         default_factory=dict,
@@ -75,14 +79,26 @@ def _answer_text(task: Task, target: Target) -> str | None:
 def _prompt(task: Task, target: Target) -> list[dict[str, Any]]:
     messages = text_messages(task, target.losses)
     suffix = getattr(target.options, "instruction_suffix", None)
+    native = "skyrl" in task.extras or (task.source is not None and task.source.format == "skyrl")
+    if suffix is None and not native and env_class(task) == "gsm8k":
+        suffix = GSM8K_SUFFIX
     users = [m for m in messages if m["role"] == "user"]
     if suffix and users:
         users[-1]["content"] += suffix
     return messages
 
 
+def env_class(task: Task) -> str | None:
+    kind = task.reward.kind if task.reward is not None else None
+    return ENV_CLASSES.get(kind or "", kind)
+
+
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     kind = task.reward.kind if task.reward is not None else None
+    if kind is not None and kind not in ENV_CLASSES and kind != "swe_tests":
+        target.losses.lost(
+            f"reward kind {kind!r} (no SkyRL-Gym environment scores it; env_class names it)", task
+        )
     source = (task.source.format if task.source else None) or "taskpack"
     if isinstance(task.reward, SweTests):
         instance = swebench.source_row(task)
@@ -91,7 +107,7 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     return {
         "data_source": source,
         "prompt": _prompt(task, target),
-        "env_class": ENV_CLASSES.get(kind or "", kind),
+        "env_class": env_class(task),
         "reward_spec": {"method": "rule", "ground_truth": _answer_text(task, target)},
         "extra_info": {"id": task.id},
     }
