@@ -76,6 +76,13 @@ def _rel_path(value: str) -> str:
 
 # The same rule for tools in other languages (ECMA-262 regex; the validator above is the truth).
 REL_PATH_PATTERN = r"^(?![A-Za-z]:)(?!.*(?:^|/)\.{1,2}(?:/|$))[^/\\\x00]+(?:/[^/\\\x00]+)*$"
+def _mode(value: int) -> int:
+    """Stored rows are trusted, but a mode reaches the file system: checked again."""
+    if not 0 <= value <= 0o777:
+        raise TaskpackError(f"file mode {value:o} is more than permission bits")
+    return value
+
+
 RelPath = Annotated[
     str, AfterValidator(_rel_path), Field(json_schema_extra={"pattern": REL_PATH_PATTERN})
 ]
@@ -357,7 +364,7 @@ class TaskFile(_Model):
     path: RelPath
     role: Role = "workspace"
     step: Text | None = None
-    mode: int = Field(default=0o644, ge=0, le=0o7777)
+    mode: int = Field(default=0o644, ge=0, le=0o777, description="Permission bits only.")
     data: bytes | None = None
     sha256: Sha256 | None = None
     size: int | None = Field(default=None, ge=0)
@@ -388,7 +395,7 @@ class TaskFile(_Model):
                 "path": _rel_path(row["path"]),
                 "role": row.get("role") or "workspace",
                 "step": row.get("step"),
-                "mode": row["mode"],
+                "mode": _mode(row["mode"]),
                 "data": row["data"],
                 "sha256": row["sha256"],
                 "size": row["size"],
@@ -630,22 +637,30 @@ class Task(_Model):
         self, directory: str | os.PathLike[str], role: str = "workspace", step: str | None = None
     ) -> Path:
         """Write the task's files of one role (the agent's workspace by default) into
-        `directory`, each hash-checked, with its mode."""
+        `directory`, each hash-checked, with its permission bits.
+
+        Nothing is created outside `directory`: folders are made one level at a time and a
+        symbolic link anywhere on the way is refused, and a mode that could harm the machine
+        (setuid, setgid, sticky, world-writable) is refused rather than applied."""
         root = Path(directory)
         root.mkdir(parents=True, exist_ok=True)
-        real_root = root.resolve()
         for f in self.files_of(role, step):
-            target = root / f.path
-            # The path rules already forbid escapes; this also stops symlinks left in the folder.
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if not target.parent.resolve().is_relative_to(real_root):
-                raise TaskpackError(f"file {f.path!r} would be written outside {root}")
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            if f.mode & ~0o777 or f.mode & 0o002:
+                raise TaskpackError(f"file {f.path!r}: refusing mode {f.mode:o}")
+            parent = root
+            for part in f.path.split("/")[:-1]:
+                parent = parent / part
+                if parent.is_symlink():
+                    raise TaskpackError(f"file {f.path!r}: {parent} is a symbolic link")
+                if not parent.exists():
+                    parent.mkdir()
+            target = parent / f.path.rsplit("/", 1)[-1]
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as out:
                     out.write(f.read_bytes())
                 os.chmod(tmp, f.mode)
-                os.replace(tmp, target)
+                os.replace(tmp, target)  # replaces a link at `target` itself, never follows it
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise

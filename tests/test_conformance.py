@@ -142,8 +142,12 @@ def test_ors_environment_serves_splits_tasks_and_prompts(
     export(mixed, "openreward", tmp_path / "or")
     result = run_check("ors", "check_ors.py", str(tmp_path / "or"))
     assert result["splits"] == ["test"] and result["tasks"] == {"test": 80}
-    expected = [t.prompt[-1].content for t in mixed.split("test")]
-    assert result["prompts"]["test"] == expected
+    tasks = list(mixed.split("test"))
+    got = result["prompts"]["test"]
+    assert len(got) == len(tasks) == 80
+    for prompt, task in zip(got, tasks, strict=True):  # the instruction says where work goes
+        assert prompt.startswith(task.instruction)
+        assert prompt.endswith(("Write your final answer to /app/answer.txt.", "`.")), prompt
 
 
 def test_harbor_loads_and_lints_every_folder(mixed: taskpack.TaskSet, tmp_path: Path) -> None:

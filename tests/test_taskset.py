@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 import taskpack
+from pydantic import ValidationError
+
 from taskpack import InvalidTask, Task, TaskpackError
 from taskpack.taskset import INLINE_MAX, ROW_GROUP_ROWS, blob_relpath
 
@@ -202,3 +204,21 @@ def test_bad_manifest_fields_fail_before_writing(
 def test_not_a_task_set(tmp_path: Path) -> None:
     with pytest.raises(TaskpackError, match="not a task set"):
         taskpack.open(tmp_path)
+
+
+def test_materialize_refuses_harmful_modes_and_symlinked_folders(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="less than or equal to 511"):
+        Task.model_validate({"id": "t", "files": [{"path": "x", "data": b"", "mode": 0o4755}]})
+    writable = Task.model_validate(
+        {"id": "t", "files": [{"path": "x", "data": b"", "mode": 0o666}]}
+    )
+    with pytest.raises(TaskpackError, match="refusing mode 666"):
+        writable.materialize(tmp_path / "w")
+    task = Task.model_validate({"id": "t", "files": [{"path": "sub/deep/x", "data": b"1"}]})
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "target").mkdir()
+    os.symlink(outside, tmp_path / "target" / "sub")
+    with pytest.raises(TaskpackError, match="is a symbolic link"):
+        task.materialize(tmp_path / "target")
+    assert list(outside.iterdir()) == []  # nothing was created through the link

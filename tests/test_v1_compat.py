@@ -37,7 +37,7 @@ def test_v1_folder_opens_verifies_and_exports(tmp_path: Path) -> None:
     assert (tmp_path / "hb" / "test" / "HumanEval__0" / "tests" / "test.py").is_file()
     export(ts, "nemo", tmp_path / "nemo")
     assert len((tmp_path / "nemo" / "test.jsonl").read_text().splitlines()) == len(tasks)
-    assert "harbor: reward (no check Harbor can run) lost in 1 task(s)" in result.losses
+    assert "harbor: reward (no check a folder export can run) lost in 1 task(s)" in result.losses
 
 
 def test_v1_published_version_loads_from_its_registry(tmp_path: Path) -> None:
