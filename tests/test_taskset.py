@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import taskpack
 from pydantic import ValidationError
 
+import taskpack
 from taskpack import InvalidTask, Task, TaskpackError
 from taskpack.taskset import INLINE_MAX, ROW_GROUP_ROWS, blob_relpath
 
