@@ -264,11 +264,15 @@ def _split_from_name(uri: str) -> str:
 
 
 def _options(pairs: tuple[str, ...], mapping: Path | None, preset: str | None) -> dict[str, Any]:
-    import yaml
+    from taskpack.converters._source import RowError
+    from taskpack.converters._yaml import load_yaml
 
     options: dict[str, Any] = {}
     if mapping is not None:
-        loaded = yaml.safe_load(mapping.read_text(encoding="utf-8"))
+        try:
+            loaded = load_yaml(mapping.read_text(encoding="utf-8"), str(mapping))
+        except RowError as e:
+            raise TaskpackError(str(e)) from None
         if not isinstance(loaded, dict):
             raise TaskpackError(f"{mapping}: expected a mapping of options")
         options.update(loaded)

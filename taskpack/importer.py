@@ -105,12 +105,19 @@ def import_sources(
     reader(fmt)  # an unknown format fails before anything is written
     skipped: list[dict[str, Any]] | None = [] if skip_invalid else None
     meta.setdefault("source", {"format": fmt})
-    with TaskSetWriter(target, **meta) as writer:
-        for split, uris in sources.items():
-            tasks = split_tasks(uris, fmt, split, dict(options or {}), skipped)
-            writer.write_split(split, progress(tasks, split) if progress else tasks)
-    if skip_invalid and report is not None:
-        _write_report(Path(report), skipped or [])
+    try:
+        with TaskSetWriter(target, **meta) as writer:
+            for split, uris in sources.items():
+                tasks = split_tasks(uris, fmt, split, dict(options or {}), skipped)
+                info = writer.write_split(split, progress(tasks, split) if progress else tasks)
+                if info.rows == 0:
+                    raise TaskpackError(
+                        f"{', '.join(uris)}: every row was invalid; nothing written"
+                        + (f" (reasons in {report})" if report is not None else "")
+                    )
+    finally:
+        if skip_invalid and report is not None:
+            _write_report(Path(report), skipped or [])
     assert writer.manifest is not None
     return ImportResult(writer.manifest, skipped or [])
 

@@ -76,6 +76,8 @@ def _rel_path(value: str) -> str:
 
 # The same rule for tools in other languages (ECMA-262 regex; the validator above is the truth).
 REL_PATH_PATTERN = r"^(?![A-Za-z]:)(?!.*(?:^|/)\.{1,2}(?:/|$))[^/\\\x00]+(?:/[^/\\\x00]+)*$"
+
+
 def _mode(value: int) -> int:
     """Stored rows are trusted, but a mode reaches the file system: checked again."""
     if not 0 <= value <= 0o777:

@@ -78,43 +78,120 @@ def base_suffix(uri: str) -> str:
     return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
+def limit(name: str, default: int) -> int:
+    """A size limit on input, configurable by an environment variable (see SECURITY.md)."""
+    value = os.environ.get(name)
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise TaskpackError(f"{name}={value!r}: expected a number of bytes") from None
+
+
+class _Capped(io.RawIOBase):
+    """A stream that fails once more than `cap` bytes came out of it: a decompression bomb
+    stops with an error instead of filling the disk or the memory."""
+
+    def __init__(self, inner: IO[bytes], cap: int, uri: str) -> None:
+        self.inner, self.cap, self.uri, self.count = inner, cap, uri, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.inner.read(len(buffer))
+        self.count += len(data)
+        if self.count > self.cap:
+            raise TaskpackError(
+                f"{self.uri}: more than {self.cap} bytes after decompression "
+                "(raise TASKPACK_MAX_DECOMPRESSED to allow more)"
+            )
+        buffer[: len(data)] = data
+        return len(data)
+
+
 @contextlib.contextmanager
 def open_binary(uri: str) -> Iterator[IO[bytes]]:
-    """Open a local path or fsspec URL for streaming reads, decompressing by suffix."""
+    """Open a local path or fsspec URL for streaming reads, decompressing by suffix.
+
+    A local path must be a regular file (a FIFO would block forever); decompressed input is
+    capped (TASKPACK_MAX_DECOMPRESSED, 16 GiB by default)."""
     import fsspec
 
+    local = "://" not in uri
+    if local and os.path.exists(uri) and not os.path.isfile(uri):
+        raise TaskpackError(f"{uri}: not a regular file")
     codec = compression(uri)
     try:
         with fsspec.open(uri, "rb", compression=codec) as f:
-            # zstandard's reader streams but cannot iterate lines; a buffer in front can.
-            yield io.BufferedReader(f) if codec == "zstd" else f
+            if codec is None:
+                yield f
+            else:
+                cap = limit("TASKPACK_MAX_DECOMPRESSED", 16 << 30)
+                yield io.BufferedReader(_Capped(f, cap, uri), 1 << 20)
     except FileNotFoundError:
         raise TaskpackError(f"{uri}: no such file") from None
+    except (OSError, EOFError, ValueError) as e:  # truncated or corrupt compressed data
+        raise TaskpackError(f"{uri}: cannot be read ({type(e).__name__}: {e})") from None
 
 
 def _json_list(stream: IO[bytes], where: str) -> Iterator[Record]:
+    most = limit("TASKPACK_MAX_LINE_BYTES", 64 << 20)
+    data = stream.read(most + 1)
+    if len(data) > most:
+        raise TaskpackError(f"{where}: a JSON document over {most} bytes; use JSON Lines")
     try:
-        rows = json.load(stream)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TaskpackError(f"{where}: not valid JSON: {e}") from None
+        rows = parse_json(data)
+    except ValueError as e:
+        raise TaskpackError(f"{where}: {e}") from None
     if not isinstance(rows, list):
         raise TaskpackError(f"{where}: expected a JSON list of objects")
     for i, row in enumerate(rows):
         yield _object(row, f"{where}: item {i}", i + 1)
 
 
+def _lines(stream: IO[bytes], most: int) -> Iterator[bytes | None]:
+    """The stream's lines; None for a line longer than `most` bytes, read past in bounded
+    memory."""
+    while True:
+        line = stream.readline(most + 1)
+        if not line:
+            return
+        if len(line) <= most or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(1 << 20)
+        yield None
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """JSON text, with every way it can fail as one ValueError that says why."""
+    try:
+        return json.loads(raw)
+    except UnicodeDecodeError:
+        raise ValueError("line is not valid UTF-8") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise ValueError(f"not valid JSON ({e})") from None
+
+
 def _json_lines(stream: IO[bytes], uri: str) -> Iterator[Record]:
-    for number, raw in enumerate(stream, start=1):
+    most = limit("TASKPACK_MAX_LINE_BYTES", 64 << 20)
+    for number, raw in enumerate(_lines(stream, most), start=1):
         where = f"{uri}:{number}"
+        if raw is None:
+            error = f"line longer than {most} bytes (raise TASKPACK_MAX_LINE_BYTES to allow it)"
+            yield Record(where, error=error, line=number)
+            continue
         if not raw.strip():
             continue
         try:
-            row = json.loads(raw)
-        except UnicodeDecodeError:
-            yield Record(where, error="line is not valid UTF-8", line=number)
-        except json.JSONDecodeError as e:
-            reason = f"not valid JSON ({e.msg} at column {e.colno})"
-            yield Record(where, error=reason, line=number)
+            row = parse_json(raw)
+        except ValueError as e:
+            yield Record(where, error=str(e), line=number)
         else:
             yield _object(row, where, number)
 
@@ -189,16 +266,25 @@ def iter_table_rows(
         if base_suffix(uri) != ".zip":
             yield from _table_rows(f, uri, uri, delimiter, strip_headers)
             return
-        with zipfile.ZipFile(f) as zf:
-            tables = [n for n in zf.namelist() if not n.endswith("/")]
-            if member is None:
-                if len(tables) != 1:
-                    raise TaskpackError(f"{uri}: holds {len(tables)} files; pick one with --member")
-                member = tables[0]
-            if member not in tables:
-                raise TaskpackError(f"{uri}: no member {member!r} (members: {', '.join(tables)})")
-            with zf.open(member) as inner:
-                yield from _table_rows(inner, member, f"{uri}!{member}", delimiter, strip_headers)
+        try:
+            yield from _zip_rows(f, uri, member, delimiter, strip_headers)
+        except (zipfile.BadZipFile, RuntimeError, NotImplementedError) as e:
+            raise TaskpackError(f"{uri}: not a readable zip ({e})") from None
+
+
+def _zip_rows(
+    f: IO[bytes], uri: str, member: str | None, delimiter: str | None, strip_headers: bool
+) -> Iterator[Record]:
+    with zipfile.ZipFile(f) as zf:
+        tables = [n for n in zf.namelist() if not n.endswith("/")]
+        if member is None:
+            if len(tables) != 1:
+                raise TaskpackError(f"{uri}: holds {len(tables)} files; pick one with --member")
+            member = tables[0]
+        if member not in tables:
+            raise TaskpackError(f"{uri}: no member {member!r} (members: {', '.join(tables)})")
+        with zf.open(member) as inner:
+            yield from _table_rows(inner, member, f"{uri}!{member}", delimiter, strip_headers)
 
 
 def _table_rows(

@@ -1,5 +1,10 @@
-"""YAML from task folders, loaded safely and with its size of expansion bounded: aliases can
-make a few hundred bytes expand into gigabytes, so a document may use only a few of them."""
+"""YAML from task folders and option files, loaded safely and with its expansion bounded.
+
+Aliases let a few hundred bytes stand for billions of values; PyYAML shares the repeated
+objects, so loading is cheap, but anything that walks the result (validation, JSON) would hang.
+So the document's expanded size is counted on the node graph before any value is built, and a
+document that would expand past TASKPACK_MAX_YAML_NODES (1,000,000 by default) is refused.
+"""
 
 from __future__ import annotations
 
@@ -7,26 +12,34 @@ from typing import Any
 
 import yaml
 
-from taskpack.converters._source import RowError
-
-MAX_ALIASES = 100
+from taskpack.converters._source import RowError, limit
 
 
-class _Loader(yaml.SafeLoader):
-    aliases_seen = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self.aliases_seen += 1
-            if self.aliases_seen > MAX_ALIASES:
-                raise RowError(
-                    f"more than {MAX_ALIASES} YAML aliases (refused: unbounded expansion)"
-                )
-        return super().compose_node(parent, index)
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = 1  # a cycle counts once; PyYAML refuses recursive objects anyway
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        total += sum(_expanded_size(child, sizes) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total += sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    sizes[id(node)] = total
+    return total
 
 
 def load_yaml(text: str, name: str) -> Any:
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.load(text, Loader=_Loader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        most = limit("TASKPACK_MAX_YAML_NODES", 1_000_000)
+        if _expanded_size(node, {}) > most:
+            raise RowError(f"{name}: YAML that expands to over {most} values (aliases); refused")
+        return loader.construct_document(node)
     except yaml.YAMLError as e:
         raise RowError(f"{name}: not valid YAML ({e})") from None
+    finally:
+        loader.dispose()

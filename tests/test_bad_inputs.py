@@ -1,0 +1,146 @@
+"""A corpus of hostile and broken inputs: each one ends in exit code 1 and one error line that
+names the place, with no traceback and nothing written."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import zstandard
+from click.testing import CliRunner
+
+from taskpack.cli import main
+
+ROW = json.dumps({"question": "1+1?", "answer": "#### 2"})
+
+
+def jsonl(path: Path, text: str) -> list[str]:
+    path.write_text(text, encoding="utf-8")
+    return [str(path), "--from", "gsm8k"]
+
+
+def deep(tmp: Path) -> list[str]:
+    return jsonl(tmp / "deep.jsonl", "[" * 100_000 + "]" * 100_000 + "\n")
+
+
+def huge_int(tmp: Path) -> list[str]:
+    return jsonl(tmp / "int.jsonl", '{"question": "q", "answer": ' + "9" * 5000 + "}\n")
+
+
+def broken_gz(tmp: Path) -> list[str]:
+    data = gzip.compress((ROW + "\n").encode() * 1000)
+    (tmp / "cut.jsonl.gz").write_bytes(data[: len(data) // 2])
+    return [str(tmp / "cut.jsonl.gz"), "--from", "gsm8k"]
+
+
+def not_gz(tmp: Path) -> list[str]:
+    (tmp / "fake.jsonl.gz").write_bytes(b"this is not gzip at all")
+    return [str(tmp / "fake.jsonl.gz"), "--from", "gsm8k"]
+
+
+def broken_zst(tmp: Path) -> list[str]:
+    data = zstandard.ZstdCompressor().compress((ROW + "\n").encode() * 1000)
+    (tmp / "cut.jsonl.zst").write_bytes(data[: len(data) // 2])
+    return [str(tmp / "cut.jsonl.zst"), "--from", "gsm8k"]
+
+
+def broken_parquet(tmp: Path) -> list[str]:
+    (tmp / "train.parquet").write_bytes(b"PAR1 not really parquet PAR1")
+    return [str(tmp / "train.parquet"), "--from", "gsm8k"]
+
+
+def broken_zip(tmp: Path) -> list[str]:
+    (tmp / "data.zip").write_bytes(b"PK\x03\x04 truncated")
+    return [str(tmp / "data.zip"), "--from", "kaggle", "--preset", "multiple-choice"]
+
+
+def directory_named_jsonl(tmp: Path) -> list[str]:
+    (tmp / "dir.jsonl").mkdir()
+    return [str(tmp / "dir.jsonl"), "--from", "gsm8k"]
+
+
+def fifo(tmp: Path) -> list[str]:
+    os.mkfifo(tmp / "pipe.jsonl")
+    return [str(tmp / "pipe.jsonl"), "--from", "gsm8k"]
+
+
+def gzip_bomb(tmp: Path) -> list[str]:
+    os.environ["TASKPACK_MAX_DECOMPRESSED"] = str(1 << 20)
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb") as f:
+        for _ in range(64):
+            f.write(b" " * (1 << 20))
+    (tmp / "bomb.jsonl.gz").write_bytes(buf.getvalue())
+    return [str(tmp / "bomb.jsonl.gz"), "--from", "gsm8k"]
+
+
+def long_line(tmp: Path) -> list[str]:
+    os.environ["TASKPACK_MAX_LINE_BYTES"] = "1000"
+    return jsonl(tmp / "long.jsonl", json.dumps({"question": "x" * 5000, "answer": "#### 1"}))
+
+
+def alias_bomb(levels: int) -> str:
+    """Each level a list of nine aliases of the one before: 9**levels values from ~1 KB."""
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def yaml_bomb(tmp: Path) -> list[str]:
+    task = tmp / "tb" / "t"
+    task.mkdir(parents=True)
+    (task / "task.yaml").write_text(alias_bomb(9) + "instruction: boom\n")
+    return [str(tmp / "tb"), "--from", "terminal-bench"]
+
+
+def mapping_alias_bomb(tmp: Path) -> list[str]:
+    (tmp / "map.yaml").write_text(alias_bomb(10))
+    (tmp / "t.csv").write_text("q,a\n1,2\n")
+    return [str(tmp / "t.csv"), "--from", "kaggle", "--mapping", str(tmp / "map.yaml")]
+
+
+def all_rows_bad_skipped(tmp: Path) -> list[str]:
+    return [*jsonl(tmp / "bad.jsonl", '{"question": 1}\n{"x": 2}\n'), "--skip-invalid"]
+
+
+CASES: dict[str, Callable[[Path], list[str]]] = {
+    "nesting 100000 deep": deep,
+    "a 5000-digit integer": huge_int,
+    "truncated gzip": broken_gz,
+    "not gzip": not_gz,
+    "truncated zstd": broken_zst,
+    "broken parquet": broken_parquet,
+    "broken zip": broken_zip,
+    "a directory named .jsonl": directory_named_jsonl,
+    "a FIFO": fifo,
+    "a gzip bomb": gzip_bomb,
+    "a line over the limit": long_line,
+    "YAML aliases in task.yaml": yaml_bomb,
+    "YAML aliases in --mapping": mapping_alias_bomb,
+    "every row bad with --skip-invalid": all_rows_bad_skipped,
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_is_one_error_line(
+    tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("TASKPACK_MAX_DECOMPRESSED", "TASKPACK_MAX_LINE_BYTES"):
+        monkeypatch.delenv(name, raising=False)
+    src = tmp_path / "src"
+    src.mkdir()
+    args = CASES[case](src)
+    out = tmp_path / "out.taskset"
+    result = CliRunner().invoke(main, ["convert", *args, "-o", str(out), "-q"])
+    assert result.exit_code == 1, (case, result.output, result.exception)
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.output
+    assert str(src) in errors[0] or "src" in errors[0], errors[0]
+    assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
