@@ -1,7 +1,8 @@
-"""The two file-system moves every writer here relies on, written once.
+"""The file-system moves every reader and writer here relies on, written once.
 
 `write_atomic`: readers see the old file or the whole new one, never a half-written one.
 `file_lock`: one process at a time per lock file, across processes on one machine.
+`check_regular`: a path about to be opened is a regular file (a FIFO would block forever).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,3 +37,11 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def check_regular(path: Path) -> None:
+    """Raise FileNotFoundError if `path` is missing, TaskpackError if it is not a regular file."""
+    from taskpack.errors import TaskpackError
+
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise TaskpackError(f"{path}: not a regular file")

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from taskpack._fs import write_atomic
+from taskpack._fs import check_regular, write_atomic
 from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error
 from taskpack.model import (
     FORMAT_VERSION,
@@ -441,6 +441,7 @@ class Split:
     def _pf(self) -> pq.ParquetFile:
         if self._file is None:
             try:
+                check_regular(self._parquet)
                 self._file = pq.ParquetFile(self._parquet)
             except (OSError, pa.ArrowException) as e:
                 msg = f"split {self.name!r}: cannot read {self._parquet}: {e}"
@@ -552,6 +553,7 @@ class TaskSet:
 
 def read_manifest(path: Path) -> Manifest:
     try:
+        check_regular(path)
         return Manifest.model_validate_json(path.read_bytes())
     except FileNotFoundError:
         raise TaskpackError(f"{path.parent} is not a task set: no {MANIFEST}") from None

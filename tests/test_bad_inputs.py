@@ -144,3 +144,19 @@ def test_bad_input_is_one_error_line(
     assert len(errors) == 1, result.output
     assert str(src) in errors[0] or "src" in errors[0], errors[0]
     assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
+
+
+def test_a_fifo_in_place_of_a_split_or_manifest_is_refused(tmp_path: Path) -> None:
+    import taskpack
+
+    taskpack.write(tmp_path / "ts", {"test": [{"id": "a", "prompt": "q"}]}, name="t")
+    split = tmp_path / "ts" / "splits" / "test.parquet"
+    split.unlink()
+    os.mkfifo(split)
+    for command in (["validate"], ["ls", "--split", "test"]):
+        result = CliRunner().invoke(main, [*command, str(tmp_path / "ts")])
+        assert result.exit_code == 1 and "not a regular file" in result.output, result.output
+    (tmp_path / "ts" / "manifest.json").unlink()
+    os.mkfifo(tmp_path / "ts" / "manifest.json")
+    result = CliRunner().invoke(main, ["info", str(tmp_path / "ts")])
+    assert result.exit_code == 1 and "not a regular file" in result.output
