@@ -27,7 +27,7 @@ from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
 from taskpack.registry.base import Registry
 from taskpack.registry.refs import is_version, version_key
-from taskpack.registry.store import Progress
+from taskpack.registry.store import Progress, network_timeout
 from taskpack.taskset import MANIFEST, TaskSet, blob_relpath
 
 TAGS_BRANCH = "taskpack-tags"
@@ -42,6 +42,23 @@ def _status(err: Exception) -> int | None:
     return getattr(response, "status_code", None)
 
 
+def _bound_hub_timeouts() -> None:
+    """huggingface_hub's default HTTP client waits forever (timeout None) in its API calls; give
+    it taskpack's network timeout, unless the program installed a client factory of its own."""
+    import huggingface_hub
+    from huggingface_hub.utils import _http
+
+    if getattr(_http, "_GLOBAL_CLIENT_FACTORY", None) is not _http.default_client_factory:
+        return
+
+    def bounded() -> Any:
+        client = _http.default_client_factory()
+        client.timeout = network_timeout()
+        return client
+
+    huggingface_hub.set_client_factory(bounded)
+
+
 class HubRegistry(Registry):
     def __init__(self, owner: str) -> None:
         from huggingface_hub import HfApi
@@ -53,6 +70,7 @@ class HubRegistry(Registry):
         # Read now, not at huggingface_hub's import: HF_ENDPOINT names a mirror or test Hub.
         self.endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
         self.api = HfApi(endpoint=self.endpoint)
+        _bound_hub_timeouts()
 
     def _repo(self, name: str) -> str:
         return f"{self.owner}/{name}"
@@ -61,7 +79,9 @@ class HubRegistry(Registry):
         status = _status(err)
         if status in (401, 403):
             return TaskpackError(f"registry {self.url}: not authorized to {what} (HTTP {status})")
-        return TaskpackError(f"registry {self.url}: could not {what}: {err}")
+        # Never the server's words: an error body can echo request headers, and with them a token.
+        detail = f"HTTP {status}" if status else type(err).__name__
+        return TaskpackError(f"registry {self.url}: could not {what} ({detail})")
 
     # --- reads ------------------------------------------------------------------------
 
@@ -75,7 +95,7 @@ class HubRegistry(Registry):
             self._repo(name), path, repo_type="dataset", revision=revision, endpoint=self.endpoint
         )
         with get_session().stream(
-            "GET", url, headers=build_hf_headers(), follow_redirects=True
+            "GET", url, headers=build_hf_headers(), follow_redirects=True, timeout=network_timeout()
         ) as response:
             yield response
 
@@ -107,10 +127,30 @@ class HubRegistry(Registry):
             raise self._fail(e, f"list the versions of {name}") from None
 
     def names(self) -> list[str]:
+        # The Hub's dataset listing, page by page (`Link: rel="next"`), with a timeout:
+        # huggingface_hub's own pagination waits forever on a silent server.
+        from huggingface_hub import get_session
+        from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
+
+        url: str | None = f"{self.endpoint}/api/datasets?author={self.owner}"
+        found: list[str] = []
         try:
-            return sorted(d.id.split("/", 1)[1] for d in self.api.list_datasets(author=self.owner))
-        except Exception as e:  # noqa: BLE001
+            while url:
+                response = get_session().get(
+                    url, headers=build_hf_headers(), timeout=network_timeout()
+                )
+                if response.status_code >= 400:
+                    status = response.status_code
+                    raise TaskpackError(
+                        f"registry {self.url}: could not list task sets (HTTP {status})"
+                    )
+                found += [d["id"].split("/", 1)[1] for d in response.json()]
+                url = response.links.get("next", {}).get("url")
+        except TaskpackError:
+            raise
+        except Exception as e:  # noqa: BLE001 - network errors of any client
             raise self._fail(e, "list task sets") from None
+        return sorted(found)
 
     def versions(self, name: str) -> list[str]:
         refs = self._refs(name)

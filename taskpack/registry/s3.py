@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from taskpack.errors import TaskpackError
-from taskpack.registry.store import PreconditionFailed, Progress, Store
+from taskpack.registry.store import PreconditionFailed, Progress, Store, network_timeout
 
 _AUTH_CODES = {
     "InvalidAccessKeyId",
@@ -36,7 +36,12 @@ class S3Store(Store):
         # A session of its own: boto3's default session caches the credentials it first found.
         self.client: Any = boto3.session.Session().client(
             "s3",
-            config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard"}),
+            config=Config(
+                s3={"addressing_style": "path"},
+                retries={"mode": "standard", "max_attempts": 5},
+                connect_timeout=network_timeout(),
+                read_timeout=network_timeout(),
+            ),
         )
 
     def _key(self, key: str) -> str:

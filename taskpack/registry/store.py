@@ -28,6 +28,16 @@ from taskpack.errors import TaskpackError
 Progress = Callable[[int], None]
 
 
+def network_timeout() -> float:
+    """Seconds to wait for a connection or for the next bytes (TASKPACK_NETWORK_TIMEOUT, 60):
+    a server that never answers fails the call instead of hanging it."""
+    value = os.environ.get("TASKPACK_NETWORK_TIMEOUT", "60")
+    try:
+        return float(value)
+    except ValueError:
+        raise TaskpackError(f"TASKPACK_NETWORK_TIMEOUT={value!r}: expected seconds") from None
+
+
 class PreconditionFailed(TaskpackError):
     """A create-only write found the key present, or a compare-and-swap found it changed."""
 
