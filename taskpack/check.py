@@ -55,21 +55,6 @@ class _Image:
     copies: list[tuple[Path, str]]  # (source in the build context, destination)
 
 
-def task_folders(root: Path) -> Iterator[Path]:
-    """Every task folder below `root` (Harbor: task.toml; OpenReward: task.yaml)."""
-    if not root.is_dir():
-        raise TaskpackError(f"{root}: not a folder")
-    found = False
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        if "task.toml" in filenames or "task.yaml" in filenames:
-            found = True
-            dirnames.clear()
-            yield Path(dirpath)
-    if not found:
-        raise TaskpackError(f"{root}: no task folders (no task.toml or task.yaml below it)")
-
-
 def _instructions(text: str) -> list[tuple[str, str]]:
     joined = re.sub(r"\\\n", " ", text)
     out = []
@@ -237,7 +222,9 @@ def check_export(
     from concurrent.futures import ThreadPoolExecutor
 
     _bwrap()
-    folders = list(task_folders(Path(root)))
+    from taskpack.converters._folders import task_folders
+
+    folders = [folder for _, folder in task_folders(os.fspath(root), ("task.toml", "task.yaml"))]
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
         results = pool.map(lambda folder: check_task(folder, timeout), folders)
         return list(progress(results, len(folders)) if progress else results)

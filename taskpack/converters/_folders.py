@@ -98,7 +98,7 @@ def _indexed(root: Path) -> Iterator[tuple[str, Path]]:
             raise TaskpackError(f"{root / INDEX}: {e}") from None
 
 
-def task_folders(uri: str, marker: str) -> Iterator[tuple[str, Path]]:
+def task_folders(uri: str, marker: str | tuple[str, ...]) -> Iterator[tuple[str, Path]]:
     """(id, folder) for the task folder at `uri` or every task folder below it.
 
     With an index, its ids and order; else a folder holding `marker` is a task, its id its path
@@ -107,22 +107,23 @@ def task_folders(uri: str, marker: str) -> Iterator[tuple[str, Path]]:
     root = Path(uri)
     if root.is_symlink() or not root.is_dir():
         raise TaskpackError(f"{uri}: not a folder (task folders are read from local paths)")
+    markers = (marker,) if isinstance(marker, str) else marker
     if (root / INDEX).is_file():
         yield from _indexed(root)
         return
-    if (root / marker).exists():
+    if any((root / m).exists() for m in markers):
         yield root.name, root
         return
     found = False
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        if marker in filenames:
+        if any(m in filenames for m in markers):
             found = True
             dirnames.clear()  # a task folder's own subfolders are its files, not tasks
             folder = Path(dirpath)
             yield folder.relative_to(root).as_posix(), folder
     if not found:
-        raise TaskpackError(f"{uri}: no task folders (no {marker} found below it)")
+        raise TaskpackError(f"{uri}: no task folders (no {' or '.join(markers)} found below it)")
 
 
 def read_folders(uri: str, marker: str, convert: Callable[[str, Path], Any]) -> Iterator[Record]:
@@ -161,17 +162,21 @@ def write_file(path: Path, data: bytes, mode: int = 0o644) -> None:
     os.chmod(path, mode)
 
 
+Files = dict[str, tuple[bytes, int]]  # path in the task folder -> (bytes, mode)
+
+
 def write_split(
-    tasks: Iterable[Task], out: Path, split: str, write_task: Callable[[Task, Path], None]
+    tasks: Iterable[Task], out: Path, split: str, task_files: Callable[[Task], Files]
 ) -> list[Path]:
-    """One folder per task under `out/split`, then the split index."""
+    """One folder per task under `out/split` holding `task_files(task)`, then the split index."""
     split_dir = out / split
     taken: set[str] = set()
     entries = []
     for task in tasks:
         folder = split_dir / folder_name(task.id, taken)
         folder.mkdir(parents=True)
-        write_task(task, folder)
+        for rel, (data, mode) in task_files(task).items():
+            write_file(folder / rel, data, mode)
         entries.append({"id": task.id, "folder": folder.name})
     path = split_dir / INDEX
     path.write_text(json.dumps({"tasks": entries}, indent=2, ensure_ascii=False) + "\n")

@@ -15,7 +15,6 @@ import os
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
 
 from taskpack.errors import TaskpackError
@@ -302,66 +301,3 @@ def _table_rows(
         yield from iter_csv_rows(stream, where, sep, strip_headers)
     else:
         raise TaskpackError(f"{where}: unknown table type {suffix!r} (csv, tsv, jsonl, parquet)")
-
-
-def task_folders(uri: str, marker: str) -> Iterator[tuple[str, Path]]:
-    """(id, folder) for the task folder at `uri` or every task folder below it.
-
-    A folder holding `marker` is a task; its id is its path relative to `uri`, so tasks named
-    `0` in two datasets stay distinct. Folders are visited in sorted order for stable output.
-    """
-    root = Path(uri)
-    if not root.is_dir():
-        raise TaskpackError(f"{uri}: not a folder (task folders are read from local paths)")
-    if (root / marker).is_file():
-        yield root.name, root
-        return
-    found = False
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        if marker in filenames:
-            found = True
-            dirnames.clear()  # a task folder's own subfolders are its files, not tasks
-            folder = Path(dirpath)
-            yield folder.relative_to(root).as_posix(), folder
-    if not found:
-        raise TaskpackError(f"{uri}: no task folders (no {marker} found below it)")
-
-
-def folder_files(folder: Path) -> list[dict[str, Any]]:
-    """Every file below `folder` as a task file with its permission bits, in sorted order."""
-    files = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_symlink():
-            raise RowError(f"{path.relative_to(folder)}: symbolic links are not carried")
-        if path.is_file():
-            files.append(
-                {
-                    "path": path.relative_to(folder).as_posix(),
-                    "data": path.read_bytes(),
-                    "mode": path.stat().st_mode & 0o777,
-                }
-            )
-    return files
-
-
-def read_folders(
-    uri: str, marker: str, convert: Callable[[str, Path], dict[str, Any]]
-) -> Iterator[Record]:
-    """Records for every task folder, each converted by `convert(id, folder)`."""
-    for ordinal, (task_id, folder) in enumerate(task_folders(uri, marker)):
-        where = str(folder)
-        try:
-            yield Record(where, task=convert(task_id, folder), line=ordinal + 1)
-        except RowError as e:
-            yield Record(where, error=str(e), line=ordinal + 1)
-
-
-def text_file(folder: Path, name: str) -> str | None:
-    path = folder / name
-    if not path.is_file():
-        return None
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise RowError(f"{name}: not valid UTF-8") from None

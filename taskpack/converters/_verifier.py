@@ -15,6 +15,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from taskpack.converters._folders import Files
 from taskpack.converters._format import Target
 from taskpack.errors import TaskpackError
 from taskpack.model import (
@@ -168,7 +169,6 @@ def _write_file(path: str, data: bytes) -> bytes:
 
 
 DEFAULT_IMAGE = "python:3.12-slim"
-Files = dict[str, tuple[bytes, int]]
 
 
 def complete(

@@ -27,14 +27,20 @@ import tomli_w
 from pydantic import ValidationError
 
 from taskpack.converters._folders import (
+    Files,
     file_entry,
     read_folders,
     read_text,
     walk,
-    write_file,
     write_split,
 )
-from taskpack.converters._format import Format, Options, Target, report_uncarried
+from taskpack.converters._format import (
+    CHECKED_FIELDS,
+    Format,
+    Options,
+    Target,
+    report_uncarried,
+)
 from taskpack.converters._payload import task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._rows import STYLE, own_extras
@@ -295,7 +301,7 @@ def instruction_text(prompt: list[Any], task: Task, target: Target) -> str:
     return "\n\n".join(texts)
 
 
-def _write_task(task: Task, folder: Path, target: Target) -> None:
+def _task_files(task: Task, target: Target) -> Files:
     report_uncarried(FORMAT, task, target.losses)
     extra, hints = own_extras(task, "harbor")
     modes: dict[str, int] = hints.get("modes", {})
@@ -320,12 +326,11 @@ def _write_task(task: Task, folder: Path, target: Target) -> None:
         config = {**_DEFAULTS, **config}
     config = apply(config, extra)
     files[MARKER] = (tomli_w.dumps(config).encode("utf-8"), modes.get(MARKER, 0o644))
-    for rel, (data, mode) in files.items():
-        write_file(folder / rel, data, mode)
+    return files
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    return write_split(tasks, out, split, lambda task, folder: _write_task(task, folder, target))
+    return write_split(tasks, out, split, lambda task: _task_files(task, target))
 
 
 FORMAT = Format(
@@ -333,18 +338,5 @@ FORMAT = Format(
     summary="Harbor task folders: task.toml, instruction.md, environment/, tests/, solution/.",
     read=read,
     write=write,
-    carries=frozenset(
-        {
-            "prompt",
-            "answer",
-            "solution",
-            "reward",
-            "tools",
-            "files",
-            "steps",
-            "environment",
-            "limits",
-            "metadata",
-        }
-    ),
+    carries=frozenset(CHECKED_FIELDS) - {"rewards"},
 )

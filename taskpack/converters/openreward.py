@@ -22,12 +22,12 @@ import yaml
 from pydantic import ValidationError
 
 from taskpack.converters._folders import (
+    Files,
     file_entry,
     inside,
     read_folders,
     read_text,
     walk,
-    write_file,
     write_split,
 )
 from taskpack.converters._format import (
@@ -41,7 +41,7 @@ from taskpack.converters._format import (
 from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError
-from taskpack.converters._verifier import complete, instruction_suffix
+from taskpack.converters._verifier import complete, graded, instruction_suffix
 from taskpack.converters._yaml import load_yaml
 from taskpack.converters.harbor import instruction_text
 from taskpack.errors import describe_validation_error
@@ -142,7 +142,7 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return read_folders(uri, MARKER, convert)
 
 
-def _write_task(task: Task, folder: Path, target: Target) -> None:
+def _task_files(task: Task, target: Target) -> Files:
     report_uncarried(FORMAT, task, target.losses)
     native = "openreward" in task.extras or (
         task.source is not None and task.source.format == "openreward"
@@ -172,12 +172,14 @@ def _write_task(task: Task, folder: Path, target: Target) -> None:
     text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
     files[MARKER] = (text.encode("utf-8"), 0o644)
     files[WEIGHTS] = ((json.dumps(test_weights, indent=2) + "\n").encode(), 0o644)
-    for rel, (data, mode) in files.items():
-        write_file(folder / rel, data, mode)
+    return files
+
+
+_CARRIES = frozenset({"prompt", "reward", "files", "metadata"})
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    return write_split(tasks, out, split, lambda task, folder: _write_task(task, folder, target))
+    return write_split(tasks, out, split, lambda task: _task_files(task, target))
 
 
 FORMAT = Format(
@@ -185,5 +187,6 @@ FORMAT = Format(
     summary="OpenReward (SETA-style) task folders: task.yaml, weights.json, tests/, solution/.",
     read=read,
     write=write,
-    carries=frozenset({"prompt", "reward", "files", "metadata"}),
+    # A graded task's answer and solution travel as its verifier and oracle.
+    carries=lambda task: _CARRIES | ({"answer", "solution"} if graded(task) else set()),
 )

@@ -10,10 +10,9 @@ REFERENCES.json maps each eval prompt's last message to [reference reply, wrong 
 import json
 import os
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import verifiers as vf
+from fake_openai import serve
 
 sys.path.insert(0, sys.argv[1])
 env = vf.load_environment("taskpack_env")
@@ -22,43 +21,10 @@ with open(sys.argv[2], encoding="utf-8") as f:
 which = {"reply": 0}
 
 
-class FakeOpenAI(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        question = body["messages"][-1]["content"]
-        if isinstance(question, list):
-            question = "".join(part.get("text", "") for part in question)
-        content = references.get(question, ["?", "?"])[which["reply"]]
-        reply = {
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": content},
-                }
-            ],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), FakeOpenAI)
-threading.Thread(target=server.serve_forever, daemon=True).start()
+base_url = serve(lambda question: references.get(question, ["?", "?"])[which["reply"]])
 os.environ["FAKE_KEY"] = "not-a-secret"
 config = vf.ClientConfig(
-    api_base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+    api_base_url=base_url,
     api_key_var="FAKE_KEY",
     max_retries=0,
 )
