@@ -204,6 +204,8 @@ def test_nemo_to_skyrl_and_harbor_report_what_does_not_fit(tmp_path: Path) -> No
     sky = convert_format({"t": [str(tools)]}, "nemo", "skyrl", tmp_path / "s")
     assert "skyrl: tools lost in 5 task(s)" in sky.losses
     assert "skyrl: extras.nemo lost in 5 task(s)" in sky.losses
+    to_harbor = convert_format({"t": [str(tools)]}, "nemo", "harbor", tmp_path / "th")
+    assert any(x.startswith("harbor: function tools") for x in to_harbor.losses)
     images = PEERS / "nemo_gym" / "circle_count.jsonl"
     harbor = convert_format({"t": [str(images)]}, "nemo", "harbor", tmp_path / "h")
     assert "harbor: prompt content parts other than text lost in 5 task(s)" in harbor.losses

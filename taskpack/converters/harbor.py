@@ -258,6 +258,8 @@ def to_toml(task: Task, target: Target | None) -> dict[str, Any]:
         if env.env:
             table["env"] = dict(env.env)
     servers = [t for t in task.tools if isinstance(t, McpServer)]
+    if len(servers) < len(task.tools) and target is not None:
+        target.losses.lost("function tools (Harbor offers tools through MCP servers)", task)
     if servers:
         table["mcp_servers"] = [
             {
