@@ -15,6 +15,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from taskpack.converters import _swe_harness as swe_harness
 from taskpack.converters._folders import Files
 from taskpack.converters._format import Target
 from taskpack.errors import TaskpackError
@@ -63,6 +64,8 @@ def graded(task: Task) -> bool:
 def instruction_suffix(task: Task) -> str:
     """Where the agent's work goes, for graded tasks; empty otherwise."""
     reward = task.reward
+    if isinstance(reward, SweTests):
+        return f"\n\nThe repository is checked out at {swe_harness.REPO_DIR}."
     if not graded(task):
         return ""
     if isinstance(reward, UnitTests):
@@ -178,6 +181,16 @@ def complete(
     mode): a Dockerfile (its image; with `copy_workspace`, its workspace files copied to /app
     from `environment/workspace/`), `tests/test.sh` writing the reward, `solution/solve.sh`.
     The task's own files win; a clash is an error, never an overwrite."""
+    if isinstance(task.reward, SweTests):
+        if swe_harness.available():
+            for rel, (data, mode) in swe_harness.files(task).items():
+                if not (rel == "environment/Dockerfile" and rel in files):
+                    _add(files, rel, data, mode, task)
+            return
+        target.losses.lost(
+            "the SWE-bench harness's eval script and grading (pip install 'taskpack[swebench]')",
+            task,
+        )
     image = task.environment.image if task.environment else None
     if graded(task):  # taskpack's own verifier needs only a Python 3
         image = image or DEFAULT_IMAGE
