@@ -160,11 +160,15 @@ def ls(target: str | None, split_name: str | None, registry: str | None) -> None
 
 
 def _readable(task: Task) -> dict[str, Any]:
-    """The task as shown to a person: files as text when they are short UTF-8, else by hash."""
-    shown = task.model_dump(mode="json", exclude_none=True, exclude={"files"})
+    """The task as shown to a person: only what is set; files as text when they are short
+    UTF-8, else by hash."""
+    shown = task.model_dump(mode="json", exclude_defaults=True, exclude={"files"})
     files = []
     for f in task.files:
-        entry: dict[str, Any] = {"path": f.path, "mode": f"{f.mode:04o}", "size": f.size}
+        entry: dict[str, Any] = {"path": f.path, "role": f.role}
+        if f.step is not None:
+            entry["step"] = f.step
+        entry.update(mode=f"{f.mode:04o}", size=f.size)
         entry["sha256"] = f.sha256
         if f.data is not None and (f.size or 0) <= INLINE_MAX:
             try:
