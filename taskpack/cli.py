@@ -159,10 +159,20 @@ def ls(target: str | None, split_name: str | None, registry: str | None) -> None
         click.echo(tid)
 
 
+def _pruned(value: Any) -> Any:
+    """Without empty lists and mappings, at any depth."""
+    if isinstance(value, dict):
+        pruned = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def _readable(task: Task) -> dict[str, Any]:
     """The task as shown to a person: only what is set; files as text when they are short
     UTF-8, else by hash."""
-    shown = task.model_dump(mode="json", exclude_defaults=True, exclude={"files"})
+    shown = _pruned(task.model_dump(mode="json", exclude_none=True, exclude={"files"}))
     files = []
     for f in task.files:
         entry: dict[str, Any] = {"path": f.path, "role": f.role}
