@@ -172,7 +172,9 @@ def _pruned(value: Any) -> Any:
 def _readable(task: Task) -> dict[str, Any]:
     """The task as shown to a person: only what is set; files as text when they are short
     UTF-8, else by hash."""
-    shown = _pruned(task.model_dump(mode="json", exclude_none=True, exclude={"files"}))
+    shown: dict[str, Any] = _pruned(
+        task.model_dump(mode="json", exclude_none=True, exclude={"files"})
+    )
     files = []
     for f in task.files:
         entry: dict[str, Any] = {"path": f.path, "role": f.role}
