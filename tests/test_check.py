@@ -120,3 +120,15 @@ def test_check_names_what_it_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "x").mkdir()
     out = CliRunner().invoke(main, ["check", str(tmp_path / "x")])
     assert out.exit_code == 1 and "bubblewrap is not installed" in out.output
+
+
+def test_task_toml_is_valid_whatever_the_text_holds(tmp_path: Path) -> None:
+    """Written by a TOML library: control characters such as U+007F and quotes survive."""
+    import tomllib
+
+    odd = 'del \x7f, quote " and \\ backslash, tab \t, \u2028'
+    task = {"id": "odd", "prompt": "?", "answer": "1", "metadata": {"note": odd, "n": [1, 2]}}
+    taskpack.write(tmp_path / "ts", {"test": [task]}, name="t")
+    export(taskpack.open(tmp_path / "ts"), "harbor", tmp_path / "hb")
+    config = tomllib.loads((tmp_path / "hb" / "test" / "odd" / "task.toml").read_text())
+    assert config["metadata"] == {"note": odd, "n": [1, 2]}

@@ -35,11 +35,14 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-@pytest.fixture(scope="module", params=sorted(FILES))
+@pytest.fixture(
+    scope="module", params=[(n, f) for n in sorted(FILES) for f in ("harbor", "openreward")]
+)
 def exported(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    path = FILES[request.param]
-    out = tmp_path_factory.mktemp("swe") / "hb"
-    result = convert_format({"test": [str(path)]}, "swebench", "harbor", out)
+    name, fmt = request.param
+    path = FILES[name]
+    out = tmp_path_factory.mktemp("swe") / "out"
+    result = convert_format({"test": [str(path)]}, "swebench", fmt, out)
     assert not any("SWE-bench harness" in loss for loss in result.losses)
     return records(path), out / "test"
 
@@ -62,7 +65,10 @@ def test_every_instance_gets_the_harness_image_and_eval_script(exported: Any) ->
         assert instance["FAIL_TO_PASS"] == json.loads(raw["FAIL_TO_PASS"])
         assert instance["PASS_TO_PASS"] == json.loads(raw["PASS_TO_PASS"])
         assert raw["patch"] in (folder / "solution" / "solve.sh").read_text(encoding="utf-8")
-        assert raw["patch"] not in (folder / "instruction.md").read_text(encoding="utf-8")
+        instruction = folder / (
+            "instruction.md" if (folder / "task.toml").exists() else "task.yaml"
+        )
+        assert raw["patch"] not in instruction.read_text(encoding="utf-8")
 
 
 def harness_log(repo: str, passing: list[str], failing: list[str]) -> str | None:
