@@ -790,7 +790,7 @@ DIGEST = r"^sha256:[0-9a-f]{64}$"
 
 
 class SplitInfo(_Model):
-    path: str
+    path: RelPath
     rows: int = Field(ge=0)
     digest: Annotated[str, Field(pattern=DIGEST)]
     bytes: int = Field(ge=0, description="Size of the split's Parquet file.")

@@ -3,13 +3,16 @@ resolution, tags, the cache, offline mode and lockfiles."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import taskpack
+from taskpack.cli import main
 from taskpack.errors import TaskpackError
 from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.cache import Cache
@@ -357,3 +360,50 @@ def test_progress_is_silent_off_a_terminal_and_drawn_on_one(
     bar(1_000_000)
     bar.close()
     assert "pull: 1.0 MB / 2.0 MB (50%)" in capsys.readouterr().err
+
+
+def test_a_manifest_must_be_what_its_key_says(tmp_path: Path) -> None:
+    """A manifest stored as aaa@1.0.1 that says it is bbb@2.0.0, or whose digest is not its
+    splits' digest, is refused; nothing of it enters the cache."""
+    reg = tmp_path / "reg"
+    publish(build(tmp_path / "a", "1.0.0", name="aaa"), registry=str(reg))
+    publish(build(tmp_path / "b", "2.0.0", name="bbb", salt="x"), registry=str(reg))
+    real = json.loads((reg / "sets/bbb/versions/2.0.0.json").read_text())
+    (reg / "sets/aaa/versions/1.0.1.json").write_text(json.dumps(real))
+    with pytest.raises(TaskpackError, match=r"aaa@1.0.1 says it is bbb@2.0.0; refused"):
+        taskpack.load("aaa@1.0.1", split="test", registry=str(reg))
+    claimed = {**real, "name": "aaa", "version": "1.0.2", "digest": "sha256:" + "0" * 64}
+    (reg / "sets/aaa/versions/1.0.2.json").write_text(json.dumps(claimed))
+    with pytest.raises(TaskpackError, match="is not its splits' digest; refused"):
+        taskpack.load("aaa@1.0.2", split="test", registry=str(reg))
+    escaping = {**real, "name": "aaa", "version": "1.0.3"}
+    escaping["splits"]["test"]["path"] = "../../../etc/passwd"
+    (reg / "sets/aaa/versions/1.0.3.json").write_text(json.dumps(escaping))
+    with pytest.raises(TaskpackError, match=r"contains '\.\.'"):
+        taskpack.load("aaa@1.0.3", split="test", registry=str(reg))
+    assert len(taskpack.load("bbb@2.0.0", split="test", registry=str(reg))) == 2
+
+
+def test_stray_keys_and_hostile_tags_do_not_break_listing(tmp_path: Path) -> None:
+    reg = tmp_path / "reg"
+    publish(build(tmp_path / "a", "1.0.0"), registry=str(reg))
+    (reg / "sets/arith/versions/notes.json").write_text("{}")
+    (reg / "sets/arith/tags/broken.json").write_text("not json")
+    (reg / "sets/arith/tags/evil.json").write_text('{"version": "../../x"}')
+    out = CliRunner().invoke(main, ["ls", "arith", "--registry", str(reg)])
+    assert out.exit_code == 0, out.output
+    assert "1.0.0" in out.output and "notes" not in out.output and "evil" not in out.output
+    assert len(taskpack.load("arith@latest", split="test", registry=str(reg))) == 2
+    with pytest.raises(TaskpackError, match="no version or tag 'evil'"):
+        taskpack.load("arith@evil", split="test", registry=str(reg))
+
+
+def test_a_corrupt_cached_manifest_is_fetched_again(tmp_path: Path) -> None:
+    reg = tmp_path / "reg"
+    publish(build(tmp_path / "a", "1.0.0"), registry=str(reg))
+    assert len(taskpack.load("arith@1.0.0", split="test", registry=str(reg))) == 2
+    cached = list((Path(os.environ["TASKPACK_CACHE"]) / "manifests").rglob("1.0.0.json"))
+    assert len(cached) == 1
+    cached[0].write_text("{ truncated")
+    assert len(taskpack.load("arith@1.0.0", split="test", registry=str(reg))) == 2
+    assert json.loads(cached[0].read_text())["version"] == "1.0.0"

@@ -10,8 +10,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from taskpack.errors import TaskpackError
-from taskpack.model import Manifest
+from pydantic import ValidationError
+
+from taskpack.errors import TaskpackError, describe_validation_error
+from taskpack.model import Manifest, version_digest
 from taskpack.registry.refs import (
     Ref,
     best_match,
@@ -40,7 +42,27 @@ class Registry(ABC):
     def versions(self, name: str) -> list[str]: ...
 
     @abstractmethod
-    def manifest(self, name: str, version: str) -> Manifest | None: ...
+    def read_manifest(self, name: str, version: str) -> bytes | None:
+        """The bytes stored as `name@version`'s manifest, or None when there are none."""
+
+    def manifest(self, name: str, version: str) -> Manifest | None:
+        """The manifest of `name@version`, checked: it must say it is `name@version` (a
+        manifest stored under one key cannot stand in for another version), its paths must
+        stay inside the version, and its digest must be the one its split digests give."""
+        data = self.read_manifest(name, version)
+        if data is None:
+            return None
+        where = f"{self.url}: manifest of {name}@{version}"
+        try:
+            m = Manifest.model_validate_json(data)
+        except ValidationError as e:
+            raise TaskpackError(f"{where} is invalid: {describe_validation_error(e)}") from None
+        if (m.name, m.version) != (name, version):
+            raise TaskpackError(f"{where} says it is {m.name}@{m.version}; refused")
+        splits = {n: s.digest for n, s in m.splits.items()}
+        if version_digest(splits, m.format_version) != m.digest:
+            raise TaskpackError(f"{where}: digest {m.digest} is not its splits' digest; refused")
+        return m
 
     @abstractmethod
     def tags(self, name: str) -> dict[str, str]:

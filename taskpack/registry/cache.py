@@ -94,17 +94,23 @@ class Cache:
         return self.root / "manifests" / registry_dirname(registry_url) / name
 
     def manifest(self, registry_url: str, name: str, version: str) -> Manifest | None:
-        path = self._manifest_dir(registry_url, name) / f"{version}.json"
+        return self._read_manifest(self._manifest_dir(registry_url, name) / f"{version}.json")
+
+    def _read_manifest(self, path: Path) -> Manifest | None:
+        """A cached manifest; a corrupt one is removed (and so fetched again), never served."""
         try:
             return stored_manifest(path.read_bytes())
         except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            path.unlink(missing_ok=True)
             return None
 
     def manifest_by_digest(self, registry_url: str, name: str, digest: str) -> Manifest | None:
         folder = self._manifest_dir(registry_url, name)
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-            m = stored_manifest(path.read_bytes())
-            if m.digest == digest:
+            m = self._read_manifest(path)
+            if m is not None and m.digest == digest:
                 return m
         return None
 

@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
 from taskpack.registry.base import Registry
@@ -157,19 +155,11 @@ class HubRegistry(Registry):
         tags = [t.name for t in refs.tags] if refs is not None else []
         return sorted((t for t in tags if is_version(t)), key=version_key)
 
-    def manifest(self, name: str, version: str) -> Manifest | None:
+    def read_manifest(self, name: str, version: str) -> bytes | None:
         # A version exists when its tag does; asking for a file of a missing repo gets 401.
         if version not in self.versions(name):
             return None
-        data = self._get(name, MANIFEST, version)
-        if data is None:
-            return None
-        try:
-            return Manifest.model_validate_json(data)
-        except ValidationError as e:
-            raise TaskpackError(
-                f"{self.url}: manifest of {name}@{version} is invalid: {e}"
-            ) from None
+        return self._get(name, MANIFEST, version)
 
     def _tags_head(self, name: str) -> tuple[str | None, dict[str, str]]:
         refs = self._refs(name)
@@ -183,7 +173,15 @@ class HubRegistry(Registry):
         ):
             return head, {}
         data = self._get(name, TAGS_FILE, head)
-        return head, json.loads(data) if data else {}
+        try:
+            stored = json.loads(data) if data else {}
+        except ValueError:
+            stored = {}
+        if not isinstance(stored, dict):
+            stored = {}
+        # Only tags naming a version count; a stray or hostile entry is passed over.
+        tags = {k: v for k, v in stored.items() if isinstance(v, str) and is_version(v)}
+        return head, tags
 
     def tags(self, name: str) -> dict[str, str]:
         return self._tags_head(name)[1]

@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
 from taskpack.registry.base import Registry
-from taskpack.registry.refs import version_key
+from taskpack.registry.refs import is_version, tag_version, version_key
 from taskpack.registry.store import PreconditionFailed, Progress, Store
 from taskpack.taskset import TaskSet, blob_relpath, sha256_relpath
 
@@ -36,27 +34,23 @@ class ObjectStoreRegistry(Registry):
 
     def versions(self, name: str) -> list[str]:
         keys = self.store.list(f"sets/{name}/versions")
-        return sorted(
-            (k.removesuffix(".json") for k in keys if k.endswith(".json")), key=version_key
-        )
+        found = (k.removesuffix(".json") for k in keys if k.endswith(".json"))
+        return sorted((v for v in found if is_version(v)), key=version_key)  # strays passed over
 
-    def manifest(self, name: str, version: str) -> Manifest | None:
-        found = self.store.read(f"sets/{name}/versions/{version}.json")
-        if found is None:
+    def read_manifest(self, name: str, version: str) -> bytes | None:
+        if not is_version(version):
             return None
-        try:
-            return Manifest.model_validate_json(found[0])
-        except ValidationError as e:
-            raise TaskpackError(
-                f"{self.url}: manifest of {name}@{version} is invalid: {e}"
-            ) from None
+        found = self.store.read(f"sets/{name}/versions/{version}.json")
+        return None if found is None else found[0]
 
     def tags(self, name: str) -> dict[str, str]:
+        """Tag -> version; an entry that is not a tag naming a version is passed over."""
         out = {}
         for key in self.store.list(f"sets/{name}/tags"):
-            found = self.store.read(f"sets/{name}/tags/{key}")
-            if key.endswith(".json") and found is not None:
-                out[key.removesuffix(".json")] = json.loads(found[0])["version"]
+            found = self.store.read(f"sets/{name}/tags/{key}") if key.endswith(".json") else None
+            version = tag_version(found[0]) if found is not None else None
+            if version is not None:
+                out[key.removesuffix(".json")] = version
         return out
 
     def set_tag(self, name: str, tag: str, version: str, *, only_if_newer: bool = False) -> None:

@@ -52,6 +52,18 @@ def is_version(text: str) -> bool:
     return bool(re.match(SEMVER, text))
 
 
+def tag_version(data: bytes) -> str | None:
+    """The version a stored tag (`{"version": ...}`) names; None for anything else, so a stray
+    or hostile tag (`../../x`) never becomes a key to read."""
+    import json
+
+    try:
+        version = json.loads(data).get("version")
+    except (ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) and is_version(version) else None
+
+
 def version_key(version: str) -> tuple[int, int, int, int, str]:
     """Sort key: by number, a release above its pre-releases (build metadata ignored)."""
     core, _, pre = version.split("+", 1)[0].partition("-")
