@@ -10,9 +10,17 @@ import hashlib
 
 from pydantic import ValidationError
 
-from taskpack.errors import describe_validation_error
+from taskpack._fs import check_regular
+from taskpack.errors import TaskpackError, describe_validation_error
 from taskpack.model import version_digest
-from taskpack.taskset import TaskSet, blob_relpath, file_sha256, validated_task_from_row
+from taskpack.taskset import (
+    _JSON_COLUMNS,
+    _V1_JSON_COLUMNS,
+    TaskSet,
+    blob_relpath,
+    file_sha256,
+    validated_task_from_row,
+)
 
 
 def verify(ts: TaskSet, limit: int = 20) -> list[str]:
@@ -80,3 +88,76 @@ def verify_objects(ts: TaskSet) -> list[str]:
             elif file_sha256(path) != sha:
                 problems.append(f"split {name!r}: {path} does not hash to {sha}")
     return problems
+
+
+def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
+    """Problems a reader would meet, found without validating every task: each split opens as
+    Parquet with the columns its format version has, holds the rows the manifest says, has
+    unique ids, JSON columns that parse, file paths and modes that are safe, and task digests
+    that chain to the split digest. Cheaper than `verify` (no model validation), so publish
+    runs it on every version before anything is uploaded."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from taskpack.model import _rel_path
+    from taskpack.taskset import SCHEMA
+
+    problems: list[str] = []
+    version = ts.manifest.format_version
+    json_columns = _JSON_COLUMNS if version >= 2 else _V1_JSON_COLUMNS
+    required = set(SCHEMA.names) if version >= 2 else {"id", "digest", "prompt", "files"}
+    for name, info in ts.manifest.splits.items():
+        where = f"split {name!r}"
+        try:
+            check_regular(ts.root / info.path)
+            pf = pq.ParquetFile(ts.root / info.path)
+        except (OSError, ValueError, TaskpackError) as e:
+            problems.append(f"{where}: cannot be read as Parquet ({e})")
+            continue
+        missing = sorted(required - set(pf.schema_arrow.names))
+        if missing:
+            problems.append(f"{where}: columns {missing} missing")
+            continue
+        if pf.metadata.num_rows != info.rows:
+            problems.append(f"{where}: {pf.metadata.num_rows} rows, the manifest says {info.rows}")
+        running, seen, row_no = hashlib.sha256(), set(), 0
+        columns = [
+            "id",
+            "digest",
+            "files",
+            *(c for c in json_columns if c in pf.schema_arrow.names),
+        ]
+        try:
+            batches = pf.iter_batches(batch_size=1024, columns=columns)
+            for batch in batches:
+                for row in batch.to_pylist():
+                    at = f"{where} row {row_no} (id {row['id']!r})"
+                    row_no += 1
+                    if row["id"] in seen:
+                        problems.append(f"{at}: duplicate id")
+                    seen.add(row["id"])
+                    running.update(str(row["digest"]).encode("ascii") + b"\n")
+                    for column in json_columns:
+                        if row.get(column) is not None:
+                            try:
+                                json.loads(row[column])
+                            except ValueError:
+                                problems.append(f"{at}: column {column} is not JSON")
+                    for f in row["files"] or ():
+                        try:
+                            _rel_path(f["path"])
+                        except ValueError as e:
+                            problems.append(f"{at}: files: {e}")
+                        if not 0 <= f["mode"] <= 0o777:
+                            problems.append(
+                                f"{at}: files: mode {f['mode']:o} is not permission bits"
+                            )
+                    if len(problems) >= limit:
+                        return problems
+        except (OSError, ValueError) as e:
+            problems.append(f"{where}: unreadable ({e})")
+            continue
+        if "sha256:" + running.hexdigest() != info.digest:
+            problems.append(f"{where}: digest {info.digest} does not match its tasks")
+    return problems[:limit]

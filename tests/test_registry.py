@@ -407,3 +407,62 @@ def test_a_corrupt_cached_manifest_is_fetched_again(tmp_path: Path) -> None:
     cached[0].write_text("{ truncated")
     assert len(taskpack.load("arith@1.0.0", split="test", registry=str(reg))) == 2
     assert json.loads(cached[0].read_text())["version"] == "1.0.0"
+
+
+def _repoint(path: Path, table: Any) -> None:
+    """Write `table` as the test split and make the manifest name its bytes (so only reading it
+    can tell it is broken)."""
+    import pyarrow.parquet as pq
+
+    from taskpack.model import SplitInfo
+    from taskpack.taskset import MANIFEST, file_sha256
+
+    parquet = path / "splits" / "test.parquet"
+    pq.write_table(table, parquet)
+    manifest = taskpack.open(path).manifest
+    info = manifest.splits["test"]
+    manifest.splits["test"] = SplitInfo(
+        **{**info.model_dump(), "sha256": file_sha256(parquet), "bytes": parquet.stat().st_size}
+    )
+    (path / MANIFEST).write_text(manifest.model_dump_json())
+
+
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        ("extra row", "3 rows, the manifest says 2"),
+        ("missing column", "columns ['reward'] missing"),
+        ("bad json", "column metadata is not JSON"),
+        ("escaping path", "files: path '../x' contains '..'"),
+        ("setuid mode", "mode 4755 is not permission bits"),
+        ("edited digest", "does not match its tasks"),
+    ],
+)
+def test_publish_refuses_what_a_reader_could_not_read(
+    tmp_path: Path, breakage: str, message: str
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = build(tmp_path / "a", "1.0.0")
+    table = pq.read_table(path / "splits" / "test.parquet")
+    rows = table.to_pylist()
+    if breakage == "extra row":
+        rows.append({**rows[0], "id": "extra"})
+    elif breakage == "missing column":
+        table = table.drop(["reward"])
+    elif breakage == "bad json":
+        rows[1]["metadata"] = "{not json"
+    elif breakage == "escaping path":
+        rows[0]["files"][0]["path"] = "../x"
+    elif breakage == "setuid mode":
+        rows[0]["files"][0]["mode"] = 0o4755
+    elif breakage == "edited digest":
+        rows[0]["digest"] = "sha256:" + "1" * 64
+    if breakage != "missing column":
+        table = pa.Table.from_pylist(rows, schema=table.schema)
+    _repoint(path, table)
+    with pytest.raises(TaskpackError, match="not published, invalid") as info:
+        publish(path, registry=str(tmp_path / "reg"))
+    assert message in str(info.value)
+    assert not (tmp_path / "reg" / "sets").exists()  # nothing uploaded, no version

@@ -173,17 +173,17 @@ def publish(
 ) -> tuple[Manifest, bool]:
     """Publish the task set at `path`; (manifest, whether it was new).
 
-    Every object's bytes are checked against the manifest's hashes first, so what is
-    published is what the manifest describes. The tasks themselves were validated when the
-    task set was written; `full_check` re-validates every row and digest too (as `taskpack
-    validate` does), for task sets edited by hand or by other tools.
+    Every object's bytes are checked against the manifest's hashes first, and every split is
+    opened as a reader would (row counts, columns, ids, JSON, paths, modes, digests), so a
+    version that could not be read back is never published (it would be immutable).
+    `full_check` re-validates every task too (as `taskpack validate` does).
     """
     from taskpack.progress import progress
     from taskpack.taskset import open as open_taskset
-    from taskpack.verify import verify, verify_objects
+    from taskpack.verify import verify, verify_objects, verify_readable
 
     ts: TaskSet = open_taskset(path)
-    problems = verify(ts, limit=5) if full_check else verify_objects(ts)
+    problems = verify(ts, limit=5) if full_check else verify_objects(ts) or verify_readable(ts)
     if problems:
         raise TaskpackError(f"{path}: not published, invalid: " + "; ".join(problems))
     m = ts.manifest
