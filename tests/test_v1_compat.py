@@ -1,4 +1,4 @@
-"""Task sets written by format version 1 (tests/fixtures/v1: a folder and a local registry
+"""Task sets written by format version 1 (tests/fixtures/v1: a task-set folder and a local registry
 holding it, both written by taskpack 0.1 before task model 2) still open, verify, load from a
 registry and export. Their files get roles: the files a reward runs as tests become `tests`."""
 
@@ -14,7 +14,7 @@ V1 = Path(__file__).parent / "fixtures" / "v1"
 
 
 def test_v1_folder_opens_verifies_and_exports(tmp_path: Path) -> None:
-    ts = taskpack.open(V1 / "v1.taskset")
+    ts = taskpack.open(V1 / "folder")
     assert ts.manifest.format_version == 1
     assert taskpack.verify(ts) == []
     tasks = {t.id: t for t in ts.split("test")}
@@ -46,4 +46,4 @@ def test_v1_published_version_loads_from_its_registry(tmp_path: Path) -> None:
     split = taskpack.load("v1set@1.0.0", split="test", registry=str(registry))
     assert len(split) == 8 and split.get("HumanEval/1") is not None
     pulled = taskpack.load("v1set@1", split="test", registry=str(registry))
-    assert [t.id for t in pulled] == [t.id for t in taskpack.open(V1 / "v1.taskset").split("test")]
+    assert [t.id for t in pulled] == [t.id for t in taskpack.open(V1 / "folder").split("test")]
