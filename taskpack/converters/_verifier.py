@@ -114,11 +114,6 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
         }
     if isinstance(reward, TestCommand):
         return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command=reward.command)), 0o755)}
-    if isinstance(reward, SweTests):
-        tests = " ".join(_quote(t) for t in reward.fail_to_pass + reward.pass_to_pass)
-        patch = f"git apply /tests/{reward.test_patch} && " if reward.test_patch else ""
-        script = _COMMAND_TEST.format(command=f"{patch}python3 -m pytest {tests}")
-        return {"test.sh": (with_exit_reward(script), 0o755)}
     target.losses.lost("reward (no check a folder export can run)", task)
     return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command="false")), 0o755)}
 
@@ -126,13 +121,9 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
 def with_exit_reward(script: str | bytes) -> bytes:
     """A test script that signals by its exit code, made to write the reward as well."""
     text = script.decode("utf-8") if isinstance(script, bytes) else script
-    return (text if text.endswith("\n") else text + "\n").encode(
-        "utf-8"
-    ) + REWARD_FROM_EXIT.encode()
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
+    if not text.endswith("\n"):
+        text += "\n"
+    return (text + REWARD_FROM_EXIT).encode("utf-8")
 
 
 def solve_reference(task: Task) -> str | None:
@@ -154,12 +145,11 @@ def solve_script(task: Task) -> bytes | None:
     if reference is not None:
         path = CODE_FILE if isinstance(task.reward, UnitTests) else ANSWER_FILE
         return _write_file(path, reference.encode("utf-8"))
-    if task.solution is None:
-        return None
+    if task.solution is None or isinstance(task.reward, SweTests):
+        return None  # a gold patch is applied by the SWE-bench harness files' own solve.sh
     if task.solution.startswith("#!"):
         return task.solution.encode("utf-8")
-    target = "/tests/solution.patch" if isinstance(task.reward, SweTests) else ANSWER_FILE
-    return _write_file(target, task.solution.encode("utf-8"))
+    return _write_file(ANSWER_FILE, task.solution.encode("utf-8"))
 
 
 def _write_file(path: str, data: bytes) -> bytes:
