@@ -1,13 +1,14 @@
-"""Chat messages as the row formats built on chat templates store them: `{role, content}` with
-text content (SkyRL, Verifiers, GEM). Everything else a conversation can hold is reported lost
-by the writer, never silently flattened.
+"""Conversations as text: `{role, content}` text messages for the row formats built on chat
+templates (SkyRL, Verifiers, GEM), and one instruction text for the folder formats (Harbor,
+OpenReward). Everything else a conversation can hold is reported lost by the writer, never
+silently flattened.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from taskpack.converters._format import Losses
+from taskpack.converters._format import Losses, Target
 from taskpack.converters._source import RowError
 from taskpack.model import Message, Task, TextPart
 
@@ -38,3 +39,26 @@ def text_messages(task: Task, losses: Losses) -> list[dict[str, Any]]:
             losses.lost("prompt content parts other than text", task)
         out.append({"role": item.role, "content": item.text})
     return out
+
+
+def _kind(item: Any) -> str:
+    return f"{item.type} {item.role}" if isinstance(item, Message) else str(item.type)
+
+
+def instruction_text(prompt: list[Any], task: Task, target: Target) -> str:
+    """What the agent reads: the prompt's text. One user message is written as it is; system,
+    developer and user texts are joined; anything else the agent would have seen is a loss."""
+    if len(prompt) == 1 and isinstance(prompt[0], Message) and isinstance(prompt[0].content, str):
+        return prompt[0].content
+    texts = []
+    for item in prompt:
+        if isinstance(item, Message) and item.role in ("system", "developer", "user"):
+            if isinstance(item.content, list) and any(p.type != "text" for p in item.content):
+                target.losses.lost("prompt content parts other than text", task)
+            texts.append(item.text)
+        else:
+            target.losses.lost(
+                f"prompt items other than instructions ({_kind(item)})",
+                task,
+            )
+    return "\n\n".join(texts)

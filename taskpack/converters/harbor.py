@@ -26,6 +26,7 @@ from typing import Any
 import tomli_w
 from pydantic import ValidationError
 
+from taskpack.converters._chat import instruction_text
 from taskpack.converters._folders import (
     Files,
     file_entry,
@@ -47,7 +48,7 @@ from taskpack.converters._rows import STYLE, own_extras
 from taskpack.converters._source import Record, RowError
 from taskpack.converters._verifier import complete, instruction_suffix
 from taskpack.errors import describe_validation_error
-from taskpack.model import McpServer, Message, Task, TaskFile
+from taskpack.model import McpServer, Task, TaskFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -278,29 +279,6 @@ def to_toml(task: Task, target: Target | None) -> dict[str, Any]:
                 entry["agent"] = {"timeout_sec": step.limits.timeout_sec}
             config["steps"].append(entry)
     return config
-
-
-def _kind(item: Any) -> str:
-    return f"{item.type} {item.role}" if isinstance(item, Message) else str(item.type)
-
-
-def instruction_text(prompt: list[Any], task: Task, target: Target) -> str:
-    """What the agent reads: the prompt's text. One user message is written as it is; system,
-    developer and user texts are joined; anything else the agent would have seen is a loss."""
-    if len(prompt) == 1 and isinstance(prompt[0], Message) and isinstance(prompt[0].content, str):
-        return prompt[0].content
-    texts = []
-    for item in prompt:
-        if isinstance(item, Message) and item.role in ("system", "developer", "user"):
-            if isinstance(item.content, list) and any(p.type != "text" for p in item.content):
-                target.losses.lost("prompt content parts other than text", task)
-            texts.append(item.text)
-        else:
-            target.losses.lost(
-                f"prompt items other than instructions ({_kind(item)})",
-                task,
-            )
-    return "\n\n".join(texts)
 
 
 def _task_files(task: Task, target: Target) -> Files:

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from taskpack.converters._chat import instruction_text
 from taskpack.converters._folders import (
     Files,
     file_entry,
@@ -43,7 +44,6 @@ from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError
 from taskpack.converters._verifier import complete, graded, instruction_suffix
 from taskpack.converters._yaml import load_yaml
-from taskpack.converters.harbor import instruction_text
 from taskpack.errors import describe_validation_error
 from taskpack.model import SweTests, Task, UnitTests, WeightedTests
 
