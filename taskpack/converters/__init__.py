@@ -34,20 +34,21 @@ def get(name: str) -> Format:
     return fmt
 
 
-def reader(name: str) -> Format:
+def _able(name: str, mode: str) -> Format:
     fmt = get(name)
-    if fmt.read is None:
-        readable = [n for n in names() if get(n).read]
-        raise TaskpackError(f"format {name!r} cannot be read; readable: {', '.join(readable)}")
+    if getattr(fmt, mode) is None:
+        able = ", ".join(n for n in names() if getattr(get(n), mode))
+        role = {"read": "reader", "write": "writer"}[mode]
+        raise TaskpackError(f"format {name!r} has no {role}; formats with one: {able}")
     return fmt
+
+
+def reader(name: str) -> Format:
+    return _able(name, "read")
 
 
 def writer(name: str) -> Format:
-    fmt = get(name)
-    if fmt.write is None:
-        writable = [n for n in names() if get(n).write]
-        raise TaskpackError(f"format {name!r} cannot be written; writable: {', '.join(writable)}")
-    return fmt
+    return _able(name, "write")
 
 
 def options(fmt: Format, values: dict[str, Any], write: bool = False) -> Any:

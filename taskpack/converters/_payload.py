@@ -35,6 +35,11 @@ def payload_json(task: Task) -> str:
     return json.dumps(task_payload(task), ensure_ascii=False, sort_keys=True)
 
 
+def embedded(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The whole task a row carries under `taskpack` (written with `embed`), if any."""
+    return task_from_payload(row[PAYLOAD_KEY]) if row.get(PAYLOAD_KEY) else None
+
+
 def task_from_payload(payload: Any, field: str = PAYLOAD_KEY) -> dict[str, Any]:
     """The task mapping a payload (a dict or its JSON text) describes."""
     if isinstance(payload, str):

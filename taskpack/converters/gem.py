@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from taskpack.converters._format import Format, Options, Target
-from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
+from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Message, Task
@@ -70,7 +70,7 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
         iter_table_rows(uri),
         lambda row, n: to_task(row, split, n),
         to_row,
-        lambda row: task_from_payload(row[PAYLOAD_KEY]) if row.get(PAYLOAD_KEY) else None,
+        embedded,
     )
 
 

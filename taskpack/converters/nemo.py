@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from taskpack.converters._format import Format, Options, Target, WriteOptions
-from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
+from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows
 from taskpack.model import (
@@ -233,7 +233,7 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
         iter_table_rows(uri),
         lambda row, n: to_task(row, split, n),
         to_row,
-        lambda row: task_from_payload(row[PAYLOAD_KEY]) if PAYLOAD_KEY in row else None,
+        embedded,
     )
 
 
