@@ -1,9 +1,10 @@
 """taskpack: one validated task-set format for RL environments, converters, and a registry."""
 
+from taskpack.diff import diff
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, Message, Task, TaskFile
-from taskpack.registry.client import load, publish, pull
-from taskpack.taskset import Split, TaskSet, TaskSetWriter, open, write
+from taskpack.registry.client import listing, load, open, publish, pull, versions
+from taskpack.taskset import Split, TaskSet, TaskSetWriter, write
 from taskpack.verify import verify
 
 __all__ = [
@@ -16,11 +17,14 @@ __all__ = [
     "TaskSet",
     "TaskSetWriter",
     "TaskpackError",
+    "diff",
+    "listing",
     "load",
     "open",
     "publish",
     "pull",
     "verify",
+    "versions",
     "write",
 ]
 __version__ = "0.1.0"

@@ -11,17 +11,13 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.taskset import INLINE_MAX, TaskSet
-from taskpack.taskset import open as open_taskset
-
-if TYPE_CHECKING:
-    from taskpack.registry.client import Version
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,13 +35,12 @@ def _user_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-taskset_path = click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 split_option = click.option(
     "--split", "-s", "split_name", help="Split to read (default: the only split, else 'train')."
 )
 
 
-def _pick_split(ts: TaskSet | Version, name: str | None) -> str:
+def _pick_split(ts: TaskSet, name: str | None) -> str:
     if name is not None:
         return name
     if len(ts.splits) == 1:
@@ -61,41 +56,37 @@ def main() -> None:
     """Package, convert and serve task datasets for RL of language models."""
 
 
-@main.command()
-@taskset_path
-@_user_errors
-def validate(path: Path) -> None:
-    """Check every task, digest and stored file of the task set at PATH."""
-    from taskpack.verify import verify
-
-    ts = open_taskset(path)
-    problems = verify(ts)
-    if problems:
-        for p in problems:
-            click.echo(f"{path}: {p}", err=True)
-        raise click.ClickException(f"{path}: invalid ({len(problems)} problem(s) shown)")
-    m = ts.manifest
-    total = sum(s.rows for s in m.splits.values())
-    click.echo(f"{path}: {m.name}@{m.version} is valid: {total} tasks in {len(m.splits)} split(s)")
-
-
 registry_option = click.option(
     "--registry",
-    help="Registry URL: a folder, s3://bucket/prefix or hf://owner "
+    help="Registry: a folder, file:///folder, s3://bucket/prefix or hf://owner "
     "(default: $TASKPACK_REGISTRY, else a folder in your data directory).",
 )
 
 
-def _open_any(target: str, registry: str | None) -> TaskSet | Version:
-    """A task-set folder when TARGET is one, else a NAME@VERSION in the registry."""
-    from taskpack.registry.client import resolve
+def _open_any(target: str, registry: str | None) -> TaskSet:
+    from taskpack.registry.client import open as open_any
 
-    path = Path(target)
-    if path.is_dir():
-        return open_taskset(path)
-    if path.suffix == ".taskset" or "/" in target:
-        raise TaskpackError(f"{target}: no such task-set folder")
-    return resolve(target, registry=registry)
+    return open_any(target, registry=registry)
+
+
+@main.command()
+@click.argument("target")
+@registry_option
+@_user_errors
+def validate(target: str, registry: str | None) -> None:
+    """Check every task, digest and stored object of a task-set folder or NAME@VERSION (whose
+    objects are fetched and hashed again, whatever the cache says)."""
+    from taskpack.verify import verify
+
+    ts = _open_any(target, registry)
+    problems = verify(ts)
+    if problems:
+        for p in problems:
+            click.echo(f"{target}: {p}", err=True)
+        raise click.ClickException(f"{target}: invalid ({len(problems)} problem(s) shown)")
+    m = ts.manifest
+    total = sum(s.rows for s in m.splits.values())
+    click.echo(f"{target}: {m.ref} is valid: {total} tasks in {len(m.splits)} split(s)")
 
 
 @main.command()
@@ -134,25 +125,15 @@ def ls(target: str | None, split_name: str | None, registry: str | None) -> None
     taskpack ls NAME                 versions and tags of NAME
     taskpack ls NAME@VER | FOLDER    task ids of one split
     """
-    from taskpack.registry import open_registry
-    from taskpack.registry.refs import version_key
+    from taskpack.registry.client import listing, versions
 
-    if target is None or ("@" not in target and not Path(target).is_dir()):
-        reg = open_registry(registry)
-        if target is None:
-            for name in reg.names():
-                versions = reg.versions(name)
-                click.echo(f"{name:<24}{versions[-1] if versions else '-'}")
-            return
-        versions = reg.versions(target)
-        if not versions:
-            raise TaskpackError(f"{reg.url}: no task set named {target!r}")
-        by_version: dict[str, list[str]] = {}
-        for tag, version in reg.tags(target).items():
-            by_version.setdefault(version, []).append(tag)
-        for version in sorted(versions, key=version_key):
-            tags = ", ".join(sorted(by_version.get(version, [])))
-            click.echo(f"{target}@{version}" + (f"  ({tags})" if tags else ""))
+    if target is None:
+        for name, latest in listing(registry).items():
+            click.echo(f"{name:<24}{latest or '-'}")
+        return
+    if "@" not in target and not Path(target).is_dir():
+        for version, tags in versions(target, registry).items():
+            click.echo(f"{target}@{version}" + (f"  ({', '.join(tags)})" if tags else ""))
         return
     ts = _open_any(target, registry)
     for tid in ts.split(_pick_split(ts, split_name)).ids():
@@ -260,25 +241,6 @@ def _progress(quiet: bool) -> Callable[[Iterator[Task], str], Iterator[Task]]:
     return count
 
 
-def _parse_sources(sources: tuple[str, ...], split: str | None) -> dict[str, list[str]]:
-    """`SPLIT=URI` or plain `URI` (into --split, else a split named like the file, else train)."""
-    out: dict[str, list[str]] = {}
-    for spec in sources:
-        name, sep, uri = spec.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-            name, uri = split or _split_from_name(spec), spec
-        out.setdefault(name, []).append(uri)
-    return out
-
-
-def _split_from_name(uri: str) -> str:
-    stem = uri.rstrip("/").rsplit("/", 1)[-1].split(".")[0].lower()
-    for split in ("train", "test", "validation", "valid", "dev"):
-        if stem == split or stem.endswith(("_" + split, "-" + split)):
-            return split
-    return "train"
-
-
 def _options(pairs: tuple[str, ...], mapping: Path | None, preset: str | None) -> dict[str, Any]:
     from taskpack.converters._source import RowError
     from taskpack.converters._yaml import load_yaml
@@ -381,14 +343,14 @@ def convert(
 ) -> None:
     """Import SOURCES ([SPLIT=]PATH-OR-URL, plain or .gz/.zst) into a task set at OUTPUT,
     or with --to, straight into another format."""
-    from taskpack.importer import import_sources
+    from taskpack.importer import import_sources, sources_by_split
 
     if to_fmt is not None:
         from taskpack.exporter import convert_format
 
         _report_export(
             convert_format(
-                _parse_sources(sources, split_name),
+                sources_by_split(sources, split_name),
                 fmt,
                 to_fmt,
                 target,
@@ -404,7 +366,7 @@ def convert(
         report = target.with_name(target.name + ".skipped.jsonl")
     result = import_sources(
         target,
-        _parse_sources(sources, split_name),
+        sources_by_split(sources, split_name),
         fmt,
         options=_options(pairs, mapping, preset),
         skip_invalid=skip_invalid,
@@ -534,8 +496,13 @@ def catalog_build(
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("source")
 @registry_option
+@click.option(
+    "--from-registry",
+    "source_registry",
+    help="Where SOURCE=NAME@VERSION is published (default: the default registry).",
+)
 @click.option("--tag", "tags", multiple=True, help="Also point this movable tag at the version.")
 @click.option(
     "--full-check",
@@ -545,18 +512,29 @@ def catalog_build(
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @_user_errors
 def publish(
-    path: Path, registry: str | None, tags: tuple[str, ...], full_check: bool, quiet: bool
+    source: str,
+    registry: str | None,
+    source_registry: str | None,
+    tags: tuple[str, ...],
+    full_check: bool,
+    quiet: bool,
 ) -> None:
-    """Publish the task set at PATH as an immutable version (its bytes hash-checked first)."""
-    from taskpack.registry import open_registry
+    """Publish the task set at SOURCE (a folder, or NAME@VERSION published elsewhere: mirrored
+    with the same digest) as an immutable version, its bytes and rows checked first."""
+    from taskpack.registry import Location
     from taskpack.registry.client import publish as publish_taskset
 
+    where = Location.parse(registry)
     m, created = publish_taskset(
-        path, registry=registry, tags=tags, quiet=quiet, full_check=full_check
+        source,
+        registry=where,
+        source_registry=source_registry,
+        tags=tags,
+        quiet=quiet,
+        full_check=full_check,
     )
-    where = open_registry(registry).url
     state = "published" if created else "already published, same content:"
-    click.echo(f"{state} {m.name}@{m.version} ({m.digest}) to {where}")
+    click.echo(f"{state} {m.ref} ({m.digest}) to {where.url}")
 
 
 @main.command()
@@ -576,14 +554,13 @@ def pull(
     quiet: bool,
 ) -> None:
     """Fetch a version (NAME, NAME@1, NAME@1.2.3, NAME@sha256:...) into the local cache."""
+    from taskpack.registry.cache import default_cache_dir
     from taskpack.registry.client import pull as pull_version
 
-    version = pull_version(
-        ref, splits, registry=registry, files=files, lockfile=lockfile, quiet=quiet
-    )
-    m = version.manifest
+    ts = pull_version(ref, splits, registry=registry, files=files, lockfile=lockfile, quiet=quiet)
+    m = ts.manifest
     fetched = ", ".join(splits or tuple(m.splits))
-    click.echo(f"{m.name}@{m.version} ({m.digest}): {fetched} in {version.cache.root}")
+    click.echo(f"{m.ref} ({m.digest}): {fetched} in {default_cache_dir()}")
 
 
 @main.command()
@@ -612,15 +589,12 @@ def lock(refs: tuple[str, ...], registry: str | None, output: Path) -> None:
 @_user_errors
 def diff(old: str, new: str, registry: str | None) -> None:
     """Per split: tasks added, removed and changed (by digest) from OLD to NEW."""
-    a, b = _open_any(old, registry), _open_any(new, registry)
-    for name in sorted(set(a.splits) | set(b.splits)):
-        before = a.split(name).digests() if name in a.splits else {}
-        after = b.split(name).digests() if name in b.splits else {}
-        added = sorted(after.keys() - before.keys())
-        removed = sorted(before.keys() - after.keys())
-        changed = sorted(k for k in before.keys() & after.keys() if before[k] != after[k])
-        click.echo(f"{name}: +{len(added)} -{len(removed)} ~{len(changed)}")
-        for mark, ids in (("+", added), ("-", removed), ("~", changed)):
+    from taskpack.diff import diff as diff_versions
+
+    changes = diff_versions(_open_any(old, registry), _open_any(new, registry))
+    for name, d in changes.items():
+        click.echo(f"{name}: +{len(d.added)} -{len(d.removed)} ~{len(d.changed)}")
+        for mark, ids in (("+", d.added), ("-", d.removed), ("~", d.changed)):
             for tid in ids:
                 click.echo(f"  {mark} {tid}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,30 @@ from taskpack.converters._source import Record
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, Task
 from taskpack.taskset import TaskSetWriter, coerce_task
+
+_SPLIT_WORDS = ("train", "test", "validation", "valid", "dev")
+_SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def split_of(uri: str) -> str:
+    """The split a file's name suggests (`gsm8k_test.jsonl` -> test), else `train`."""
+    stem = uri.rstrip("/").rsplit("/", 1)[-1].split(".")[0].lower()
+    for split in _SPLIT_WORDS:
+        if stem == split or stem.endswith(("_" + split, "-" + split)):
+            return split
+    return "train"
+
+
+def sources_by_split(sources: Iterable[str], split: str | None = None) -> dict[str, list[str]]:
+    """`SPLIT=URI` or a plain `URI`: into `split` when given, else the split its name
+    suggests (`split_of`)."""
+    out: dict[str, list[str]] = {}
+    for spec in sources:
+        name, sep, uri = spec.partition("=")
+        if not sep or not _SPLIT_NAME.fullmatch(name):
+            name, uri = split or split_of(spec), spec
+        out.setdefault(name, []).append(uri)
+    return out
 
 
 @dataclass

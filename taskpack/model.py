@@ -15,7 +15,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -811,6 +811,24 @@ class Manifest(_Model):
     splits: dict[Annotated[str, Field(pattern=NAME)], SplitInfo]
     source: dict[str, JsonValue] = Field(default_factory=dict)
 
+    def objects(self, splits: Iterable[str] | None = None, *, blobs: bool = True) -> dict[str, str]:
+        """Bytes hash -> path inside the version, of every object a reader may fetch (split
+        files, and with `blobs` the large files), each once, sorted by hash: the one list that
+        publish, pull, verify and every registry backend go by."""
+        from taskpack.objects import blob_relpath
+
+        found: dict[str, str] = {}
+        for name in self.splits if splits is None else splits:
+            info = self.splits[name]
+            found[info.sha256] = info.path
+            for sha in info.blobs if blobs else ():
+                found[sha] = blob_relpath(sha)
+        return dict(sorted(found.items()))
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
 
 def stored_manifest(data: bytes) -> "Manifest":
     """A manifest from the local cache, which holds only manifests validated when fetched.
@@ -822,6 +840,22 @@ def stored_manifest(data: bytes) -> "Manifest":
     raw["created"] = datetime.fromisoformat(raw["created"].replace("Z", "+00:00"))
     raw["splits"] = {name: _make(SplitInfo, info) for name, info in raw["splits"].items()}
     return _make(Manifest, raw)
+
+
+class SplitDigest:
+    """A split's digest: sha256 over its task digests, one per line, in row order. Written by
+    the task-set writer, recomputed by every check; kept running so a million rows cost no
+    list."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+
+    def add(self, task_digest: str) -> None:
+        self._hash.update(task_digest.encode("ascii", "replace") + b"\n")
+
+    @property
+    def value(self) -> str:
+        return "sha256:" + self._hash.hexdigest()
 
 
 def version_digest(splits: dict[str, str], format_version: int = FORMAT_VERSION) -> str:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from taskpack.errors import TaskpackError, describe_validation_error
 from taskpack.importer import ImportResult, import_sources
-from taskpack.taskset import file_sha256
+from taskpack.objects import file_sha256
 
 
 class _Strict(BaseModel):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -24,7 +23,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,16 +37,17 @@ from taskpack.model import (
     NAME,
     SEMVER,
     Manifest,
+    SplitDigest,
     SplitInfo,
     Task,
     content_digest,
     version_digest,
 )
+from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
 
 INLINE_MAX = 64 * 1024
 ROW_GROUP_ROWS = 1024
 ROW_GROUP_BYTES = 8 * 1024 * 1024
-MANIFEST = "manifest.json"
 # Variable-shaped parts are canonical JSON text: a conversation of typed items, a union of
 # reward kinds or free-form metadata would otherwise widen into sparse struct columns that
 # differ per task set.
@@ -142,9 +142,21 @@ def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[d
 def _columns(row: dict[str, Any], version: int) -> dict[str, Any]:
     for name in _JSON_COLUMNS if version >= 2 else _V1_JSON_COLUMNS:
         if row.get(name) is not None:
-            row[name] = json.loads(row[name])
+            try:
+                row[name] = json.loads(row[name])
+            except ValueError:
+                raise ValueError(f"column {name} is not JSON") from None
     row.pop("digest", None)
     return row
+
+
+def row_digest(row: dict[str, Any]) -> str:
+    """The digest of the task a stored row holds (its JSON columns decoded), by the rule every
+    format version shares: the row's content with files by hash, not bytes. For version 2 this
+    is `Task.canonical()`, since the writer stores exactly that; no model is built."""
+    content = {k: v for k, v in row.items() if k != "digest"}
+    content["files"] = [{k: v for k, v in f.items() if k != "data"} for f in row["files"]]
+    return content_digest(content)
 
 
 def task_from_row(row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION) -> Task:
@@ -160,13 +172,13 @@ def validated_task_from_row(
     """A stored row as a Task, every rule checked again (for `verify`), and the digest of its
     content by the rule of the version that wrote it."""
     row = _columns(row, version)
+    digest = row_digest(row)
     if version < 2:
         from taskpack.upgrade import task_from_v1
 
-        task, digest = task_from_v1(row)
+        task = task_from_v1(row)
     else:
         task = Task.model_validate(row)
-        digest = task.digest
     for f in task.files:
         f._fetch = fetch
     return task, digest
@@ -188,7 +200,7 @@ class _SplitWriter:
         self._rows: list[dict[str, Any]] = []
         self._pending_bytes = 0
         self._count = 0
-        self._hash = hashlib.sha256()
+        self._digest = SplitDigest()
         self._blobs: set[str] = set()
 
     def _store_blob(self, data: bytes, sha: str) -> None:
@@ -200,7 +212,7 @@ class _SplitWriter:
     def add(self, task: Task | Mapping[str, Any]) -> Task:
         task = coerce_task(task, f"split {self.name!r} row {self._count}")
         row, digest = task_to_row(task, self._store_blob)
-        self._hash.update(digest.encode("ascii") + b"\n")
+        self._digest.add(digest)
         self._rows.append(row)
         self._pending_bytes += sum(len(f["data"] or b"") for f in row["files"])
         self._count += 1
@@ -221,7 +233,7 @@ class _SplitWriter:
         return SplitInfo(
             path=self.relpath,
             rows=self._count,
-            digest="sha256:" + self._hash.hexdigest(),
+            digest=self._digest.value,
             bytes=self.path.stat().st_size,
             sha256=file_sha256(self.path),
             blobs=sorted(self._blobs),
@@ -232,39 +244,28 @@ class _SplitWriter:
 
 
 def _check_unique_ids(path: Path, split: str) -> None:
-    # Checked once at the end against the written id column: a set of a million ids in Python
-    # would cost more memory than the whole streaming write.
+    found = first_duplicate(pq.read_table(path, columns=["id"]).column("id"))
+    if found is not None:
+        row, first, tid = found
+        raise InvalidTask(
+            f"split {split!r} row {row} (id {tid!r})",
+            f"id: duplicate of row {first}; ids must be unique within a task set",
+        )
+
+
+def first_duplicate(ids: pa.ChunkedArray) -> tuple[int, int, str] | None:
+    """(row, earlier row, id) of the first repeated id, or None. Counted in Arrow first: a set
+    of a million ids in Python would cost more memory than the whole streaming write."""
     import pyarrow.compute as pc
 
-    ids = pq.read_table(path, columns=["id"]).column("id")
     if len(pc.unique(ids)) == len(ids):
-        return
+        return None
     first: dict[str, int] = {}
     for row, tid in enumerate(ids.to_pylist()):
         if tid in first:
-            raise InvalidTask(
-                f"split {split!r} row {row} (id {tid!r})",
-                f"id: duplicate of row {first[tid]}; ids must be unique within a task set",
-            )
+            return row, first[tid], tid
         first[tid] = row
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def sha256_relpath(sha: str) -> str:
-    """Where content `sha` lives in any content-addressed folder here (task set, registry,
-    cache): a two-character fan-out keeps directories small."""
-    return f"sha256/{sha[:2]}/{sha}"
-
-
-def blob_relpath(sha: str) -> str:
-    return f"blobs/{sha256_relpath(sha)}"
+    return None
 
 
 class TaskSetWriter:
@@ -518,37 +519,75 @@ class Split:
             yield task_from_row(row, self._fetch, self.version)
 
 
-class TaskSet:
-    """A task set on disk: its manifest and its splits."""
+class ObjectSource(Protocol):
+    """Where a version's objects (split files, large files) come from: a task-set folder, or
+    the local cache filled from a registry. The one thing a `TaskSet` does not know."""
+
+    where: str  # names the source in messages
+
+    def path(self, sha: str, progress: Progress | None = None) -> Path:
+        """A local file holding the object whose bytes hash to `sha`."""
+
+
+class FolderObjects:
+    """A task-set folder's own files, read in place."""
 
     def __init__(self, root: Path, manifest: Manifest) -> None:
         self.root = root
+        self.where = str(root)
+        self._paths = manifest.objects()
+
+    def path(self, sha: str, progress: Progress | None = None) -> Path:
+        rel = self._paths.get(sha)
+        if rel is None:
+            raise TaskpackError(f"{self.where}: no object {sha} in the manifest")
+        return self.root / rel
+
+
+class TaskSet:
+    """A version of a task set: its manifest, and its objects from a folder or a registry.
+
+    `taskpack.open(path)` and `taskpack.open("name@1.2")` give the same class; everything that
+    reads (`split`, `verify`, `export`, `publish`) goes through `object(sha)`.
+    """
+
+    def __init__(self, manifest: Manifest, objects: ObjectSource) -> None:
         self.manifest = manifest
+        self.objects = objects
 
     def __repr__(self) -> str:
         m = self.manifest
-        return f"<TaskSet {m.name}@{m.version} {dict((n, s.rows) for n, s in m.splits.items())}>"
+        return f"<TaskSet {m.ref} {dict((n, s.rows) for n, s in m.splits.items())}>"
 
     @property
     def splits(self) -> list[str]:
         return list(self.manifest.splits)
 
-    def split(self, name: str) -> Split:
+    @property
+    def where(self) -> str:
+        return self.objects.where
+
+    def object(self, sha: str, progress: Progress | None = None) -> Path:
+        return self.objects.path(sha, progress)
+
+    def info(self, name: str) -> SplitInfo:
         info = self.manifest.splits.get(name)
         if info is None:
             raise TaskpackError(
-                f"{self.manifest.name} has no split {name!r} (splits: {', '.join(self.splits)})"
+                f"{self.manifest.ref} has no split {name!r} (splits: {', '.join(self.splits)})"
             )
-        return Split(
-            name, info, self.root / info.path, self.read_blob, self.manifest.format_version
-        )
+        return info
+
+    def split(self, name: str) -> Split:
+        info = self.info(name)
+        parquet = self.object(info.sha256)
+        return Split(name, info, parquet, self.read_blob, self.manifest.format_version)
 
     def read_blob(self, sha: str) -> bytes:
-        path = self.root / blob_relpath(sha)
         try:
-            return path.read_bytes()
+            return self.object(sha).read_bytes()
         except FileNotFoundError:
-            raise TaskpackError(f"{self.root}: blob {sha} is missing") from None
+            raise TaskpackError(f"{self.where}: large file {sha} is missing") from None
 
 
 def read_manifest(path: Path) -> Manifest:
@@ -561,7 +600,8 @@ def read_manifest(path: Path) -> Manifest:
         raise TaskpackError(f"{path}: {describe_validation_error(e)}") from None
 
 
-def open(path: str | os.PathLike[str]) -> TaskSet:
+def open_folder(path: str | os.PathLike[str]) -> TaskSet:
     """Open the task-set folder at `path`."""
     root = Path(path)
-    return TaskSet(root, read_manifest(root / MANIFEST))
+    manifest = read_manifest(root / MANIFEST)
+    return TaskSet(manifest, FolderObjects(root, manifest))

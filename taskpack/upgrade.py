@@ -4,22 +4,15 @@ string answers and text-only messages.
 A version-1 row becomes a version-2 task: a file its reward runs as a test gets role `tests`,
 the Dockerfile role `environment`, and files of Terminal-Bench and Harbor folders the roles the
 readers of those formats give them today; any other file keeps version 1's meaning (brought into
-the sandbox: `workspace`). The digest stays version 1's (over the row as stored), so published
-version-1 sets keep verifying.
+the sandbox: `workspace`). The digest stays the row's own (`taskset.row_digest`, one rule for
+both versions), so published version-1 sets keep verifying.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from taskpack.model import Task, content_digest
-
-
-def _v1_canonical(row: dict[str, Any]) -> dict[str, Any]:
-    """Version 1's digest input: the row itself, files by hash (the writer stored it so)."""
-    canonical = dict(row)
-    canonical["files"] = [{k: v for k, v in f.items() if k != "data"} for f in row["files"]]
-    return canonical
+from taskpack.model import Task
 
 
 def _placer(source_format: str | None) -> Any:
@@ -34,8 +27,7 @@ def _placer(source_format: str | None) -> Any:
     return None
 
 
-def task_from_v1(row: dict[str, Any]) -> tuple[Task, str]:
-    digest = content_digest(_v1_canonical(row))
+def task_from_v1(row: dict[str, Any]) -> Task:
     reward = row.get("reward") or {}
     tests = {reward.get("test_file"), reward.get("test_patch")} - {None}
     dockerfile = (row.get("environment") or {}).get("dockerfile")
@@ -58,4 +50,4 @@ def task_from_v1(row: dict[str, Any]) -> tuple[Task, str]:
     upgraded = {**row, "files": files}
     if place is not None and dockerfile is not None:
         upgraded["environment"] = {**row["environment"], "dockerfile": place(dockerfile)["path"]}
-    return Task.model_validate(upgraded), digest
+    return Task.model_validate(upgraded)

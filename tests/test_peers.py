@@ -160,7 +160,7 @@ def test_harbor_folder_reads_the_same_without_its_index(tmp_path: Path) -> None:
 
     ts = through_taskset(tmp_path, HARBOR, "harbor", "recipes")
     export(ts, "harbor", tmp_path / "out")
-    indexed = list(taskpack.taskset.open(tmp_path / "ts").split("recipes"))
+    indexed = list(taskpack.open(tmp_path / "ts").split("recipes"))
     (tmp_path / "out" / "recipes" / "index.json").unlink()
     import_sources(
         tmp_path / "again", {"recipes": [str(tmp_path / "out" / "recipes")]}, "harbor", name="x"

@@ -161,7 +161,7 @@ def test_load_reads_only_the_split_and_files_on_materialize(tmp_path: Path, buck
     split = load("arith@1", split="test", registry=bucket, cache=cache)
     assert (len(split), split[0].id, split.get("t101").id) == (2, "t100", "t101")  # type: ignore[union-attr]
     cached = {p.name for p in (tmp_path / "cache" / "objects").rglob("*") if p.is_file()}
-    assert cached == {m.splits["test"].sha256, m.splits["test"].sha256 + ".ok"}
+    assert cached == {m.splits["test"].sha256}
     train = load("arith@1.0.0", split="train", registry=bucket, cache=cache)
     big = train.get("t999")
     assert big is not None and m.splits["train"].blobs[0] not in {
@@ -322,7 +322,7 @@ def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     from taskpack.model import SplitInfo
-    from taskpack.taskset import MANIFEST, file_sha256
+    from taskpack.objects import MANIFEST, file_sha256
 
     path = build(tmp_path / "a", "1.0.0")
     parquet = path / "splits" / "test.parquet"
@@ -339,7 +339,7 @@ def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:
     (path / MANIFEST).write_text(manifest.model_dump_json())
     with pytest.raises(TaskpackError, match="does not match content") as info:
         publish(path, registry=str(tmp_path / "reg"), full_check=True)
-    assert "unreadable row (JSONDecodeError" in str(info.value)
+    assert "row 1 (id 't101'): unreadable: column answer is not JSON" in str(info.value)
 
 
 def test_progress_is_silent_off_a_terminal_and_drawn_on_one(
@@ -415,7 +415,7 @@ def _repoint(path: Path, table: Any) -> None:
     import pyarrow.parquet as pq
 
     from taskpack.model import SplitInfo
-    from taskpack.taskset import MANIFEST, file_sha256
+    from taskpack.objects import MANIFEST, file_sha256
 
     parquet = path / "splits" / "test.parquet"
     pq.write_table(table, parquet)
@@ -435,7 +435,7 @@ def _repoint(path: Path, table: Any) -> None:
         ("bad json", "column metadata is not JSON"),
         ("escaping path", "files: path '../x' contains '..'"),
         ("setuid mode", "mode 4755 is not permission bits"),
-        ("edited digest", "does not match its tasks"),
+        ("edited digest", "does not match content"),
     ],
 )
 def test_publish_refuses_what_a_reader_could_not_read(

@@ -14,6 +14,8 @@ from pydantic import ValidationError
 
 from taskpack.errors import TaskpackError, describe_validation_error
 from taskpack.model import Manifest, version_digest
+from taskpack.objects import Progress
+from taskpack.registry.location import Location
 from taskpack.registry.refs import (
     Ref,
     best_match,
@@ -22,7 +24,6 @@ from taskpack.registry.refs import (
     parse_ref,
     version_key,
 )
-from taskpack.registry.store import Progress
 from taskpack.taskset import TaskSet
 
 
@@ -31,7 +32,11 @@ class VersionExists(TaskpackError):
 
 
 class Registry(ABC):
-    url: str
+    location: Location
+
+    @property
+    def url(self) -> str:
+        return self.location.url
 
     # --- primitives -------------------------------------------------------------------
 
@@ -91,6 +96,21 @@ class Registry(ABC):
         return None
 
     # --- shared rules -----------------------------------------------------------------
+
+    def listing(self) -> dict[str, str | None]:
+        """Task-set name -> its highest version (None when it has none yet)."""
+        return {name: next(reversed(self.versions(name)), None) for name in self.names()}
+
+    def version_tags(self, name: str) -> dict[str, list[str]]:
+        """Every version of `name`, lowest first, with the tags that point at it."""
+        versions = self.versions(name)
+        if not versions:
+            raise TaskpackError(f"{self.url}: no task set named {name!r}")
+        out: dict[str, list[str]] = {v: [] for v in versions}
+        for tag, version in sorted(self.tags(name).items()):
+            if version in out:
+                out[version].append(tag)
+        return out
 
     def resolve(self, ref: Ref | str) -> Manifest:
         """The manifest `ref` names now."""

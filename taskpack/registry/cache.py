@@ -1,17 +1,20 @@
-"""The local cache: content-addressed objects and the immutable manifests that name them.
+"""The local cache: content-addressed objects and the verified manifests that name them.
 
-    <cache>/objects/sha256/<ab>/<hash>          split files and large task files, by bytes hash
-    <cache>/objects/sha256/<ab>/<hash>.ok       "size mtime" when the hash was last checked
+    <cache>/objects/sha256/<ab>/<hash>          split files and large files, by bytes hash
+    <cache>/checked/<key>                       what was hash-checked, and the file it was then
     <cache>/manifests/<registry>/<name>/<version>.json
     <cache>/locks/<hash>.lock
 
 A download goes to a temporary file, is hash-checked, then renamed into place, under a file lock
-so that N processes on one machine fetch each object once. An object whose size or mtime no
-longer matches its `.ok` stamp is hashed again, and fetched again if it fails.
+so that N processes on one machine fetch each object once. A file once hashed (a cached object,
+or an object of a local registry folder read in place) is trusted while its stamp matches: the
+hash checked, with the file's size, inode, ctime and mtime. `cp -p` and `rsync -t` can set an
+mtime but not a ctime, so a file written since is hashed again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import uuid
@@ -21,7 +24,7 @@ from pathlib import Path
 from taskpack._fs import file_lock, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest, stored_manifest
-from taskpack.taskset import file_sha256, sha256_relpath
+from taskpack.objects import file_sha256, sha256_relpath
 
 
 def default_cache_dir() -> Path:
@@ -33,8 +36,15 @@ def default_cache_dir() -> Path:
 
 
 def registry_dirname(url: str) -> str:
-    """A readable folder name for a registry URL: `s3://b/p` -> `s3-b-p`."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", url).strip("-") or "registry"
+    """A readable folder name for a registry URL: `s3://b/p` -> `s3-b-p`, plus a short hash
+    so that two URLs differing only in punctuation never share a folder."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", url).strip("-")[:80] or "registry"
+    return f"{readable}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+
+
+def _fingerprint(path: Path, sha: str) -> str:
+    st = path.stat()
+    return f"{sha} {st.st_size} {st.st_ino} {st.st_ctime_ns} {st.st_mtime_ns}"
 
 
 class Cache:
@@ -44,25 +54,35 @@ class Cache:
     def object_path(self, sha: str) -> Path:
         return self.root / "objects" / sha256_relpath(sha)
 
-    def _stamp(self, path: Path) -> str:
-        st = path.stat()
-        return f"{st.st_size} {st.st_mtime_ns}"
+    def _stamp(self, path: Path) -> Path:
+        key = hashlib.sha256(os.fsencode(path.absolute())).hexdigest()
+        return self.root / "checked" / key[:2] / key
+
+    def holds(self, path: Path, sha: str) -> bool:
+        """Whether the file at `path` holds the bytes `sha`: hashed once, then trusted while
+        its stamp (the hash, size, inode, ctime, mtime) still matches."""
+        stamp = self._stamp(path)
+        try:
+            seen = _fingerprint(path, sha)
+        except FileNotFoundError:
+            return False
+        try:
+            if stamp.read_text() == seen:
+                return True
+        except FileNotFoundError:
+            pass
+        if file_sha256(path) != sha:
+            stamp.unlink(missing_ok=True)
+            return False
+        write_atomic(stamp, seen.encode())
+        return True
 
     def verified(self, sha: str) -> Path | None:
         """The cached object if present and sound; a corrupt one is removed."""
         path = self.object_path(sha)
-        ok = path.with_name(sha + ".ok")
-        try:
-            if ok.read_text() == self._stamp(path):
-                return path
-        except FileNotFoundError:
-            if not path.exists():
-                return None
-        if path.exists() and file_sha256(path) == sha:
-            ok.write_text(self._stamp(path))
+        if self.holds(path, sha):
             return path
         path.unlink(missing_ok=True)
-        ok.unlink(missing_ok=True)
         return None
 
     def ensure(self, sha: str, download: Callable[[Path], None]) -> Path:
@@ -85,8 +105,20 @@ class Cache:
                 os.replace(tmp, path)
             finally:
                 tmp.unlink(missing_ok=True)
-            path.with_name(sha + ".ok").write_text(self._stamp(path))
+            write_atomic(self._stamp(path), _fingerprint(path, sha).encode())
             return path
+
+    # --- facts checked once per machine ----------------------------------------------------
+
+    def _fact(self, name: str) -> Path:
+        return self.root / "checked" / "facts" / name
+
+    def known(self, name: str) -> bool:
+        """Whether the fact `name` (e.g. "split object X chains to digest Y") was checked here."""
+        return self._fact(name).exists()
+
+    def learn(self, name: str) -> None:
+        write_atomic(self._fact(name), b"")
 
     # --- manifests --------------------------------------------------------------------
 

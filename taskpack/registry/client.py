@@ -1,25 +1,32 @@
-"""Pull at episode start: resolve a ref once, then read by digest from the local cache.
+"""Reading and publishing through a registry: resolve a ref once, then read by hash from the cache.
 
 `load("gsm8k@1.0.0", split="train")` on a machine that has pulled that version before touches
 no network (the manifest and split are in the cache, named by version and by hash) and imports
 neither boto3 nor datasets. Offline (`TASKPACK_OFFLINE=1`) only exact versions and digests are
 served, from the cache, and anything else fails loudly rather than picking another version.
+
+Nothing from a registry is believed before it is checked: a manifest must be the version its
+key names and its digest the root of its split digests (`Registry.manifest`); every object is
+hash-checked (downloads, and a local registry's files read in place, once per file); a split's
+rows must chain to its digest before the split is read, once per split per machine; and a
+version reached by content digest or lockfile has every split checked before it is accepted.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from taskpack.errors import TaskpackError
-from taskpack.model import Manifest, SplitInfo
-from taskpack.registry import Registry, canonical_url, open_registry
+from taskpack.model import Manifest
+from taskpack.objects import Progress
+from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
-from taskpack.registry.store import Progress
-from taskpack.taskset import Split, TaskSet
+from taskpack.taskset import Split, TaskSet, open_folder
+
+RegistryArg = str | os.PathLike[str] | Location | None
 
 
 def _offline(flag: bool | None) -> bool:
@@ -28,62 +35,77 @@ def _offline(flag: bool | None) -> bool:
     return os.environ.get("TASKPACK_OFFLINE", "").lower() in ("1", "true", "yes")
 
 
-@dataclass
-class Version:
-    """One resolved version in a registry, read through the cache; `split(name)` like a TaskSet."""
+class RegistryObjects:
+    """A published version's objects: from the cache, filled from the registry on first need,
+    or, for a local registry folder, its own files read in place (hash-checked once)."""
 
-    manifest: Manifest
-    url: str
-    cache: Cache
-    offline: bool
-    _registry: Registry | None = field(default=None, repr=False)
+    def __init__(
+        self,
+        manifest: Manifest,
+        location: Location,
+        cache: Cache,
+        offline: bool,
+        registry: Registry | None = None,
+    ) -> None:
+        self.manifest = manifest
+        self.location = location
+        self.cache = cache
+        self.offline = offline
+        self.where = f"{manifest.ref} in {location.url}"
+        self._registry = registry
+        self._splits = {info.sha256: (name, info) for name, info in manifest.splits.items()}
+        self._objects = manifest.objects()
 
     @property
     def registry(self) -> Registry:
         # Built on first need: a cache hit never constructs a backend (nor imports boto3).
         if self._registry is None:
-            self._registry = open_registry(self.url)
+            self._registry = open_registry(self.location)
         return self._registry
 
-    @property
-    def splits(self) -> list[str]:
-        return list(self.manifest.splits)
+    def path(self, sha: str, progress: Progress | None = None) -> Path:
+        if sha not in self._objects:
+            raise TaskpackError(f"{self.where}: no object {sha}")
+        found = self._file(sha, progress)
+        if sha in self._splits:
+            self._check_rows(sha, found)
+        return found
 
-    def object(self, sha: str, progress: Progress | None = None) -> Path:
-        if self.url.startswith("file:"):  # a local registry folder: read it in place
+    def _file(self, sha: str, progress: Progress | None) -> Path:
+        if self.location.scheme == "file":  # a local registry folder: read it in place
             local = self.registry.local_object(self.manifest, sha)
             if local is not None:
+                if not self.cache.holds(local, sha):
+                    raise TaskpackError(f"{self.where}: {local} does not hash to {sha}")
                 return local
         if self.offline:
             found = self.cache.verified(sha)
             if found is None:
-                raise TaskpackError(
-                    f"offline: object {sha} of {self.manifest.name}@{self.manifest.version} "
-                    "is not in the cache"
-                )
+                raise TaskpackError(f"offline: object {sha} of {self.where} is not in the cache")
             return found
         return self.cache.ensure(
             sha, lambda dest: self.registry.fetch(self.manifest, sha, dest, progress)
         )
 
-    def info(self, name: str) -> SplitInfo:
-        info = self.manifest.splits.get(name)
-        if info is None:
-            m = self.manifest
-            raise TaskpackError(
-                f"{m.name}@{m.version} has no split {name!r} (splits: {self.splits})"
-            )
-        return info
+    def _check_rows(self, sha: str, path: Path) -> None:
+        """The split's rows chain to the digest the manifest gives it: checked once per machine
+        (the bytes are fixed by `sha`, so the answer is too)."""
+        name, info = self._splits[sha]
+        fact = f"rows-{sha}-{info.digest.removeprefix('sha256:')}-v{self.manifest.format_version}"
+        if self.cache.known(fact):
+            return
+        from taskpack.verify import check_split
 
-    def split(self, name: str) -> Split:
-        info = self.info(name)
-        return Split(
-            name,
-            info,
-            self.object(info.sha256),
-            lambda sha: self.object(sha).read_bytes(),
-            self.manifest.format_version,
-        )
+        problems = check_split(path, name, info, self.manifest.format_version, limit=3)
+        if problems:
+            raise TaskpackError(f"{self.where}: refused: " + "; ".join(problems))
+        self.cache.learn(fact)
+
+    def check_all(self) -> None:
+        """Every split's rows checked (and so fetched): what a digest reference or lockfile
+        entry needs before it accepts the version."""
+        for sha in self._splits:
+            self.path(sha)
 
 
 def read_lockfile(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
@@ -116,80 +138,107 @@ def _locked(ref: Ref, lockfile: str | os.PathLike[str] | None) -> tuple[Ref, str
 def resolve(
     ref: str | Ref,
     *,
-    registry: str | None = None,
+    registry: RegistryArg = None,
     lockfile: str | os.PathLike[str] | None = None,
     cache: Cache | None = None,
     offline: bool | None = None,
-) -> Version:
+) -> TaskSet:
     """The version `ref` names, from the cache when it is pinned, else from the registry."""
-    url = canonical_url(registry)
+    where = Location.parse(registry)
     cache = cache or Cache()
     offline = _offline(offline)
     ref = parse_ref(ref) if isinstance(ref, str) else ref
     ref, locked_digest = _locked(ref, lockfile)
     manifest = None
     if is_version(ref.spec):
-        manifest = cache.manifest(url, ref.name, ref.spec)
+        manifest = cache.manifest(where.url, ref.name, ref.spec)
     elif ref.is_digest:
-        manifest = cache.manifest_by_digest(url, ref.name, ref.spec)
-    if manifest is not None:
-        handle = Version(manifest, url, cache, offline)
-    elif offline:
+        manifest = cache.manifest_by_digest(where.url, ref.name, ref.spec)
+    reg = None
+    if manifest is None and offline:
         hint = "" if ref.exact else " (offline, only exact versions or digests can be served)"
         raise TaskpackError(f"offline: {ref} is not in the cache at {cache.root}{hint}")
-    else:
-        reg = open_registry(url)
+    fetched = manifest is None
+    if manifest is None:
+        reg = open_registry(where)
         manifest = reg.resolve(ref)
-        cache.save_manifest(url, manifest)
-        handle = Version(manifest, url, cache, offline, reg)
-    if locked_digest is not None and handle.manifest.digest != locked_digest:
+    if locked_digest is not None and manifest.digest != locked_digest:
         raise TaskpackError(
-            f"{ref}: content {handle.manifest.digest} differs from the lockfile's {locked_digest}"
+            f"{ref}: content {manifest.digest} differs from the lockfile's {locked_digest}"
         )
-    return handle
+    objects = RegistryObjects(manifest, where, cache, offline, reg)
+    if locked_digest is not None or ref.is_digest:
+        objects.check_all()
+    if fetched:
+        cache.save_manifest(where.url, manifest)
+    return TaskSet(manifest, objects)
+
+
+def open(
+    target: str | os.PathLike[str],
+    *,
+    registry: RegistryArg = None,
+    lockfile: str | os.PathLike[str] | None = None,
+    offline: bool | None = None,
+) -> TaskSet:
+    """A task set: the folder at `target` when there is one, else the published version
+    `target` names (`NAME`, `NAME@1.2`, `NAME@1.2.3`, `NAME@sha256:...`, `NAME@TAG`)."""
+    path = Path(target)
+    if path.is_dir():
+        return open_folder(path)
+    text = os.fspath(target)
+    if "/" in text or os.sep in text or text.endswith(".taskset"):
+        raise TaskpackError(f"{text}: no such task-set folder")
+    return resolve(text, registry=registry, lockfile=lockfile, offline=offline)
 
 
 def load(
     ref: str,
     split: str = "train",
     *,
-    registry: str | None = None,
+    registry: RegistryArg = None,
     lockfile: str | os.PathLike[str] | None = None,
     cache: Cache | None = None,
     offline: bool | None = None,
 ) -> Split:
     """One split of a published version: `len`, `[i]`, `get(id)`, iteration, materialize."""
-    version = resolve(ref, registry=registry, lockfile=lockfile, cache=cache, offline=offline)
-    return version.split(split)
+    ts = resolve(ref, registry=registry, lockfile=lockfile, cache=cache, offline=offline)
+    return ts.split(split)
 
 
 def publish(
-    path: str | os.PathLike[str],
+    source: str | os.PathLike[str] | TaskSet,
     *,
-    registry: str | None = None,
+    registry: RegistryArg = None,
+    source_registry: RegistryArg = None,
     tags: tuple[str, ...] = (),
     quiet: bool = True,
     full_check: bool = False,
 ) -> tuple[Manifest, bool]:
-    """Publish the task set at `path`; (manifest, whether it was new).
+    """Publish a task set as an immutable version; (manifest, whether it was new).
 
-    Every object's bytes are checked against the manifest's hashes first, and every split is
-    opened as a reader would (row counts, columns, ids, JSON, paths, modes, digests), so a
-    version that could not be read back is never published (it would be immutable).
-    `full_check` re-validates every task too (as `taskpack validate` does).
+    `source` is a task-set folder, an open TaskSet, or `NAME@VERSION` in `source_registry`
+    (default: the default registry): a published version is then mirrored, same manifest and
+    digest, into `registry`. Every object's bytes are checked against the manifest's hashes
+    first, and every split opened as a reader would (row counts, columns, ids, JSON, paths,
+    modes, digests), so a version that could not be read back is never published (it would be
+    immutable). `full_check` re-validates every task too (as `taskpack validate` does).
     """
     from taskpack.progress import progress
-    from taskpack.taskset import open as open_taskset
     from taskpack.verify import verify, verify_objects, verify_readable
 
-    ts: TaskSet = open_taskset(path)
-    problems = verify(ts, limit=5) if full_check else verify_objects(ts) or verify_readable(ts)
-    if problems:
-        raise TaskpackError(f"{path}: not published, invalid: " + "; ".join(problems))
+    ts = source if isinstance(source, TaskSet) else open(source, registry=source_registry)
+    dest = open_registry(registry)
     m = ts.manifest
     total = sum(s.bytes for s in m.splits.values())
-    bar = progress(f"publish {m.name}@{m.version}", total, quiet=quiet)
-    created = open_registry(registry).publish(ts, tags=tags, progress=bar)
+    bar = progress(f"check {m.ref}", total, quiet=quiet)
+    problems = verify(ts, limit=5) if full_check else verify_objects(ts) or verify_readable(ts)
+    if bar:
+        bar.close()
+    if problems:
+        raise TaskpackError(f"{ts.where}: not published, invalid: " + "; ".join(problems))
+    bar = progress(f"publish {m.ref}", total, quiet=quiet)
+    created = dest.publish(ts, tags=tags, progress=bar)
     if bar:
         bar.close()
     return m, created
@@ -199,39 +248,51 @@ def pull(
     ref: str,
     splits: tuple[str, ...] = (),
     *,
-    registry: str | None = None,
+    registry: RegistryArg = None,
     files: bool = False,
     lockfile: str | os.PathLike[str] | None = None,
     cache: Cache | None = None,
     quiet: bool = True,
-) -> Version:
-    """Bring splits (all by default) and, with `files`, their large task files into the cache."""
+) -> TaskSet:
+    """Bring splits (all by default) and, with `files`, their large files into the cache."""
     from taskpack.progress import progress
 
-    version = resolve(ref, registry=registry, lockfile=lockfile, cache=cache)
-    m = version.manifest
-    for name in splits or tuple(version.splits):
-        info = version.info(name)
-        wanted = [info.sha256, *(info.blobs if files else [])]
-        bar = progress(f"pull {m.name}@{m.version} {name}", info.bytes, quiet=quiet)
-        for sha in wanted:
-            version.object(sha, bar)
+    ts = resolve(ref, registry=registry, lockfile=lockfile, cache=cache)
+    m = ts.manifest
+    for name in splits or tuple(ts.splits):
+        info = ts.info(name)
+        bar = progress(f"pull {m.ref} {name}", info.bytes, quiet=quiet)
+        for sha in m.objects([name], blobs=files):
+            ts.object(sha, bar)
         if bar:
             bar.close()
-    return version
+    return ts
 
 
 def write_lockfile(
-    refs: list[str], path: str | os.PathLike[str], *, registry: str | None = None
+    refs: list[str], path: str | os.PathLike[str], *, registry: RegistryArg = None
 ) -> dict[str, dict[str, str]]:
-    """Resolve each ref now and record name, version and digest, so loads need no resolving."""
-    url = canonical_url(registry)
-    reg = open_registry(url)
+    """Resolve each ref now, check every split of the version it names, and record name,
+    version and digest, so later loads need no resolving."""
+    where = Location.parse(registry)
     entries = {}
     for text in refs:
         ref = parse_ref(text)
-        m = reg.resolve(ref)
+        ts = resolve(ref, registry=where)
+        assert isinstance(ts.objects, RegistryObjects)
+        ts.objects.check_all()
+        m = ts.manifest
         entries[str(ref)] = {"name": m.name, "version": m.version, "digest": m.digest}
-    body = {"registry": url, "sets": entries}
+    body = {"registry": where.url, "sets": entries}
     Path(path).write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     return entries
+
+
+def listing(registry: RegistryArg = None) -> dict[str, str | None]:
+    """Task-set name -> highest version, of every task set in the registry."""
+    return open_registry(registry).listing()
+
+
+def versions(name: str, registry: RegistryArg = None) -> dict[str, list[str]]:
+    """Every version of `name`, lowest first, with the tags pointing at it."""
+    return open_registry(registry).version_tags(name)

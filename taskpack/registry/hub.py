@@ -23,10 +23,12 @@ from typing import Any
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
+from taskpack.objects import MANIFEST, Progress
 from taskpack.registry.base import Registry
+from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, version_key
-from taskpack.registry.store import Progress, network_timeout
-from taskpack.taskset import MANIFEST, TaskSet, blob_relpath
+from taskpack.registry.store import network_timeout
+from taskpack.taskset import TaskSet
 
 TAGS_BRANCH = "taskpack-tags"
 TAGS_FILE = "tags.json"
@@ -58,13 +60,11 @@ def _bound_hub_timeouts() -> None:
 
 
 class HubRegistry(Registry):
-    def __init__(self, owner: str) -> None:
+    def __init__(self, where: Location) -> None:
         from huggingface_hub import HfApi
 
-        self.owner = owner.strip("/")
-        if not self.owner or "/" in self.owner:
-            raise TaskpackError(f"hf://{owner}: expected hf://OWNER (a user or organization)")
-        self.url = f"hf://{self.owner}"
+        self.location = where
+        self.owner = where.owner
         # Read now, not at huggingface_hub's import: HF_ENDPOINT names a mirror or test Hub.
         self.endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
         self.api = HfApi(endpoint=self.endpoint)
@@ -242,9 +242,11 @@ class HubRegistry(Registry):
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         m = ts.manifest
-        files = {path: ts.root / path for path in _version_files(ts)}
-        adds = [CommitOperationAdd(path, str(local)) for path, local in files.items()]
+        files = {path: str(ts.object(sha)) for sha, path in m.objects().items()}
+        adds: list[Any] = [CommitOperationAdd(path, local) for path, local in files.items()]
+        adds.append(CommitOperationAdd(MANIFEST, m.model_dump_json(indent=2).encode()))
         adds.append(CommitOperationAdd(CARD, dataset_card(m, self.owner).encode()))
+        kept = {*files, MANIFEST, CARD, ".gitattributes"}
         for _ in range(_CAS_ATTEMPTS):
             refs = self._refs(m.name)
             head = next(b.target_commit for b in refs.branches if b.name == "main")
@@ -253,7 +255,7 @@ class HubRegistry(Registry):
                 for path in self.api.list_repo_files(
                     self._repo(m.name), repo_type="dataset", revision=head
                 )
-                if path not in files and path not in (CARD, ".gitattributes")
+                if path not in kept
             ]
             try:
                 info = self.api.create_commit(
@@ -289,7 +291,9 @@ class HubRegistry(Registry):
     def fetch(
         self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
     ) -> None:
-        path = _object_path(manifest, sha)
+        path = manifest.objects().get(sha)
+        if path is None:
+            raise TaskpackError(f"{manifest.ref} has no object {sha}")
         try:
             with (
                 self._stream(manifest.name, path, manifest.version) as response,
@@ -308,23 +312,6 @@ class HubRegistry(Registry):
             raise
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, f"download {path}") from None
-
-
-def _version_files(ts: TaskSet) -> list[str]:
-    paths = [MANIFEST]
-    for info in ts.manifest.splits.values():
-        paths.append(info.path)
-        paths.extend(blob_relpath(sha) for sha in info.blobs)
-    return sorted(set(paths))
-
-
-def _object_path(manifest: Manifest, sha: str) -> str:
-    for info in manifest.splits.values():
-        if info.sha256 == sha:
-            return info.path
-        if sha in info.blobs:
-            return blob_relpath(sha)
-    raise TaskpackError(f"{manifest.name}@{manifest.version} has no object {sha}")
 
 
 def dataset_card(m: Manifest, owner: str) -> str:

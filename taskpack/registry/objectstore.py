@@ -1,8 +1,9 @@
 """A registry over a key-value store (a local folder or an S3 prefix).
 
-Publishing uploads the objects the store lacks, then creates the manifest with a create-only
-write: until that last write the version does not exist, and of two racing publishers exactly
-one creates it. Re-running an interrupted publish finds the objects present and finishes.
+Publishing uploads the objects the store lacks (or holds with other bytes), then creates the
+manifest with a create-only write: until that last write the version does not exist, and of two
+racing publishers exactly one creates it. Re-running an interrupted publish finds the objects
+present and finishes.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from pathlib import Path
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
+from taskpack.objects import Progress, sha256_relpath
 from taskpack.registry.base import Registry
+from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, tag_version, version_key
-from taskpack.registry.store import PreconditionFailed, Progress, Store
-from taskpack.taskset import TaskSet, blob_relpath, sha256_relpath
+from taskpack.registry.store import PreconditionFailed, Store
+from taskpack.taskset import TaskSet
 
 _CAS_ATTEMPTS = 50
 
@@ -25,9 +28,9 @@ def object_key(sha: str) -> str:
 
 
 class ObjectStoreRegistry(Registry):
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, location: Location) -> None:
         self.store = store
-        self.url = store.url
+        self.location = location
 
     def names(self) -> list[str]:
         return sorted({key.split("/", 1)[0] for key in self.store.list("sets")})
@@ -80,8 +83,11 @@ class ObjectStoreRegistry(Registry):
         if existing is not None:
             created = self.check_same(existing, m)
         else:
-            for sha, path in _objects(ts):
-                if not self.store.exists(object_key(sha)):
+            for sha in m.objects():
+                path = ts.object(sha)
+                # A key already there is trusted only if its bytes are right: a wrong object
+                # left by anyone would otherwise make this version unreadable for good.
+                if self.store.sha256(object_key(sha)) != sha:
                     self.store.upload(object_key(sha), path, progress)
                 elif progress:
                     progress(path.stat().st_size)
@@ -103,13 +109,3 @@ class ObjectStoreRegistry(Registry):
 
     def local_object(self, manifest: Manifest, sha: str) -> Path | None:
         return self.store.local_path(object_key(sha))
-
-
-def _objects(ts: TaskSet) -> list[tuple[str, Path]]:
-    """(bytes hash, local file) of every split file and large task file, each once."""
-    found: dict[str, Path] = {}
-    for info in ts.manifest.splits.values():
-        found[info.sha256] = ts.root / info.path
-        for sha in info.blobs:
-            found[sha] = ts.root / blob_relpath(sha)
-    return sorted(found.items())

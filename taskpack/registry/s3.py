@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from taskpack.errors import TaskpackError
-from taskpack.registry.store import PreconditionFailed, Progress, Store, network_timeout
+from taskpack.objects import Progress
+from taskpack.registry.location import Location
+from taskpack.registry.store import PreconditionFailed, Store, network_timeout
 
 _AUTH_CODES = {
     "InvalidAccessKeyId",
@@ -26,13 +28,13 @@ _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
 
 
 class S3Store(Store):
-    def __init__(self, bucket: str, prefix: str) -> None:
+    def __init__(self, where: Location) -> None:
         import boto3
         from botocore.config import Config
 
-        self.bucket = bucket
-        self.prefix = prefix.strip("/")
-        self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
+        self.bucket = where.bucket
+        self.prefix = where.prefix
+        self.url = where.url
         # A session of its own: boto3's default session caches the credentials it first found.
         self.client: Any = boto3.session.Session().client(
             "s3",
@@ -84,14 +86,19 @@ class S3Store(Store):
                 raise PreconditionFailed(f"{self.url}/{key}: precondition failed") from None
             raise self._fail(e, key) from None
 
-    def exists(self, key: str) -> bool:
+    def sha256(self, key: str) -> str | None:
+        import hashlib
+
+        digest = hashlib.sha256()
         try:
-            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+            for chunk in body.iter_chunks(1 << 20):
+                digest.update(chunk)
         except Exception as e:  # noqa: BLE001
             if _code(e) in _MISSING_CODES:
-                return False
+                return None
             raise self._fail(e, key) from None
-        return True
+        return digest.hexdigest()
 
     def list(self, prefix: str) -> list[str]:
         full = self._key(prefix).rstrip("/") + "/"

@@ -19,13 +19,11 @@ import shutil
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
 
 from taskpack._fs import file_lock
 from taskpack.errors import TaskpackError
-
-Progress = Callable[[int], None]
+from taskpack.objects import Progress, file_sha256
 
 
 def network_timeout() -> float:
@@ -56,7 +54,8 @@ class Store(ABC):
         """Write a small value; raises PreconditionFailed when the condition does not hold."""
 
     @abstractmethod
-    def exists(self, key: str) -> bool: ...
+    def sha256(self, key: str) -> str | None:
+        """The hash of the bytes stored at `key` (read in full), or None when it is absent."""
 
     @abstractmethod
     def list(self, prefix: str) -> list[str]:
@@ -122,8 +121,9 @@ class LocalStore(Store):
         finally:
             tmp.unlink(missing_ok=True)
 
-    def exists(self, key: str) -> bool:
-        return self._path(key).exists()
+    def sha256(self, key: str) -> str | None:
+        path = self._path(key)
+        return file_sha256(path) if path.is_file() else None
 
     def list(self, prefix: str) -> list[str]:
         base = self._path(prefix)

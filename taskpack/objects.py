@@ -1,0 +1,36 @@
+"""Where content-addressed objects live, and how their bytes are named: one layout shared by
+task-set folders, registries and the cache, importable without pyarrow or pydantic.
+
+    <task set>/manifest.json
+    <task set>/splits/<split>.parquet
+    <task set>/blobs/sha256/<ab>/<hash>      files too large to ride inline
+    <registry>/objects/sha256/<ab>/<hash>    split files and large files of every version
+    <cache>/objects/sha256/<ab>/<hash>
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+Progress = Callable[[int], None]  # called with each chunk's byte count
+
+
+def sha256_relpath(sha: str) -> str:
+    """Where content `sha` lives in any content-addressed folder here: a two-character
+    fan-out keeps directories small."""
+    return f"sha256/{sha[:2]}/{sha}"
+
+
+def blob_relpath(sha: str) -> str:
+    return f"blobs/{sha256_relpath(sha)}"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,86 @@
+"""Where a registry is: parsed once from what the user typed, then passed around as a value.
+
+    /some/folder, ./reg, "my registry"   a local registry folder (any characters)
+    file:///some/folder                  the same, as a URL (percent-escapes decoded)
+    s3://bucket/prefix                   an S3 bucket (boto3's credential chain)
+    hf://owner                           Hub dataset repos owner/<name>, a version per tag
+
+Anything else with a `scheme://` is refused: a typo must not become a folder named `gs:`.
+`Location.parse(location.url) == location`, so a URL printed by taskpack reads back as itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote, urlparse
+
+from taskpack.errors import TaskpackError
+
+SCHEMES = ("file", "s3", "hf")
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$")
+_OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def default_registry() -> str:
+    """`TASKPACK_REGISTRY`, else a folder in the user's data directory."""
+    env = os.environ.get("TASKPACK_REGISTRY")
+    if env:
+        return env
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return str(Path(base) / "taskpack" / "registry")
+
+
+@dataclass(frozen=True)
+class Location:
+    scheme: Literal["file", "s3", "hf"]
+    path: Path | None = None  # file: an absolute folder
+    bucket: str = ""  # s3
+    prefix: str = ""  # s3: keys below this, no leading or trailing slash
+    owner: str = ""  # hf: a user or organization
+
+    @property
+    def url(self) -> str:
+        if self.scheme == "file":
+            assert self.path is not None
+            return self.path.as_uri()
+        if self.scheme == "s3":
+            return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
+        return f"hf://{self.owner}"
+
+    def __str__(self) -> str:
+        return self.url
+
+    @classmethod
+    def parse(cls, text: str | os.PathLike[str] | Location | None = None) -> Location:
+        """The registry `text` names (the default registry when None or empty)."""
+        if isinstance(text, Location):
+            return text
+        text = os.fspath(text) if text else default_registry()
+        match = _URL.match(text)
+        if match is None:
+            return cls("file", path=Path(text).expanduser().resolve())
+        scheme = match.group(1).lower()
+        if scheme == "file":
+            parsed = urlparse(text)
+            if parsed.netloc not in ("", "localhost") or not parsed.path:
+                raise TaskpackError(f"registry {text!r}: expected file:///absolute/folder")
+            return cls("file", path=Path(unquote(parsed.path)).resolve())
+        # S3 keys and Hub owners are taken as written: no query, fragment or escapes.
+        host, _, rest = text[match.end() :].partition("/")
+        if scheme == "s3":
+            if not _BUCKET.match(host):
+                raise TaskpackError(f"registry {text!r}: expected s3://BUCKET[/PREFIX]")
+            return cls("s3", bucket=host, prefix=rest.strip("/"))
+        if scheme == "hf":
+            if not _OWNER.match(host) or rest.strip("/"):
+                raise TaskpackError(f"registry {text!r}: expected hf://OWNER (a user or org)")
+            return cls("hf", owner=host)
+        known = ", ".join(f"{s}://" for s in SCHEMES)
+        raise TaskpackError(
+            f"registry {text!r}: unknown scheme {scheme + '://'!r}; known: {known}, or a folder"
+        )

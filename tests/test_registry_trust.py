@@ -1,0 +1,275 @@
+"""Registry locations parsed once, one TaskSet over any object source, copies between
+registries, and nothing from a registry believed before it is checked."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import taskpack
+from taskpack.cli import main
+from taskpack.errors import TaskpackError
+from taskpack.objects import file_sha256
+from taskpack.registry import Location, open_registry
+from taskpack.registry.client import RegistryObjects, publish, write_lockfile
+from taskpack.taskset import FolderObjects, TaskSet
+
+from .test_registry import build
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.output
+
+
+# --- locations ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["my registry", "100% done", "régistre 登録", "a%20b"])
+def test_folders_with_any_name_publish_and_load(tmp_path: Path, name: str) -> None:
+    where = tmp_path / name
+    publish(build(tmp_path / "a", "1.0.0"), registry=str(where))
+    assert (where / "sets" / "arith" / "versions" / "1.0.0.json").is_file()
+    assert len(taskpack.load("arith@1.0.0", split="test", registry=str(where))) == 2
+    # The URL taskpack prints for it reads back as the same folder.
+    url = Location.parse(str(where)).url
+    assert url.startswith("file:///") and Location.parse(url).path == where.resolve()
+    assert len(taskpack.load("arith@1.0.0", split="test", registry=url)) == 2
+    assert not list(tmp_path.glob("*%25*")), "a folder name was escaped twice"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_characters="/\x00", codec="utf-8"), min_size=1))
+def test_location_parse_is_idempotent(name: str) -> None:
+    if name in (".", ".."):
+        return
+    first = Location.parse(f"/tmp/reg/{name}")
+    assert Location.parse(first.url) == first
+    assert Location.parse(first) is first
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("s3://bucket/a/b/", Location("s3", bucket="bucket", prefix="a/b")),
+        ("s3://bucket", Location("s3", bucket="bucket", prefix="")),
+        ("hf://someone", Location("hf", owner="someone")),
+        ("HF://someone/", Location("hf", owner="someone")),
+        ("file://localhost/srv/reg", Location("file", path=Path("/srv/reg"))),
+        ("file:///srv/my%20reg", Location("file", path=Path("/srv/my reg"))),
+    ],
+)
+def test_location_spellings(text: str, expected: Location) -> None:
+    assert Location.parse(text) == expected
+    assert Location.parse(expected.url) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["gs://bucket/p", "http://example.com/reg", "s3://", "hf://owner/extra", "file://host/x"],
+)
+def test_unknown_or_malformed_locations_are_refused(tmp_path: Path, text: str) -> None:
+    os.chdir(tmp_path)
+    with pytest.raises(TaskpackError, match="registry") as info:
+        open_registry(text)
+    if text.startswith(("gs", "http")):
+        assert "known: file://, s3://, hf://" in str(info.value)
+    assert list(tmp_path.iterdir()) == [], "nothing may be created for a refused location"
+    code, out = cli("ls", "--registry", text)
+    assert code == 1 and out.count("\n") == 1
+
+
+# --- one TaskSet ---------------------------------------------------------------------------
+
+
+def test_a_folder_and_a_published_version_are_one_class(tmp_path: Path) -> None:
+    reg = str(tmp_path / "reg")
+    path = build(tmp_path / "a", "1.0.0")
+    publish(path, registry=reg)
+    folder, published = taskpack.open(path), taskpack.open("arith@1", registry=reg)
+    assert type(folder) is type(published) is TaskSet
+    assert isinstance(folder.objects, FolderObjects)
+    assert isinstance(published.objects, RegistryObjects)
+    assert folder.manifest.digest == published.manifest.digest
+    assert list(folder.split("train")) == list(published.split("train"))
+    assert taskpack.verify(published) == []
+    assert taskpack.diff(folder, published)["train"].changed == []
+    code, out = cli("validate", "arith@1.0.0", "--registry", reg)
+    assert code == 0 and "arith@1.0.0 is valid: 8 tasks" in out
+    for args in (
+        ["info", "arith@1"],
+        ["ls", "arith@1", "-s", "test"],
+        ["show", "arith@1", "t100", "-s", "test"],
+    ):
+        code, out = cli(*args, "--registry", reg)
+        assert code == 0 and out, args
+
+
+def test_validate_of_a_published_version_hashes_every_object_again(tmp_path: Path) -> None:
+    """A stamp may say a cached object was checked; `validate NAME@VER` reads the bytes."""
+    bucket_reg = tmp_path / "reg"
+    publish(build(tmp_path / "a", "1.0.0"), registry=str(bucket_reg))
+    ts = taskpack.open("arith@1.0.0", registry=str(bucket_reg))
+    taskpack.pull("arith@1.0.0", registry=str(bucket_reg), files=True)
+    blob = next(iter(ts.manifest.splits["train"].blobs))
+    stored = ts.object(blob)
+    st = stored.stat()
+    stored.write_bytes(b"Z" * st.st_size)  # same size, same mtime: only a hash can tell
+    os.utime(stored, ns=(st.st_atime_ns, st.st_mtime_ns))
+    code, out = cli("validate", "arith@1.0.0", "--registry", str(bucket_reg))
+    assert code == 1 and f"does not hash to {blob}" in out
+
+
+def test_library_equivalents_of_the_cli(tmp_path: Path) -> None:
+    reg = str(tmp_path / "reg")
+    publish(build(tmp_path / "a", "1.0.0"), registry=reg)
+    publish(build(tmp_path / "b", "1.1.0", salt="b"), registry=reg, tags=("gold",))
+    assert taskpack.listing(reg) == {"arith": "1.1.0"}
+    assert taskpack.versions("arith", reg) == {"1.0.0": [], "1.1.0": ["gold", "latest"]}
+    d = taskpack.diff(
+        taskpack.open("arith@1.0.0", registry=reg), taskpack.open("arith@1.1.0", registry=reg)
+    )
+    assert d["train"].changed == [f"t{i}" for i in range(5)] + ["t999"]
+    assert d["test"].added == d["test"].removed == d["test"].changed == []
+    from taskpack.importer import sources_by_split, split_of
+
+    assert split_of("data/gsm8k-test.jsonl.gz") == "test" and split_of("x.jsonl") == "train"
+    assert sources_by_split(["a_valid.csv", "dev=b.csv", "c.csv"], None) == {
+        "valid": ["a_valid.csv"],
+        "dev": ["b.csv"],
+        "train": ["c.csv"],
+    }
+
+
+# --- copies between registries --------------------------------------------------------------
+
+
+def test_copy_local_to_s3_to_hub(tmp_path: Path, bucket: str, hub: Any) -> None:
+    local = str(tmp_path / "reg")
+    hf = f"hf://{hub.owner}"
+    m, _ = publish(build(tmp_path / "a", "1.0.0"), registry=local)
+    code, out = cli("publish", "arith@1.0.0", "--from-registry", local, "--registry", bucket, "-q")
+    assert code == 0 and f"published arith@1.0.0 ({m.digest}) to {bucket}" in out
+    code, out = cli("publish", "arith@1", "--from-registry", bucket, "--registry", hf, "-q")
+    assert code == 0 and f"({m.digest})" in out
+    for where in (bucket, hf):
+        copied = open_registry(where).resolve("arith@1.0.0")
+        assert copied.digest == m.digest and copied.created == m.created
+    split = taskpack.load(f"arith@{m.digest}", split="train", registry=hf)
+    big = split.get("t999")
+    assert big is not None and len(big.file("big.bin").read_bytes()) > 64 * 1024
+    assert publish("arith@1.0.0", source_registry=local, registry=hf)[1] is False
+
+
+# --- verified reads ------------------------------------------------------------------------
+
+
+def test_a_replaced_object_in_a_local_registry_is_refused(tmp_path: Path) -> None:
+    reg = tmp_path / "reg"
+    publish(build(tmp_path / "a", "1.0.0"), registry=str(reg))
+    assert len(taskpack.load("arith@1.0.0", split="train", registry=str(reg))) == 6
+    sha = open_registry(str(reg)).resolve("arith@1.0.0").splits["train"].sha256
+    obj = reg / "objects" / "sha256" / sha[:2] / sha
+    other = build(tmp_path / "b", "1.0.0", salt="evil") / "splits" / "train.parquet"
+    st = obj.stat()
+    obj.unlink()
+    shutil.copy2(other, obj)  # like `cp -p`: the old mtime comes along
+    os.utime(obj, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(TaskpackError, match="does not hash to"):
+        taskpack.load("arith@1.0.0", split="train", registry=str(reg))
+    code, out = cli("pull", "arith@1.0.0", "--registry", str(reg))
+    assert code == 1 and "does not hash to" in out
+
+
+def _forge(reg: Path, name: str, version: str, mutate: Any) -> None:
+    """Rewrite `name@version`'s test split in a local registry with `mutate(rows)` and make its
+    manifest name the new bytes, keeping its digests: what a hostile registry writer can do."""
+    from taskpack.objects import sha256_relpath
+
+    key = reg / "sets" / name / "versions" / f"{version}.json"
+    manifest = json.loads(key.read_text())
+    info = manifest["splits"]["test"]
+    table = pq.read_table(reg / "objects" / sha256_relpath(info["sha256"]))
+    rows = table.to_pylist()
+    mutate(rows)
+    tmp = reg / "forged.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), tmp)
+    sha = file_sha256(tmp)
+    target = reg / "objects" / sha256_relpath(sha)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(target)
+    info.update(sha256=sha, bytes=target.stat().st_size)
+    key.write_text(json.dumps(manifest))
+
+
+def test_rows_that_do_not_chain_to_the_digest_are_never_served(tmp_path: Path) -> None:
+    """Swapped split bytes under kept digests pass every manifest check; the rows do not."""
+    reg = tmp_path / "reg"
+    m, _ = publish(build(tmp_path / "a", "1.0.0"), registry=str(reg))
+    lock = tmp_path / "taskpack.lock"
+    write_lockfile(["arith@1.0.0"], lock, registry=str(reg))
+    shutil.rmtree(os.environ["TASKPACK_CACHE"])
+
+    def edit_answer(rows: list[dict[str, Any]]) -> None:
+        rows[0]["answer"] = json.dumps("forged")
+
+    _forge(reg, "arith", "1.0.0", edit_answer)
+    with pytest.raises(TaskpackError, match=r"refused: split 'test' row 0 .*does not match"):
+        taskpack.load("arith@1.0.0", split="test", registry=str(reg))
+
+    def edit_answer_and_digest(rows: list[dict[str, Any]]) -> None:
+        from taskpack.taskset import _columns, row_digest
+
+        rows[0]["answer"] = json.dumps("forged")
+        rows[0]["digest"] = row_digest(_columns(dict(rows[0]), 2))
+
+    shutil.rmtree(os.environ["TASKPACK_CACHE"])
+    _forge(reg, "arith", "1.0.0", edit_answer_and_digest)
+    with pytest.raises(TaskpackError, match=r"split 'test': digest .* does not match its tasks"):
+        taskpack.load("arith@1.0.0", split="test", registry=str(reg))
+    # A digest reference or a lockfile checks every split before it accepts the version, so
+    # neither the untouched train split nor anything else of it is served.
+    for kwargs in ({"lockfile": lock}, {}):
+        ref = "arith@1.0.0" if kwargs else f"arith@{m.digest}"
+        with pytest.raises(TaskpackError, match="does not match"):
+            taskpack.load(ref, split="train", registry=str(reg), **kwargs)
+    # Offline, from the manifest the cache now holds: still every split checked first.
+    with pytest.raises(TaskpackError, match="does not match"):
+        taskpack.load(f"arith@{m.digest}", split="train", registry=str(reg), offline=True)
+
+
+def test_publish_repairs_an_object_key_holding_wrong_bytes(tmp_path: Path, bucket: str) -> None:
+    import boto3
+
+    from taskpack.registry.objectstore import object_key
+
+    path = build(tmp_path / "a", "1.0.0")
+    m = taskpack.open(path).manifest
+    sha = m.splits["train"].sha256
+    name, prefix = bucket.removeprefix("s3://").split("/", 1)
+    boto3.client("s3").put_object(Bucket=name, Key=f"{prefix}/{object_key(sha)}", Body=b"junk")
+    local = tmp_path / "reg"
+    (local / "objects" / "sha256" / sha[:2]).mkdir(parents=True)
+    (local / object_key(sha)).write_bytes(b"junk")
+    for where in (bucket, str(local)):
+        publish(path, registry=where)
+        cache = tmp_path / f"cache-{len(where)}"
+        split = taskpack.load("arith@1.0.0", split="train", registry=where, cache=_cache(cache))
+        assert len(split) == 6
+
+
+def _cache(root: Path) -> Any:
+    from taskpack.registry.cache import Cache
+
+    return Cache(root)
