@@ -553,6 +553,14 @@ class Task(_Model):
         if len(set(keys)) != len(keys):
             dupes = sorted({"/".join(filter(None, k)) for k in keys if keys.count(k) > 1})
             raise ValueError(f"files: duplicate paths {dupes}")
+        folders = {
+            (f.step, f.role, f.path.rsplit("/", i)[0])
+            for f in self.files
+            for i in range(1, f.path.count("/") + 1)
+        }
+        clash = next((f.path for f in self.files if f.key in folders), None)
+        if clash is not None:
+            raise ValueError(f"files: {clash!r} is both a file and a folder of other files")
         steps = [s.name for s in self.steps]
         if len(set(steps)) != len(steps):
             raise ValueError(f"steps: duplicate names {steps}")
@@ -656,7 +664,11 @@ class Task(_Model):
                     raise TaskpackError(f"file {f.path!r}: {parent} is a symbolic link")
                 if not parent.exists():
                     parent.mkdir()
+                elif not parent.is_dir():
+                    raise TaskpackError(f"file {f.path!r}: {parent} is a file, not a folder")
             target = parent / f.path.rsplit("/", 1)[-1]
+            if target.is_dir() and not target.is_symlink():
+                raise TaskpackError(f"file {f.path!r}: {target} is a folder")
             fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as out:

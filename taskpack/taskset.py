@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import glob
 import json
 import os
 import re
 import shutil
+import socket
 import tempfile
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -144,8 +145,8 @@ def _columns(row: dict[str, Any], version: int) -> dict[str, Any]:
         if row.get(name) is not None:
             try:
                 row[name] = json.loads(row[name])
-            except ValueError:
-                raise ValueError(f"column {name} is not JSON") from None
+            except (ValueError, RecursionError):
+                raise ValueError(f"column {name} is not JSON (or nested too deep)") from None
     row.pop("digest", None)
     return row
 
@@ -303,10 +304,7 @@ class TaskSetWriter:
         self.manifest: Manifest | None = None
 
     def __enter__(self) -> TaskSetWriter:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(
-            tempfile.mkdtemp(prefix=f".{self.target.name}.tmp-", dir=self.target.parent)
-        )
+        self._tmp = _stage_dir(self.target, "tmp")
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -355,11 +353,43 @@ def _check_pattern(what: str, value: str, pattern: str, expected: str | None = N
         raise TaskpackError(f"invalid {what} {value!r}: expected {expected or pattern}")
 
 
+def _stage_dir(target: Path, kind: str) -> Path:
+    """A new empty folder beside `target`, `.NAME.<kind>-<host>-<pid>-<random>`, so the folders
+    a killed writer left behind can be told from a live writer's and are removed here."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _sweep(target)
+    prefix = f".{target.name}.{kind}-{_HOST}-{os.getpid()}-"
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+
+
+_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
+def _sweep(target: Path) -> None:
+    """Remove the staging folders of `target` whose writer, on this machine, is gone."""
+    for kind in ("tmp", "old"):
+        for stale in target.parent.glob(f".{glob.escape(target.name)}.{kind}-{_HOST}-*-*"):
+            pid = stale.name.rsplit("-", 2)[-2]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(stale, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process, or a platform that cannot say: leave it be
+    return True
+
+
 def _replace_dir(new: Path, target: Path) -> None:
     """Move `new` to `target`; an existing target is set aside first and restored on failure."""
     old = None
     if target.exists():
-        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+        old = _stage_dir(target, "old")
+        os.rmdir(old)
         os.replace(target, old)
     try:
         os.replace(new, target)
@@ -376,8 +406,7 @@ def staged_output(target: Path, overwrite: bool) -> Iterator[Path]:
     """A temporary folder beside `target`, moved into place only if the block succeeds."""
     if target.exists() and not overwrite:
         raise TaskpackError(f"{target} already exists (overwrite it with --force)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    tmp = _stage_dir(target, "tmp")
     try:
         yield tmp
         _replace_dir(tmp, target)
@@ -492,7 +521,29 @@ class Split:
         k = i - self._starts[g]
         # One scalar per column: far cheaper than slicing a one-row table.
         row = {name: array[k].as_py() for name, array in self._group(g)}
-        return task_from_row(row, self._fetch, self.version)
+        return self._task(row, i)
+
+    def _task(self, row: dict[str, Any], i: int) -> Task:
+        """The row as a task; a row no writer of this format produces is one clear error."""
+        try:
+            return task_from_row(row, self._fetch, self.version)
+        except (
+            ValueError,
+            TypeError,
+            KeyError,
+            AttributeError,
+            RecursionError,
+            TaskpackError,
+        ) as e:
+            why = (
+                describe_validation_error(e)
+                if isinstance(e, ValidationError)
+                else f"{type(e).__name__}: {e}"
+            )
+            raise TaskpackError(
+                f"split {self.name!r} row {i}: unreadable ({why}); "
+                "`taskpack validate` lists every problem"
+            ) from None
 
     def ids(self) -> list[str]:
         return [str(x) for x in self._pf().read(columns=["id"]).column("id").to_pylist()]
@@ -515,8 +566,8 @@ class Split:
             yield from batch.to_pylist()
 
     def __iter__(self) -> Iterator[Task]:
-        for row in self.rows():
-            yield task_from_row(row, self._fetch, self.version)
+        for i, row in enumerate(self.rows()):
+            yield self._task(row, i)
 
 
 class ObjectSource(Protocol):

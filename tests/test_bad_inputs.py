@@ -9,12 +9,14 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
 from click.testing import CliRunner
 
 from taskpack.cli import main
+from taskpack.errors import TaskpackError
 
 ROW = json.dumps({"question": "1+1?", "answer": "#### 2"})
 
@@ -109,7 +111,61 @@ def all_rows_bad_skipped(tmp: Path) -> list[str]:
     return [*jsonl(tmp / "bad.jsonl", '{"question": 1}\n{"x": 2}\n'), "--skip-invalid"]
 
 
+def encrypted_zip_member(tmp: Path) -> list[str]:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("train.csv", "prompt,A,B,answer\nq,1,2,A\n")
+    data = bytearray(buf.getvalue())
+    data[6] |= 1  # the "encrypted" flag, in the local header and the central directory
+    data[data.find(b"PK\x01\x02") + 8] |= 1
+    (tmp / "enc.zip").write_bytes(bytes(data))
+    return [str(tmp / "enc.zip"), "--from", "kaggle", "--preset", "multiple-choice"]
+
+
+def template(text: str) -> Callable[[Path], list[str]]:
+    def case(tmp: Path) -> list[str]:
+        (tmp / "t.csv").write_text("prompt,A,B,answer\nq,1,2,A\n")
+        return [str(tmp / "t.csv"), "--from", "kaggle", "-O", f"prompt_template={text}"]
+
+    return case
+
+
+def payload(value: object) -> Callable[[Path], list[str]]:
+    def case(tmp: Path) -> list[str]:
+        row = {"question": "q", "answer": "a", "taskpack": value}
+        return [*jsonl(tmp / "gem.jsonl", json.dumps(row) + "\n")[:1], "--from", "gem"]
+
+    return case
+
+
+def file_and_folder(tmp: Path) -> list[str]:
+    row = {
+        "question": "q",
+        "answer": "a",
+        "taskpack": {
+            "id": "t",
+            "prompt": "q",
+            "files": [{"path": "a", "data": "MQ=="}, {"path": "a/b", "data": "Mg=="}],
+        },
+    }
+    return [*jsonl(tmp / "gem.jsonl", json.dumps(row) + "\n")[:1], "--from", "gem"]
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
+    "an encrypted zip member": encrypted_zip_member,
+    "prompt_template with a lone {": template("{prompt"),
+    "prompt_template reaching into objects": template("{prompt.__class__}"),
+    "prompt_template with an empty field": template("{}"),
+    "prompt_template naming no column": template("{nope}"),
+    "an embedded task that is not JSON": payload("{not json"),
+    "an embedded task that is not an object": payload(5),
+    "an embedded task that is invalid": payload({"id": "", "prompt": 3}),
+    "an embedded file with no content": payload({"id": "t", "files": [{"path": "a"}]}),
+    "an embedded file with bad base64": payload({"id": "t", "files": [{"base64": "%%"}]}),
+    "embedded files not a list": payload({"id": "t", "files": "a"}),
+    "files a and a/b in one task": file_and_folder,
     "nesting 100000 deep": deep,
     "a 5000-digit integer": huge_int,
     "truncated gzip": broken_gz,
@@ -142,7 +198,7 @@ def test_bad_input_is_one_error_line(
     assert "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1, result.output
-    assert str(src) in errors[0] or "src" in errors[0], errors[0]
+    assert str(src) in errors[0] or "src" in errors[0] or "prompt_template" in errors[0], errors[0]
     assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
 
 
@@ -160,3 +216,81 @@ def test_a_fifo_in_place_of_a_split_or_manifest_is_refused(tmp_path: Path) -> No
     os.mkfifo(tmp_path / "ts" / "manifest.json")
     result = CliRunner().invoke(main, ["info", str(tmp_path / "ts")])
     assert result.exit_code == 1 and "not a regular file" in result.output
+
+
+# --- hostile rows in a task set a reader opens -----------------------------------------------
+
+
+def _hostile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> None:
+    """A task set whose first row is edited by `mutate`, its manifest re-pointed at the new
+    bytes (so only reading the rows can tell)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import taskpack
+    from taskpack.model import SplitInfo
+    from taskpack.objects import MANIFEST, file_sha256
+
+    task = {"id": "t0", "prompt": "q", "files": [{"path": "x", "data": b"1"}]}
+    taskpack.write(path, {"test": [task, {**task, "id": "t1"}]}, name="h")
+    parquet = path / "splits" / "test.parquet"
+    table = pq.read_table(parquet)
+    rows = table.to_pylist()
+    mutate(rows[0])
+    schema = pa.schema([f.with_nullable(True) for f in table.schema])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), parquet)
+    m = taskpack.open(path).manifest
+    info = m.splits["test"].model_dump()
+    info.update(sha256=file_sha256(parquet), bytes=parquet.stat().st_size)
+    m.splits["test"] = SplitInfo(**info)
+    (path / MANIFEST).write_text(m.model_dump_json())
+
+
+def _set(key: str, value: object) -> Callable[[dict[str, Any]], None]:
+    return lambda row: row.__setitem__(key, value)
+
+
+def _set_file(key: str, value: object) -> Callable[[dict[str, Any]], None]:
+    return lambda row: row["files"][0].__setitem__(key, value)
+
+
+HOSTILE_ROWS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "prompt not JSON": _set("prompt", "[{"),
+    "prompt not a list": _set("prompt", "5"),
+    "an unknown item type": _set("prompt", '[{"type": "nope"}]'),
+    "metadata nested 5000 deep": _set("metadata", "[" * 5000 + "]" * 5000),
+    "a 5000-digit answer": _set("answer", "9" * 5000),
+    "an unknown reward kind": _set("reward", '{"kind": "nope"}'),
+    "files null": _set("files", None),
+    "a file path null": _set_file("path", None),
+    "a file path ../x": _set_file("path", "../x"),
+    "a file mode null": _set_file("mode", None),
+    "a setuid file mode": _set_file("mode", 0o4755),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_ROWS))
+@pytest.mark.parametrize("command", ["validate", "show", "export", "materialize"])
+def test_hostile_rows_are_one_error_line(tmp_path: Path, case: str, command: str) -> None:
+    ts = tmp_path / "ts"
+    _hostile(ts, HOSTILE_ROWS[case])
+    out = tmp_path / "out"
+    args = {
+        "validate": ["validate", str(ts)],
+        "show": ["show", str(ts), "t0"],
+        "export": ["export", str(ts), "--to", "harbor", "-o", str(out)],
+    }
+    if command == "materialize":
+        import taskpack
+
+        with pytest.raises(TaskpackError):
+            taskpack.open(ts).split("test")[0].materialize(out)
+        assert not out.exists() or not any(out.rglob("*"))
+        return
+    result = CliRunner().invoke(main, args[command])
+    assert result.exit_code == 1, (case, result.output, result.exception)
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.output
+    assert "row 0" in result.output or "t0" in result.output, result.output
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -222,3 +222,32 @@ def test_materialize_refuses_harmful_modes_and_symlinked_folders(tmp_path: Path)
     with pytest.raises(TaskpackError, match="is a symbolic link"):
         task.materialize(tmp_path / "target")
     assert list(outside.iterdir()) == []  # nothing was created through the link
+
+
+KILLED_WRITER = """
+import os, signal, sys, taskpack
+
+def tasks():
+    for i in range(10**9):
+        if i == 50:
+            os.kill(os.getpid(), signal.SIGKILL)  # as an OOM killer or a lost node would
+        yield {"id": f"t{i}", "prompt": "q"}
+
+taskpack.write(sys.argv[1], {"train": tasks()}, name="x")
+"""
+
+
+def test_what_a_killed_writer_left_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    target = tmp_path / "ts"
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], check=False)
+    assert proc.returncode == -9
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith(".ts.tmp-"), left
+    # A live writer's folder (this process's pid) is never touched.
+    live = tmp_path / left[0].replace(left[0].rsplit("-", 2)[-2], str(os.getpid()), 1)
+    live.mkdir()
+    write(target, {"train": tasks(2)})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "ts"])

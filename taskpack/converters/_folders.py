@@ -154,10 +154,14 @@ def folder_name(task_id: str, taken: set[str]) -> str:
     return name
 
 
-def write_file(path: Path, data: bytes, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write_file(folder: Path, rel: str, data: bytes, mode: int) -> None:
+    path = folder / rel
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise TaskpackError(f"{rel}: another of the task's files is in its way") from None
     if path.exists():
-        raise TaskpackError(f"{path}: two of the task's files would be written here")
+        raise TaskpackError(f"{rel}: two of the task's files would be written here")
     path.write_bytes(data)
     os.chmod(path, mode)
 
@@ -176,7 +180,10 @@ def write_split(
         folder = split_dir / folder_name(task.id, taken)
         folder.mkdir(parents=True)
         for rel, (data, mode) in task_files(task).items():
-            write_file(folder / rel, data, mode)
+            try:
+                _write_file(folder, rel, data, mode)
+            except TaskpackError as e:
+                raise TaskpackError(f"split {split!r} task {task.id!r}: {e}") from None
         entries.append({"id": task.id, "folder": folder.name})
     path = split_dir / INDEX
     path.write_text(json.dumps({"tasks": entries}, indent=2, ensure_ascii=False) + "\n")

@@ -50,11 +50,25 @@ def task_from_payload(payload: Any, field: str = PAYLOAD_KEY) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise RowError(f"field {field!r}: expected the task as a JSON object")
     task = dict(payload)
+    entries = payload.get("files", [])
+    if not isinstance(entries, list):
+        raise RowError(f"field {field!r}: files: expected a list")
     files = []
-    for entry in payload.get("files", []):
-        data = (
-            entry["text"].encode("utf-8") if "text" in entry else base64.b64decode(entry["base64"])
-        )
+    for i, entry in enumerate(entries):
+        data = _file_bytes(entry)
+        if data is None:
+            raise RowError(f"field {field!r}: files.{i}: expected text or base64 content")
         files.append({k: entry.get(k) for k in ("path", "role", "step", "mode")} | {"data": data})
     task["files"] = [{k: v for k, v in f.items() if v is not None} for f in files]
     return task
+
+
+def _file_bytes(entry: Any) -> bytes | None:
+    if not isinstance(entry, dict):
+        return None
+    if isinstance(entry.get("text"), str):
+        return bytes(entry["text"].encode("utf-8"))
+    try:
+        return base64.b64decode(entry["base64"], validate=True)
+    except (KeyError, TypeError, ValueError):
+        return None

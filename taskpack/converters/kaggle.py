@@ -20,7 +20,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
@@ -66,6 +66,19 @@ class KaggleOptions(Options):
                 c.strip() for c in values["choice_columns"].split(",") if c.strip()
             ]
         return values
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _template(cls, template: str | None) -> str | None:
+        """Only `{column}` fields: `{a.b}` or `{a[0]}` would reach into Python objects."""
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(template or "")]
+        except ValueError as e:
+            raise ValueError(f"not a template: {e}") from None
+        for name in fields:
+            if name is not None and (name == "" or "." in name or "[" in name):
+                raise ValueError(f"field {{{name}}}: name a column, as in {{question}}")
+        return template
 
     @model_validator(mode="after")
     def _one_prompt(self) -> KaggleOptions:
