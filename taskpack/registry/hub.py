@@ -15,11 +15,12 @@ The Hub has no compare-and-swap on tags, and tags can be deleted and re-created,
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
@@ -34,7 +35,33 @@ TAGS_BRANCH = "taskpack-tags"
 TAGS_FILE = "tags.json"
 CARD = "README.md"
 _CAS_ATTEMPTS = 20
+_ATTEMPTS = 4  # tries of each read before it fails
 _HUB_LICENSES = {"mit", "apache-2.0", "cc0-1.0", "cc-by-4.0", "cc-by-sa-4.0", "bsd-3-clause"}
+
+
+class _HttpStatus(Exception):
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+
+def _transient(err: BaseException) -> bool:
+    """Worth another try: the server is busy or failing (429, 5xx), or the connection broke."""
+    if isinstance(err, _HttpStatus):
+        return err.status == 429 or err.status >= 500
+    import httpx
+
+    return isinstance(err, (httpx.TransportError, OSError))
+
+
+def _retrying() -> Any:
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+    return Retrying(
+        stop=stop_after_attempt(_ATTEMPTS),
+        wait=wait_random_exponential(multiplier=0.5, max=8),
+        retry=retry_if_exception(_transient),
+        reraise=True,
+    )
 
 
 def _status(err: Exception) -> int | None:
@@ -97,20 +124,36 @@ class HubRegistry(Registry):
         ) as response:
             yield response
 
-    def _get(self, name: str, path: str, revision: str) -> bytes | None:
+    def _download(
+        self, name: str, path: str, revision: str, out: BinaryIO, progress: Progress | None = None
+    ) -> bool:
+        """Stream one file into `out` (rewound on each attempt); False when it is absent.
+        Network failures, 429 and 5xx are retried with backoff, a bounded number of times."""
         try:
-            with self._stream(name, path, revision) as response:
-                if response.status_code == 404:
-                    return None
-                if response.status_code >= 400:
-                    raise TaskpackError(
-                        f"registry {self.url}: reading {name}/{path}: HTTP {response.status_code}"
-                    )
-                return bytes(response.read())
-        except TaskpackError:
-            raise
+            for attempt in _retrying():
+                with attempt, self._stream(name, path, revision) as response:
+                    status = response.status_code
+                    if status == 404:
+                        return False
+                    if status >= 400:
+                        raise _HttpStatus(status)
+                    out.seek(0)
+                    out.truncate()
+                    for chunk in response.iter_bytes(1 << 20):
+                        out.write(chunk)
+                        if progress:
+                            progress(len(chunk))
+        except _HttpStatus as e:
+            raise TaskpackError(
+                f"registry {self.url}: reading {name}/{path}: HTTP {e.status}"
+            ) from None
         except Exception as e:  # noqa: BLE001 - network errors of any client
             raise self._fail(e, f"read {name}/{path}") from None
+        return True
+
+    def _get(self, name: str, path: str, revision: str) -> bytes | None:
+        buffer = io.BytesIO()
+        return buffer.getvalue() if self._download(name, path, revision, buffer) else None
 
     def _refs(self, name: str) -> Any:
         from huggingface_hub.errors import RepositoryNotFoundError
@@ -294,24 +337,10 @@ class HubRegistry(Registry):
         path = manifest.objects().get(sha)
         if path is None:
             raise TaskpackError(f"{manifest.ref} has no object {sha}")
-        try:
-            with (
-                self._stream(manifest.name, path, manifest.version) as response,
-                dest.open("wb") as out,
-            ):
-                if response.status_code >= 400:
-                    raise TaskpackError(
-                        f"registry {self.url}: {manifest.name}@{manifest.version}/{path}: "
-                        f"HTTP {response.status_code}"
-                    )
-                for chunk in response.iter_bytes(1 << 20):
-                    out.write(chunk)
-                    if progress:
-                        progress(len(chunk))
-        except TaskpackError:
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise self._fail(e, f"download {path}") from None
+        with dest.open("wb") as out:
+            found = self._download(manifest.name, path, manifest.version, out, progress)
+        if not found:
+            raise TaskpackError(f"registry {self.url}: {manifest.ref}/{path}: missing (HTTP 404)")
 
 
 def dataset_card(m: Manifest, owner: str) -> str:
