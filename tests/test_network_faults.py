@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -94,11 +95,25 @@ BACKENDS = {
 }
 
 
+COMMANDS = [["ls"], ["pull", "gsm8k@1.0.0"], ["info", "gsm8k@1"], ["publish", "{folder}", "-q"]]
+
+
+def _command(command: list[str], tmp_path: Path) -> list[str]:
+    """The command, with `{folder}` a small task set written for it."""
+    if "{folder}" not in command:
+        return command
+    import taskpack as tp
+
+    tp.write(tmp_path / "ts", {"test": [{"id": "a", "prompt": "q"}]}, name="gsm8k")
+    return [str(tmp_path / "ts") if a == "{folder}" else a for a in command]
+
+
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-@pytest.mark.parametrize("command", [["ls"], ["pull", "gsm8k@1.0.0"], ["info", "gsm8k@1"]])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_server_that_never_answers_fails_in_bounded_time(
-    silent_server: str, backend: str, command: list[str]
+    silent_server: str, backend: str, command: list[str], tmp_path: Path
 ) -> None:
+    command = _command(command, tmp_path)
     registry, env = BACKENDS[backend](silent_server)
     env["TASKPACK_NETWORK_TIMEOUT"] = "1"
     code, output, took = taskpack([*command, "--registry", registry], env, limit=120)
@@ -108,10 +123,11 @@ def test_a_server_that_never_answers_fails_in_bounded_time(
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-@pytest.mark.parametrize("command", [["ls"], ["pull", "gsm8k@1.0.0"], ["info", "gsm8k@1"]])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_an_echoing_server_never_gets_secrets_printed(
-    echo_server: str, backend: str, command: list[str]
+    echo_server: str, backend: str, command: list[str], tmp_path: Path
 ) -> None:
+    command = _command(command, tmp_path)
     registry, env = BACKENDS[backend](echo_server)
     env["TASKPACK_NETWORK_TIMEOUT"] = "5"
     code, output, _ = taskpack([*command, "--registry", registry], env, limit=120)

@@ -100,6 +100,17 @@ class HubRegistry(Registry):
     def _repo(self, name: str) -> str:
         return f"{self.owner}/{name}"
 
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """Any failure of the block as one TaskpackError naming `what` (never the server's
+        words)."""
+        try:
+            yield
+        except TaskpackError:
+            raise
+        except Exception as e:  # noqa: BLE001 - network and API errors of any client
+            raise self._fail(e, what) from None
+
     def _fail(self, err: Exception, what: str) -> TaskpackError:
         status = _status(err)
         if status in (401, 403):
@@ -211,9 +222,11 @@ class HubRegistry(Registry):
             return None, {}
         # Ask before reading: a branch just created has no tags.json yet, and some mirrors
         # answer a missing file with an error rather than 404.
-        if not self.api.get_paths_info(
-            self._repo(name), [TAGS_FILE], revision=head, repo_type="dataset"
-        ):
+        with self._errors(f"read the tags of {name}"):
+            present = self.api.get_paths_info(
+                self._repo(name), [TAGS_FILE], revision=head, repo_type="dataset"
+            )
+        if not present:
             return head, {}
         data = self._get(name, TAGS_FILE, head)
         try:
@@ -242,9 +255,10 @@ class HubRegistry(Registry):
             ):
                 return
             if head is None:
-                self.api.create_branch(
-                    self._repo(name), branch=TAGS_BRANCH, repo_type="dataset", exist_ok=True
-                )
+                with self._errors(f"create the tags branch of {name}"):
+                    self.api.create_branch(
+                        self._repo(name), branch=TAGS_BRANCH, repo_type="dataset", exist_ok=True
+                    )
                 continue
             tags[tag] = version
             body = json.dumps(tags, indent=2, sort_keys=True).encode()
@@ -293,13 +307,11 @@ class HubRegistry(Registry):
         for _ in range(_CAS_ATTEMPTS):
             refs = self._refs(m.name)
             head = next(b.target_commit for b in refs.branches if b.name == "main")
-            stale = [
-                CommitOperationDelete(path)
-                for path in self.api.list_repo_files(
+            with self._errors(f"list the files of {m.name}"):
+                present = self.api.list_repo_files(
                     self._repo(m.name), repo_type="dataset", revision=head
                 )
-                if path not in kept
-            ]
+            stale = [CommitOperationDelete(path) for path in present if path not in kept]
             try:
                 info = self.api.create_commit(
                     self._repo(m.name),
