@@ -28,6 +28,11 @@ def blob_relpath(sha: str) -> str:
     return f"blobs/{sha256_relpath(sha)}"
 
 
+def object_key(sha: str) -> str:
+    """Where a registry over a key-value store (a folder, an S3 prefix) keeps object `sha`."""
+    return f"objects/{sha256_relpath(sha)}"
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:

@@ -252,7 +252,7 @@ def test_rows_that_do_not_chain_to_the_digest_are_never_served(tmp_path: Path) -
 def test_publish_repairs_an_object_key_holding_wrong_bytes(tmp_path: Path, bucket: str) -> None:
     import boto3
 
-    from taskpack.registry.objectstore import object_key
+    from taskpack.objects import object_key
 
     path = build(tmp_path / "a", "1.0.0")
     m = taskpack.open(path).manifest

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -24,7 +25,9 @@ from taskpack.registry.refs import (
     parse_ref,
     version_key,
 )
-from taskpack.taskset import TaskSet
+
+if TYPE_CHECKING:
+    from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 
 class VersionExists(TaskpackError):
@@ -90,10 +93,6 @@ class Registry(ABC):
         self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
     ) -> None:
         """Download the object with bytes hash `sha` (a split file or a large task file)."""
-
-    def local_object(self, manifest: Manifest, sha: str) -> Path | None:
-        """The object's own file when the registry is a local folder."""
-        return None
 
     # --- shared rules -----------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
-from taskpack.objects import Progress
+from taskpack.objects import Progress, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
@@ -72,9 +72,9 @@ class RegistryObjects:
         return found
 
     def _file(self, sha: str, progress: Progress | None) -> Path:
-        if self.location.scheme == "file":  # a local registry folder: read it in place
-            local = self.registry.local_object(self.manifest, sha)
-            if local is not None:
+        if self.location.path is not None:  # a local registry folder: read it in place
+            local = self.location.path / object_key(sha)
+            if local.is_file():
                 if not self.cache.holds(local, sha):
                     raise TaskpackError(f"{self.where}: {local} does not hash to {sha}")
                 return local

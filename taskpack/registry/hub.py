@@ -20,7 +20,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
@@ -29,7 +29,9 @@ from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, version_key
 from taskpack.registry.store import network_timeout
-from taskpack.taskset import TaskSet
+
+if TYPE_CHECKING:
+    from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 TAGS_BRANCH = "taskpack-tags"
 TAGS_FILE = "tags.json"

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Manifest
-from taskpack.objects import Progress, sha256_relpath
+from taskpack.objects import Progress, object_key
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, tag_version, version_key
 from taskpack.registry.store import PreconditionFailed, Store
-from taskpack.taskset import TaskSet
+
+if TYPE_CHECKING:
+    from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 _CAS_ATTEMPTS = 50
-
-
-def object_key(sha: str) -> str:
-    return f"objects/{sha256_relpath(sha)}"
 
 
 class ObjectStoreRegistry(Registry):
@@ -106,6 +105,3 @@ class ObjectStoreRegistry(Registry):
         self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
     ) -> None:
         self.store.download(object_key(sha), dest, progress)
-
-    def local_object(self, manifest: Manifest, sha: str) -> Path | None:
-        return self.store.local_path(object_key(sha))

@@ -69,10 +69,6 @@ class Store(ABC):
     def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
         """Stream `key` into the file `dest`."""
 
-    def local_path(self, key: str) -> Path | None:
-        """The object's own file when the store is a local folder, so pulls need no copy."""
-        return None
-
 
 class LocalStore(Store):
     """A registry folder on a local or shared file system: the embedded default."""
@@ -155,7 +151,3 @@ class LocalStore(Store):
             raise TaskpackError(f"{self.url}/{key}: missing from the registry") from None
         if progress:
             progress(dest.stat().st_size)
-
-    def local_path(self, key: str) -> Path | None:
-        path = self._path(key)
-        return path if path.is_file() else None
