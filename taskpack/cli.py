@@ -112,21 +112,45 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
     click.echo(f"large files: {len(blobs)} (stored once each, fetched when materialized)")
 
 
+def _where(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """--where KEY=VALUE pairs; a VALUE that parses as JSON (3, true, null) is taken as such."""
+    where: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--where")
+        try:
+            where[key] = json.loads(value)
+        except json.JSONDecodeError:
+            where[key] = value
+    return where
+
+
 @main.command("ls")
 @click.argument("target", required=False)
 @split_option
 @registry_option
+@click.option(
+    "--where",
+    "where_pairs",
+    multiple=True,
+    help="Only tasks where KEY=VALUE: a field path (environment.repo, reward.kind) or a "
+    "metadata key (difficulty). Repeat to combine.",
+)
 @_user_errors
-def ls(target: str | None, split_name: str | None, registry: str | None) -> None:
+def ls(
+    target: str | None, split_name: str | None, registry: str | None, where_pairs: tuple[str, ...]
+) -> None:
     """List task sets in the registry, versions and tags of NAME, or task ids of a task set.
 
     \b
     taskpack ls                      names in the registry, with their latest version
     taskpack ls NAME                 versions and tags of NAME
-    taskpack ls NAME@VER | FOLDER    task ids of one split
+    taskpack ls NAME@VER | FOLDER    task ids of one split (--where to filter them)
     """
     from taskpack.registry.client import listing, versions
 
+    where = _where(where_pairs)
     if target is None:
         for name, latest in listing(registry).items():
             click.echo(f"{name:<24}{latest or '-'}")
@@ -136,7 +160,8 @@ def ls(target: str | None, split_name: str | None, registry: str | None) -> None
             click.echo(f"{target}@{version}" + (f"  ({', '.join(tags)})" if tags else ""))
         return
     ts = _open_any(target, registry)
-    for tid in ts.split(_pick_split(ts, split_name)).ids():
+    split = ts.split(_pick_split(ts, split_name))
+    for tid in split.filter(**where).ids() if where else split.ids():
         click.echo(tid)
 
 
@@ -580,6 +605,29 @@ def lock(refs: tuple[str, ...], registry: str | None, output: Path) -> None:
 
     for key, entry in write_lockfile(list(refs), output, registry=registry).items():
         click.echo(f"{key} -> {entry['version']} {entry['digest']}")
+
+
+@main.command()
+@click.argument("target")
+@registry_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, help="Port (0: any free port).")
+@_user_errors
+def serve(target: str, registry: str | None, host: str, port: int) -> None:
+    """Serve one version (a folder or NAME@VERSION) over HTTP: a JSON API with an OpenAPI
+    document at /openapi.json, and a read-only HTML view at /."""
+    from taskpack.serve import make_server
+
+    ts = _open_any(target, registry)
+    server = make_server(ts, host, port)
+    m = ts.manifest
+    click.echo(f"serving {m.ref} ({m.digest}) on http://{host}:{server.server_port}/", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 @main.command()

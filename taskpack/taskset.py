@@ -22,7 +22,7 @@ import shutil
 import socket
 import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, overload
 
@@ -45,6 +45,7 @@ from taskpack.model import (
     version_digest,
 )
 from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
+from taskpack.views import Rows
 
 INLINE_MAX = 64 * 1024
 ROW_GROUP_ROWS = 1024
@@ -430,8 +431,9 @@ def write(
 # --- reading -------------------------------------------------------------------------------
 
 
-class Split:
-    """One split of a task set: `len`, `split[i]`, `split.get(id)`, iteration.
+class Split(Rows):
+    """One split of a task set: `len`, `split[i]`, `split.get(id)`, iteration, and the lazy
+    views of `taskpack.views` (`shuffle`, `shard`, `select`, `filter`, `to_arrow`, ...).
 
     Nothing is read until asked: `len` comes from the manifest, `split[i]` reads the one row
     group holding task i (a few recent ones are kept), `get` reads the id column once.
@@ -467,6 +469,18 @@ class Split:
     @property
     def digest(self) -> str:
         return self.info.digest
+
+    def _base(self) -> Split:
+        return self
+
+    def _rows(self) -> Any:
+        import numpy as np
+
+        return np.arange(len(self), dtype=np.int64)
+
+    def columns(self, names: Sequence[str] | None = None) -> pa.Table:
+        """Stored columns (all by default) of every row, as one Arrow table."""
+        return self._pf().read(columns=list(names) if names is not None else None)
 
     def _pf(self) -> pq.ParquetFile:
         if self._file is None:

@@ -72,20 +72,25 @@ def _status(err: Exception) -> int | None:
 
 
 def _bound_hub_timeouts() -> None:
-    """huggingface_hub's default HTTP client waits forever (timeout None) in its API calls; give
-    it taskpack's network timeout, unless the program installed a client factory of its own."""
+    """huggingface_hub's default HTTP client waits forever (timeout None) in its API calls.
+    Wrap whatever client factory is installed (the default, or the program's own) so that a
+    client without a read timeout gets taskpack's network timeout; one set already is kept."""
     import huggingface_hub
     from huggingface_hub.utils import _http
 
-    if getattr(_http, "_GLOBAL_CLIENT_FACTORY", None) is not _http.default_client_factory:
+    current = getattr(_http, "_GLOBAL_CLIENT_FACTORY", None) or _http.default_client_factory
+    if getattr(current, "taskpack_bounded", False):
         return
 
     def bounded() -> Any:
-        client = _http.default_client_factory()
-        client.timeout = network_timeout()
+        client = current()
+        if getattr(client.timeout, "read", 0) is None:
+            client.timeout = network_timeout()
         return client
 
+    bounded.taskpack_bounded = True  # type: ignore[attr-defined]
     huggingface_hub.set_client_factory(bounded)
+    huggingface_hub.close_session()  # a client made before this has no timeout
 
 
 class HubRegistry(Registry):

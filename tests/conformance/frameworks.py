@@ -48,6 +48,12 @@ FRAMEWORKS = {
     "harbor": Framework(
         "3.12", ("harbor==0.26.0",), check="from harbor.models.task.task import Task"
     ),
+    # torch for `split.to_torch()`, with what `import taskpack` needs (taskpack from PYTHONPATH)
+    "torch": Framework(
+        "3.11",
+        ("torch==2.14.1", "numpy", "pyarrow>=14", "pydantic>=2.6,<3", "pyyaml>=6", "click>=8.1"),
+        check="import torch, torch.utils.data; torch.zeros(1)",
+    ),
 }
 
 

@@ -1,0 +1,293 @@
+"""Lazy views of a split for trainers: shuffled, sharded, selected, filtered, and resumable
+sampling; each a row-index array over the split, never a copy of its data.
+
+    split.shuffle(seed)            the same order for the same seed on every machine and Python
+    split.shard(n, k)              worker k's share: contiguous blocks (the first n % k shards
+                                   one longer), or `contiguous=False` for every n-th row
+    split.select([3, 1, 4])        rows by position
+    split.filter(difficulty="easy", **{"environment.repo": "django/django"})
+    Sampler(split, seed=0, num_workers=8, worker=k)   epochs, disjoint shares, state_dict()
+
+Views compose (`split.filter(...).shuffle(1).shard(4, 0)`) and read tasks as the split does.
+The order comes from a fixed integer hash (SplitMix64) of (seed, row), sorted: no library's
+random generator, whose stream may change between versions, decides it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+from taskpack.errors import TaskpackError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+    from taskpack.model import Task
+    from taskpack.taskset import Split
+
+_MASK = (1 << 64) - 1
+# Top-level task fields a filter key can start with; any other key is looked up in `metadata`.
+_FIELDS = (
+    "id",
+    "prompt",
+    "answer",
+    "solution",
+    "reward",
+    "rewards",
+    "tools",
+    "steps",
+    "environment",
+    "limits",
+    "source",
+    "metadata",
+    "extras",
+)
+
+
+def _seed64(seed: int | str) -> int:
+    """Any int or str as 64 bits, the same everywhere."""
+    return int.from_bytes(hashlib.sha256(str(seed).encode()).digest()[:8], "little")
+
+
+def permutation(n: int, seed: int | str) -> np.ndarray:
+    """Row order for `seed`: rows sorted by SplitMix64(seed + row)."""
+    import numpy as np
+
+    x = np.arange(n, dtype=np.uint64) + np.uint64(_seed64(seed))
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return np.argsort(x, kind="stable")
+
+
+class Rows:
+    """What a split and every view of it offer; subclasses say which rows of which split."""
+
+    def _base(self) -> Split:
+        raise NotImplementedError
+
+    def _rows(self) -> np.ndarray:
+        """Positions in the base split, in this view's order."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __getitem__(self, i: int) -> Task:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Task]:
+        raise NotImplementedError
+
+    def shuffle(self, seed: int | str) -> View:
+        rows = self._rows()
+        return View(self._base(), rows[permutation(len(rows), seed)])
+
+    def shard(self, num_shards: int, index: int, *, contiguous: bool = True) -> View:
+        """Share `index` of `num_shards`: disjoint, and together every row once."""
+        if not 0 <= index < num_shards:
+            raise TaskpackError(f"shard {index} of {num_shards}: expected 0 <= index < shards")
+        rows = self._rows()
+        if not contiguous:
+            return View(self._base(), rows[index::num_shards])
+        size, extra = divmod(len(rows), num_shards)
+        start = index * size + min(index, extra)
+        return View(self._base(), rows[start : start + size + (index < extra)])
+
+    def select(self, indices: Sequence[int] | np.ndarray) -> View:
+        """Rows at these positions of this view (negative counts from the end)."""
+        import numpy as np
+
+        rows = self._rows()
+        chosen = np.asarray(indices, dtype=np.int64)
+        if len(chosen) and not (-len(rows) <= chosen.min() and chosen.max() < len(rows)):
+            raise IndexError(f"select: positions out of range for {len(rows)} tasks")
+        return View(self._base(), rows[chosen])
+
+    def filter(self, predicate: Callable[[Task], bool] | None = None, /, **where: Any) -> View:
+        """Rows whose task satisfies `predicate` and every `where` condition.
+
+        A condition's key is a field path (`environment.repo`, `reward.kind`, `source.format`;
+        `__` works as `.` in keyword form), or a metadata key (`difficulty`). Its value matches
+        by equality, by membership when it is a list, tuple or set, or by a function's answer.
+        Conditions are checked on the stored columns, without building tasks; a predicate gets
+        each task."""
+        import numpy as np
+
+        rows = self._rows()
+        keep = np.ones(len(rows), dtype=bool)
+        if where:
+            table = self._base().columns(sorted({_path(k)[0] for k in where}))
+            for key, wanted in where.items():
+                column, path = _path(key)
+                values = table.column(column).take(rows).to_pylist()
+                test = _matcher(wanted)
+                decode = column not in ("id", "solution")
+                keep &= np.fromiter(
+                    (test(_dig(v, path, decode)) for v in values), dtype=bool, count=len(values)
+                )
+        if predicate is not None:
+            base = self._base()
+            for i in np.flatnonzero(keep):
+                keep[i] = bool(predicate(base[int(rows[i])]))
+        return View(self._base(), rows[keep])
+
+    def to_arrow(self) -> pa.Table:
+        """The rows as stored (JSON columns as JSON text), in this view's order."""
+        return self._base().columns().take(self._rows())
+
+    def to_pandas(self) -> Any:
+        return self.to_arrow().to_pandas()
+
+    def to_hf(self) -> Any:
+        """A `datasets.Dataset` of the stored rows, in memory."""
+        import datasets
+
+        return datasets.Dataset(self.to_arrow())
+
+    def to_torch(self, *, iterable: bool = False) -> Any:
+        """A torch dataset of tasks as plain data (`Task.model_dump(mode="json")`), map-style
+        by default; `iterable=True` streams, splitting rows between DataLoader workers."""
+        from taskpack.torch_data import torch_dataset
+
+        return torch_dataset(self, iterable=iterable)
+
+    def ids(self) -> list[str]:
+        raise NotImplementedError
+
+
+class View(Rows):
+    """Some rows of a split, in some order."""
+
+    def __init__(self, split: Split, rows: np.ndarray) -> None:
+        self._split = split
+        self._order = rows
+
+    def _base(self) -> Split:
+        return self._split
+
+    def _rows(self) -> np.ndarray:
+        return self._order
+
+    def __repr__(self) -> str:
+        return f"<View of split {self._split.name!r}: {len(self)} of {len(self._split)} tasks>"
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @property
+    def name(self) -> str:
+        return self._split.name
+
+    @overload
+    def __getitem__(self, i: int) -> Task: ...
+    @overload
+    def __getitem__(self, i: slice) -> View: ...
+    def __getitem__(self, i: int | slice) -> Task | View:
+        if isinstance(i, slice):
+            return View(self._split, self._order[i])
+        n = len(self._order)
+        if not -n <= i < n:
+            raise IndexError(f"task {i} out of range: this view has {n} tasks")
+        return self._split[int(self._order[i])]
+
+    def __iter__(self) -> Iterator[Task]:
+        for row in self._order:
+            yield self._split[int(row)]
+
+    def ids(self) -> list[str]:
+        ids = self._split.ids()
+        return [ids[int(r)] for r in self._order]
+
+
+class Sampler:
+    """Tasks of a split (or view) for one worker of many, epoch after epoch, resumable.
+
+    Epoch `e` visits the rows in `shuffle((seed, e))` order; worker `k` of `n` takes every
+    n-th of them from the k-th, so the workers' shares are disjoint and together cover the
+    epoch. Iterating yields the rest of the current epoch and moves to the next; `state_dict()`
+    taken at any point and given to `load_state_dict` (in another process, after a crash)
+    resumes with the next task, none repeated and none skipped.
+    """
+
+    def __init__(
+        self, rows: Rows, *, seed: int | str = 0, num_workers: int = 1, worker: int = 0
+    ) -> None:
+        if not 0 <= worker < num_workers:
+            raise TaskpackError(f"worker {worker} of {num_workers}: expected 0 <= worker < n")
+        self.rows = rows
+        self.seed = seed
+        self.num_workers = num_workers
+        self.worker = worker
+        self.epoch = 0
+        self.position = 0  # tasks of this worker's share of the epoch already handed out
+
+    def order(self, epoch: int) -> np.ndarray:
+        """This worker's positions (in `rows`) for `epoch`."""
+        everything = permutation(len(self.rows), json.dumps([self.seed, epoch]))
+        return everything[self.worker :: self.num_workers]
+
+    def __len__(self) -> int:
+        return len(self.order(self.epoch))
+
+    def __iter__(self) -> Iterator[Task]:
+        order = self.order(self.epoch)
+        while self.position < len(order):
+            task = self.rows[int(order[self.position])]
+            self.position += 1
+            yield task
+        self.epoch += 1
+        self.position = 0
+
+    def _identity(self) -> dict[str, Any]:
+        base = self.rows._base()
+        return {"split": base.name, "digest": base.digest, "rows": len(self.rows)}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "position": self.position,
+            "num_workers": self.num_workers,
+            "worker": self.worker,
+            **self._identity(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from `state_dict()`; refused if it was taken over other rows or workers."""
+        mine = {**self._identity(), "num_workers": self.num_workers, "worker": self.worker}
+        theirs = {k: state.get(k) for k in mine}
+        if theirs != mine:
+            raise TaskpackError(f"sampler state is for {theirs}, not {mine}")
+        self.seed, self.epoch, self.position = state["seed"], state["epoch"], state["position"]
+
+
+def _path(key: str) -> tuple[str, list[str]]:
+    parts = key.replace("__", ".").split(".")
+    if parts[0] in _FIELDS:
+        return parts[0], parts[1:]
+    return "metadata", parts
+
+
+def _dig(value: Any, path: list[str], decode: bool) -> Any:
+    if decode and isinstance(value, str):
+        value = json.loads(value)
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _matcher(wanted: Any) -> Callable[[Any], bool]:
+    if callable(wanted):
+        return lambda v: bool(wanted(v))
+    if isinstance(wanted, (list, tuple, set, frozenset)):
+        return lambda v: v in wanted
+    return lambda v: v == wanted

@@ -1,0 +1,256 @@
+"""Lazy views and the sampler: deterministic everywhere, disjoint shares, filters that agree
+with plain Python, exact resumption after a crash, and adapters their consumers accept."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import taskpack
+from taskpack.cli import main
+from taskpack.errors import TaskpackError
+from taskpack.views import Sampler, permutation
+
+from .conftest import make_task
+
+REPOS = ["django/django", "astropy/astropy", "sympy/sympy"]
+
+
+def _task(i: int) -> dict[str, Any]:
+    reward = {"kind": "numeric_match"} if i % 3 else {"kind": "exact_match"}
+    return make_task(
+        i,
+        reward=reward,
+        environment={"repo": REPOS[i % 3]} if i % 4 else None,
+        metadata={"difficulty": ["easy", "medium", "hard"][i % 3 - (i % 7 == 0)], "n": i},
+    )
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    path = tmp_path_factory.mktemp("views") / "ts"
+    taskpack.write(path, {"train": [_task(i) for i in range(300)]}, name="views")
+    return taskpack.open(path).split("train")
+
+
+def test_the_order_of_a_seed_is_fixed_for_good() -> None:
+    """Golden values: any machine, any Python, any numpy gives exactly these."""
+    assert permutation(12, 42).tolist() == [1, 10, 2, 7, 9, 4, 5, 11, 3, 0, 8, 6]
+    assert permutation(12, "seed").tolist() == [7, 1, 4, 5, 8, 2, 11, 9, 3, 0, 6, 10]
+
+
+def test_the_same_seed_gives_the_same_order_in_another_process(split: Any) -> None:
+    probe = (
+        "import sys, taskpack; s = taskpack.open(sys.argv[1]).split('train');"
+        "print(s.shuffle(7).ids()[:50])"
+    )
+    root = str(Path(split._parquet).parents[1])
+    out = subprocess.run([sys.executable, "-c", probe, root], capture_output=True, text=True)
+    assert out.stdout.strip() == str(split.shuffle(7).ids()[:50])
+    assert split.shuffle(7).ids() != split.shuffle(8).ids()
+    assert sorted(split.shuffle(7).ids()) == sorted(split.ids())
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 300), shards=st.integers(1, 17), contiguous=st.booleans())
+def test_shards_are_disjoint_and_cover_the_split(
+    split: Any, n: int, shards: int, contiguous: bool
+) -> None:
+    rows = split.select(range(n))
+    parts = [rows.shard(shards, k, contiguous=contiguous).ids() for k in range(shards)]
+    flat = [tid for part in parts for tid in part]
+    assert sorted(flat) == sorted(rows.ids()) and len(set(flat)) == len(flat)
+    sizes = [len(p) for p in parts]
+    assert max(sizes) - min(sizes) <= 1
+    if contiguous:
+        assert flat == rows.ids()
+
+
+def _repo(t: Any) -> Any:
+    return t.environment.repo if t.environment is not None else None
+
+
+FILTERS = [
+    ({"difficulty": "easy"}, lambda t: t.metadata.get("difficulty") == "easy"),
+    ({"difficulty": ["easy", "hard"]}, lambda t: t.metadata["difficulty"] in ("easy", "hard")),
+    ({"environment.repo": "django/django"}, lambda t: _repo(t) == "django/django"),
+    ({"reward__kind": "exact_match"}, lambda t: t.reward.kind == "exact_match"),
+    ({"n": lambda n: n % 10 == 3}, lambda t: t.metadata["n"] % 10 == 3),
+    (
+        {"difficulty": "medium", "reward.kind": "numeric_match"},
+        lambda t: t.metadata["difficulty"] == "medium" and t.reward.kind == "numeric_match",
+    ),
+    ({"missing.key": None}, lambda t: True),
+]
+
+
+@pytest.mark.parametrize(("where", "plain"), FILTERS)
+def test_filters_agree_with_a_plain_python_filter(split: Any, where: Any, plain: Any) -> None:
+    expected = [t.id for t in split if plain(t)]
+    assert split.filter(**where).ids() == expected
+    shuffled = split.shuffle(3)
+    assert shuffled.filter(**where).ids() == [t.id for t in shuffled if plain(t)]
+    assert split.filter(plain).ids() == expected  # a predicate over tasks, the slow path
+
+
+def test_views_compose_and_read_tasks(split: Any) -> None:
+    view = split.filter(difficulty="easy").shuffle(1).shard(2, 1)
+    assert all(t.metadata["difficulty"] == "easy" for t in view)
+    assert [t.id for t in view] == view.ids() and view[0].id == view.ids()[0]
+    assert view[1:3].ids() == view.ids()[1:3]
+    assert split.select([5, -1, 0]).ids() == ["t5", "t299", "t0"]
+    with pytest.raises(IndexError):
+        split.select([300])
+    with pytest.raises(TaskpackError):
+        split.shard(3, 3)
+
+
+CONSUMER = """
+import json, os, signal, sys, taskpack
+from taskpack.views import Sampler
+
+split = taskpack.open(sys.argv[1]).split("train")
+state_file, kill_after = sys.argv[2], int(sys.argv[3])
+sampler = Sampler(split, seed=5, num_workers=3, worker=1)
+seen = []
+if os.path.exists(state_file):
+    saved = json.load(open(state_file))
+    sampler.load_state_dict(saved["state"])
+    seen = saved["seen"]
+for n, task in enumerate(sampler):
+    seen.append(task.id)
+    tmp = state_file + ".tmp"
+    with open(tmp, "w") as f:  # the task and the state that follows it, saved together
+        json.dump({"state": sampler.state_dict(), "seen": seen}, f)
+    os.replace(tmp, state_file)
+    if n + 1 == kill_after:
+        os.kill(os.getpid(), signal.SIGKILL)
+print(json.dumps(seen))
+"""
+
+
+def test_a_killed_consumer_resumes_with_nothing_repeated_or_skipped(
+    split: Any, tmp_path: Path
+) -> None:
+    root = str(Path(split._parquet).parents[1])
+    state = str(tmp_path / "state.json")
+    for kill_after in (17, 40):
+        proc = subprocess.run([sys.executable, "-c", CONSUMER, root, state, str(kill_after)])
+        assert proc.returncode == -signal.SIGKILL
+    done = subprocess.run(
+        [sys.executable, "-c", CONSUMER, root, state, "0"], capture_output=True, text=True
+    )
+    seen = json.loads(done.stdout)
+    expected = Sampler(split, seed=5, num_workers=3, worker=1)
+    assert seen == [t.id for t in expected]
+    assert len(seen) == 100 and len(set(seen)) == 100
+    shares = [set(Sampler(split, seed=5, num_workers=3, worker=k).rows.ids()) for k in range(3)]
+    orders = [
+        {split.ids()[int(i)] for i in Sampler(split, seed=5, num_workers=3, worker=k).order(0)}
+        for k in range(3)
+    ]
+    assert set.union(*orders) == shares[0] and sum(map(len, orders)) == 300
+
+
+def test_epochs_differ_and_state_is_checked(split: Any) -> None:
+    s = Sampler(split, seed=1)
+    first, second = [t.id for t in s], [t.id for t in s]
+    assert sorted(first) == sorted(second) and first != second and s.epoch == 2
+    other = Sampler(split.select(range(10)), seed=1)
+    with pytest.raises(TaskpackError, match="sampler state is for"):
+        other.load_state_dict(s.state_dict())
+
+
+def test_ls_where_on_the_command_line(split: Any) -> None:
+    root = str(Path(split._parquet).parents[1])
+    result = CliRunner().invoke(
+        main, ["ls", root, "--where", "difficulty=easy", "--where", "environment.repo=sympy/sympy"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        result.output.split()
+        == split.filter(difficulty="easy", **{"environment.repo": "sympy/sympy"}).ids()
+    )
+    bad = CliRunner().invoke(main, ["ls", root, "--where", "nonsense"])
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
+
+
+# --- adapters, each checked by its consumer --------------------------------------------------
+
+
+def test_arrow_pandas_and_datasets(split: Any, tmp_path: Path) -> None:
+    import datasets
+
+    view = split.filter(difficulty="hard").shuffle(2)
+    table = view.to_arrow()
+    assert table.column("id").to_pylist() == view.ids()
+    assert list(view.to_pandas()["id"]) == view.ids()
+    ds = view.to_hf()
+    assert isinstance(ds, datasets.Dataset) and ds["id"] == view.ids()
+    ds.save_to_disk(str(tmp_path / "hf"))
+    back = datasets.load_from_disk(str(tmp_path / "hf"))
+    assert back.to_list() == ds.to_list()
+    assert json.loads(back[0]["metadata"]) == view[0].metadata
+
+
+def test_adapters_are_not_imported_at_episode_start(tmp_path: Path) -> None:
+    taskpack.write(tmp_path / "ts", {"train": [make_task(0)]}, name="x")
+    probe = (
+        "import sys, taskpack; taskpack.open(sys.argv[1]).split('train')[0];"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'datasets', 'pandas', 'taskpack')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "ts")], capture_output=True, text=True
+    )
+    loaded = out.stdout
+    assert "torch" not in loaded and "datasets" not in loaded and "pandas" not in loaded, loaded
+    assert "taskpack.torch_data" not in loaded
+
+
+TORCH_PROBE = """
+import json, sys
+import torch.utils.data
+import taskpack
+
+split = taskpack.open(sys.argv[1]).split("train")
+view = split.filter(difficulty="easy")
+load = torch.utils.data.DataLoader
+mapped = load(view.to_torch(), batch_size=8, num_workers=2, collate_fn=list)
+streamed = load(view.to_torch(iterable=True), batch_size=8, num_workers=2, collate_fn=list)
+print(json.dumps({
+    "mapped": [t["id"] for batch in mapped for t in batch],
+    "streamed": [t["id"] for batch in streamed for t in batch],
+    "ids": view.ids(),
+    "first": view[0].model_dump(mode="json"),
+    "mapped_first": next(iter(mapped))[0],
+}))
+"""
+
+
+@pytest.mark.slow
+def test_torch_dataloader_with_two_workers(split: Any) -> None:
+    """torch runs in its own venv (tests/conformance/frameworks.py), with this taskpack."""
+    from .conformance.frameworks import ensure
+
+    python = str(ensure("torch"))
+    root = str(Path(split._parquet).parents[1])
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run(
+        [python, "-c", TORCH_PROBE, root], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout)
+    assert got["mapped"] == got["ids"]
+    assert sorted(got["streamed"]) == sorted(got["ids"]) and len(got["streamed"]) == len(got["ids"])
+    assert got["mapped_first"] == got["first"]
