@@ -1,27 +1,38 @@
 """The file-system moves every reader and writer here relies on, written once.
 
 `write_atomic`: readers see the old file or the whole new one, never a half-written one.
-`file_lock`: one process at a time per lock file, across processes on one machine.
+`file_lock`: one process (or thread) at a time per lock file, on any platform.
 `check_regular`: a path about to be opened is a regular file (a FIFO would block forever).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
+import shutil
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write `data` to a temporary file beside `path`, then rename it into place."""
+    _atomic(path, lambda tmp: tmp.write_bytes(data))
+
+
+def copy_atomic(source: Path, path: Path) -> None:
+    """Copy the file `source` to `path` the same way: whole or not at all."""
+    _atomic(path, lambda tmp: shutil.copyfile(source, tmp))
+
+
+def _atomic(path: Path, fill: Callable[[Path], object]) -> None:
+    # The file is created by open(), so it gets the mode the user's umask gives (0644 with the
+    # usual 022): a registry folder shared by a team stays readable to it.
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     try:
-        tmp.write_bytes(data)
+        fill(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -29,14 +40,13 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive flock on `path` (created if missing) for the duration of the block."""
+    """An exclusive lock on `path` (created if missing) for the duration of the block, between
+    processes and threads, on any platform (the `filelock` package)."""
+    from filelock import FileLock
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(path, thread_local=False):
+        yield
 
 
 def check_regular(path: Path) -> None:

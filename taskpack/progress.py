@@ -1,52 +1,41 @@
-"""Progress on stderr for long transfers and imports; silent off a terminal or when quiet."""
+"""Progress on stderr for long transfers, imports and exports: tqdm's bars, shown only on a
+terminal, never with `-q`, and never when `TQDM_DISABLE` is set (tqdm's own switch)."""
 
 from __future__ import annotations
 
+import os
 import sys
-import threading
-import time
+from typing import Any
 
 
 class Progress:
-    """Counts units (bytes or tasks) and redraws one stderr line at most ten times a second.
-
-    Callable with an increment, so it plugs into boto3's transfer callbacks (called from
-    several threads, hence the lock).
-    """
+    """A tqdm bar that is also callable with an increment, so it plugs into boto3's transfer
+    callbacks as it is."""
 
     def __init__(self, label: str, total: int | None = None, unit: str = "B") -> None:
-        self.label, self.total, self.unit = label, total, unit
-        self.done = 0
-        self._last = 0.0
-        self._lock = threading.Lock()
+        from tqdm import tqdm
+
+        self._bar: Any = tqdm(
+            total=total,
+            desc=label,
+            unit=unit,
+            unit_scale=unit == "B",
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=0.1,
+        )
 
     def __call__(self, amount: int) -> None:
-        with self._lock:
-            self.done += amount
-            now = time.monotonic()
-            if now - self._last >= 0.1:
-                self._last = now
-                self._draw()
-
-    def _fmt(self, n: int) -> str:
-        return f"{n / 1e6:.1f} MB" if self.unit == "B" else f"{n} {self.unit}"
-
-    def _draw(self) -> None:
-        text = f"\r{self.label}: {self._fmt(self.done)}"
-        if self.total:
-            text += f" / {self._fmt(self.total)} ({100 * self.done / self.total:.0f}%)"
-        sys.stderr.write(text)
-        sys.stderr.flush()
+        self._bar.update(amount)
 
     def close(self) -> None:
-        with self._lock:
-            self._draw()
-            sys.stderr.write("\n")
+        self._bar.close()
 
 
 def progress(
     label: str, total: int | None = None, unit: str = "B", quiet: bool = False
 ) -> Progress | None:
-    if quiet or not sys.stderr.isatty():
+    disabled = os.environ.get("TQDM_DISABLE", "").lower() in ("1", "true", "yes")
+    if quiet or disabled or not sys.stderr.isatty():
         return None
     return Progress(label, total, unit)

@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import socket
-import tempfile
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -359,8 +359,9 @@ def _stage_dir(target: Path, kind: str) -> Path:
     a killed writer left behind can be told from a live writer's and are removed here."""
     target.parent.mkdir(parents=True, exist_ok=True)
     _sweep(target)
-    prefix = f".{target.name}.{kind}-{_HOST}-{os.getpid()}-"
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    path = target.with_name(f".{target.name}.{kind}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    path.mkdir(mode=0o777)  # as the umask allows: a shared folder stays readable to the team
+    return path
 
 
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"

@@ -34,3 +34,23 @@ def test_open_and_read_import_neither_datasets_nor_pandas(tmp_path: Path) -> Non
     assert result["id"] == "t2"
     assert (tmp_path / "out" / "tests" / "check.py").read_text() == "assert 2 + 1 == 3\n"
     assert not [m for m in result["heavy"] if not m.startswith("numpy")], result["heavy"]
+
+
+def test_taskpack_works_where_fcntl_does_not_exist(tmp_path: Path) -> None:
+    """As on Windows: nothing imports fcntl, and locks come from `filelock`."""
+    probe = """
+import sys
+sys.modules["fcntl"] = None  # any `import fcntl` now raises ImportError
+import taskpack
+from taskpack._fs import file_lock
+from pathlib import Path
+taskpack.write(sys.argv[1] + "/ts", {"train": [{"id": "a", "prompt": "q"}]}, name="x")
+print(taskpack.open(sys.argv[1] + "/ts").split("train")[0].id)
+with file_lock(Path(sys.argv[1]) / "l.lock"):
+    print("locked")
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["a", "locked"]

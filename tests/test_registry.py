@@ -359,7 +359,10 @@ def test_progress_is_silent_off_a_terminal_and_drawn_on_one(
     assert bar is not None
     bar(1_000_000)
     bar.close()
-    assert "pull: 1.0 MB / 2.0 MB (50%)" in capsys.readouterr().err
+    drawn = capsys.readouterr().err
+    assert "pull:  50%" in drawn and "1.00M/2.00M" in drawn, drawn
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    assert progress("pull", 100) is None
 
 
 def test_a_manifest_must_be_what_its_key_says(tmp_path: Path) -> None:

@@ -273,3 +273,28 @@ def _cache(root: Path) -> Any:
     from taskpack.registry.cache import Cache
 
     return Cache(root)
+
+
+def test_a_shared_registry_folder_is_readable_as_the_umask_allows(tmp_path: Path) -> None:
+    """With the usual umask 022, everything a publish writes is 0644 (folders 0755), so a
+    registry folder shared by a team is readable to it; with 027, to the group only."""
+    import stat
+
+    for umask, file_mode, dir_mode in ((0o022, 0o644, 0o755), (0o027, 0o640, 0o750)):
+        old = os.umask(umask)
+        try:
+            reg = tmp_path / f"reg-{umask:o}"
+            path = build(tmp_path / f"a-{umask:o}", "1.0.0")
+            publish(path, registry=str(reg))
+        finally:
+            os.umask(old)
+        written = [p for p in [*reg.rglob("*"), *path.rglob("*"), path] if ".locks" not in p.parts]
+        modes = {
+            p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in written
+        }
+        wrong = {
+            p: f"{m:o}"
+            for p, m in modes.items()
+            if m != (dir_mode if (tmp_path / p).is_dir() else file_mode)
+        }
+        assert wrong == {}, wrong

@@ -16,12 +16,11 @@ import contextlib
 import hashlib
 import os
 import shutil
-import tempfile
 import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from taskpack._fs import file_lock
+from taskpack._fs import copy_atomic, file_lock
 from taskpack.errors import TaskpackError
 from taskpack.objects import Progress, file_sha256
 
@@ -132,15 +131,7 @@ class LocalStore(Store):
         )
 
     def upload(self, key: str, path: Path, progress: Progress | None = None) -> None:
-        target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        os.close(fd)
-        try:
-            shutil.copyfile(path, tmp)
-            os.replace(tmp, target)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        copy_atomic(path, self._path(key))
         if progress:
             progress(path.stat().st_size)
 
