@@ -94,12 +94,18 @@ class RegistryObjects:
         fact = f"rows-{sha}-{info.digest.removeprefix('sha256:')}-v{self.manifest.format_version}"
         if self.cache.known(fact):
             return
+        from taskpack._fs import file_lock
         from taskpack.verify import check_split
 
-        problems = check_split(path, name, info, self.manifest.format_version, limit=3)
-        if problems:
-            raise TaskpackError(f"{self.where}: refused: " + "; ".join(problems))
-        self.cache.learn(fact)
+        # One process checks while the others wait: 64 workers starting on a cold machine must
+        # not each read the whole split.
+        with file_lock(self.cache.root / "locks" / f"{fact}.lock"):
+            if self.cache.known(fact):
+                return
+            problems = check_split(path, name, info, self.manifest.format_version, limit=3)
+            if problems:
+                raise TaskpackError(f"{self.where}: refused: " + "; ".join(problems))
+            self.cache.learn(fact)
 
     def check_all(self) -> None:
         """Every split's rows checked (and so fetched): what a digest reference or lockfile
