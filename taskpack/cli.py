@@ -479,9 +479,19 @@ def catalog_list() -> None:
     """Show every recipe: name, importer, splits, license and upstream."""
     from taskpack.recipes import recipes
 
-    for r in recipes().values():
-        splits = ",".join(r.splits)
-        click.echo(f"{r.name:<20}{r.format:<12}{splits:<12}{r.license:<12}{r.upstream.url}")
+    rows = [
+        [r.name, r.format, ",".join(r.splits), r.license, r.upstream.url]
+        for r in recipes().values()
+    ]
+    _table(["NAME", "FORMAT", "SPLITS", "LICENSE", "UPSTREAM"], rows)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> None:
+    """Columns padded to their widest cell, two spaces apart, under a header."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        cells = [str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)]
+        click.echo("  ".join(cells).rstrip())
 
 
 @catalog.command("build")

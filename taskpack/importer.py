@@ -96,11 +96,17 @@ def split_tasks(
     split: str,
     options: dict[str, Any],
     skipped: list[dict[str, Any]] | None,
+    lines: tuple[int, int] | None = None,
 ) -> Iterator[Task]:
-    """All sources of one split in order; ids must be unique across them."""
+    """All sources of one split in order (only lines first..last of each, when given); ids
+    must be unique across them."""
     seen: set[str] = set()
     for uri in uris:
-        yield from _tasks(read_records(uri, fmt, split, options), uri, split, skipped, seen)
+        records = read_records(uri, fmt, split, options)
+        if lines is not None:
+            first, last = lines
+            records = (r for r in records if r.line is not None and first <= r.line <= last)
+        yield from _tasks(records, uri, split, skipped, seen)
 
 
 def read_source(
@@ -120,10 +126,12 @@ def import_sources(
     skip_invalid: bool = False,
     report: str | os.PathLike[str] | None = None,
     progress: Callable[[Iterator[Task], str], Iterator[Task]] | None = None,
+    lines: Mapping[str, tuple[int, int]] | None = None,
     **meta: Any,
 ) -> ImportResult:
     """Write a task set at `target` from `{split: [source, ...]}` read as format `fmt`.
 
+    `lines` keeps, per split, only lines first..last (1-based, inclusive) of its sources.
     `meta` takes TaskSetWriter's options (name, version, description, license, overwrite).
     With `skip_invalid`, skipped rows go to the result and, as JSON lines, to `report`.
     """
@@ -133,7 +141,8 @@ def import_sources(
     try:
         with TaskSetWriter(target, **meta) as writer:
             for split, uris in sources.items():
-                tasks = split_tasks(uris, fmt, split, dict(options or {}), skipped)
+                span = (lines or {}).get(split)
+                tasks = split_tasks(uris, fmt, split, dict(options or {}), skipped, span)
                 info = writer.write_split(split, progress(tasks, split) if progress else tasks)
                 if info.rows == 0:
                     raise TaskpackError(

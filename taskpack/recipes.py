@@ -34,6 +34,9 @@ class Upstream(_Strict):
 class SplitFile(_Strict):
     file: str
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    # Lines first..last (1-based, inclusive) of the file, for a dataset that defines its
+    # splits as ranges of one file (MBPP: task ids 1-10 prompt, 11-510 test, ...).
+    lines: tuple[int, int] | None = None
 
 
 class Recipe(_Strict):
@@ -73,7 +76,7 @@ def source_files(r: Recipe, source: Path, check: bool = True) -> dict[str, list[
     """Map each split to its local file: `source` is the folder of upstream files, or the one
     file of a single-split recipe. Pinned hashes are checked unless `check` is off."""
     if source.is_file():
-        if len(r.splits) != 1:
+        if len({s.file for s in r.splits.values()}) != 1:
             raise TaskpackError(
                 f"{r.name} has splits {list(r.splits)}: give the folder holding them"
             )
@@ -107,6 +110,7 @@ def build(
         source_files(r, Path(source), check),
         r.format,
         options=r.options,
+        lines={split: s.lines for split, s in r.splits.items() if s.lines is not None},
         name=r.name,
         version=r.version,
         description=r.description,

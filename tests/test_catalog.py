@@ -12,7 +12,7 @@ import taskpack
 from taskpack.cli import main
 from taskpack.converters import get, mbpp, names
 from taskpack.errors import TaskpackError
-from taskpack.importer import read_source
+from taskpack.importer import import_sources, read_source
 from taskpack.recipes import build, recipes
 
 
@@ -33,7 +33,11 @@ def test_every_recipe_is_valid_and_names_a_known_importer() -> None:
 def test_catalog_list_cli() -> None:
     result = CliRunner().invoke(main, ["catalog", "list"])
     assert result.exit_code == 0
-    assert [line.split()[0] for line in result.output.splitlines()] == sorted(recipes())
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["NAME", "FORMAT", "SPLITS", "LICENSE", "UPSTREAM"]
+    assert [line.split()[0] for line in lines[1:]] == sorted(recipes())
+    assert all("  https://" in line for line in lines[1:])  # columns never run together
+    assert len({line.index("http") for line in lines[1:]}) == 1  # and are aligned
 
 
 def test_build_from_local_copy_matches_plain_convert(tmp_path: Path, data_dir: Path) -> None:
@@ -105,7 +109,7 @@ MBPP_ROWS = [
 def test_mbpp_rows_map_and_rebuild(tmp_path: Path) -> None:
     src = tmp_path / "mbpp.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in MBPP_ROWS))
-    m = build("mbpp", tmp_path, tmp_path / "out").manifest
+    m = import_sources(tmp_path / "out", {"train": [str(src)]}, "mbpp", name="mbpp").manifest
     tasks = list(taskpack.open(tmp_path / "out").split("train"))
     assert m.splits["train"].rows == 2
     assert [mbpp.source_row(t) for t in tasks] == MBPP_ROWS
@@ -115,3 +119,23 @@ def test_mbpp_rows_map_and_rebuild(tmp_path: Path) -> None:
     assert first.reward.entry_point == "remove_Occ"
     assert 'assert remove_Occ("hello","l") == "heo"' in first.prompt[0].content
     assert tasks[1].file("test.py").read_bytes().startswith(b"import math\nassert sort_matrix")
+
+
+def test_mbpp_builds_the_four_splits_mbpp_defines(tmp_path: Path) -> None:
+    rows = [
+        {
+            "task_id": i,
+            "text": f"Write f{i}.",
+            "code": f"def f{i}():\n    return {i}\n",
+            "test_list": [f"assert f{i}() == {i}"],
+            "test_setup_code": "",
+            "challenge_test_list": [],
+        }
+        for i in range(1, 975)
+    ]
+    (tmp_path / "mbpp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    m = build("mbpp", tmp_path / "mbpp.jsonl", tmp_path / "ts").manifest
+    counts = {n: s.rows for n, s in m.splits.items()}
+    assert counts == {"prompt": 10, "test": 500, "validation": 90, "train": 374}
+    ts = taskpack.open(tmp_path / "ts")
+    assert ts.split("test")[0].id == "mbpp-11" and ts.split("train")[373].id == "mbpp-974"
