@@ -210,11 +210,14 @@ def _readable(task: Task) -> dict[str, Any]:
 @_user_errors
 def show(target: str, task_id: str, split_name: str | None, registry: str | None, fmt: str) -> None:
     """Print one task, by id, of a task-set folder or NAME@VERSION."""
+    from taskpack.errors import unknown
+
     ts = _open_any(target, registry)
-    split = ts.split(_pick_split(ts, split_name))
-    task = split.get(task_id)
+    names = [split_name] if split_name is not None else ts.splits  # any split holding the id
+    task = next((t for n in names if (t := ts.split(n).get(task_id)) is not None), None)
     if task is None:
-        raise TaskpackError(f"split {split.name!r} has no task {task_id!r}")
+        ids = [i for n in names for i in ts.split(n).ids()]
+        raise unknown("task", task_id, ids, f"split {', '.join(names)}")
     shown = _readable(task)
     if fmt == "json":
         click.echo(json.dumps(shown, indent=2, ensure_ascii=False))

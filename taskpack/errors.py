@@ -26,6 +26,21 @@ class InvalidTask(TaskpackError):
         super().__init__(f"{where}: {reason}" if where else reason)
 
 
+def unknown(
+    what: str, name: str, known: list[str], where: str = "", limit: int = 20
+) -> TaskpackError:
+    """`WHERE: no <what> 'nmae'; did you mean 'name'? (known: ...)`: the closest of `known`,
+    then the list itself (cut at `limit`), so a typo is fixed without a second command."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    more = f", ... ({len(known)} in all)" if len(known) > limit else ""
+    shown = ", ".join(known[:limit]) + more
+    prefix = f"{where}: " if where else ""
+    return TaskpackError(f"{prefix}no {what} {name!r}{hint} (known: {shown or 'none'})")
+
+
 def describe_validation_error(err: ValidationError, limit: int = 3) -> str:
     """One line per pydantic error, as `field.path: message`, capped so a row with 40 bad fields
     still prints a readable message."""

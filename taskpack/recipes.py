@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from taskpack.errors import TaskpackError, describe_validation_error
+from taskpack.errors import TaskpackError, describe_validation_error, unknown
 from taskpack.importer import ImportResult, import_sources
 from taskpack.objects import file_sha256
 
@@ -68,7 +68,7 @@ def recipes() -> dict[str, Recipe]:
 def recipe(name: str) -> Recipe:
     known = recipes()
     if name not in known:
-        raise TaskpackError(f"no recipe {name!r} in the catalog; known: {', '.join(known)}")
+        raise unknown("recipe", name, list(known))
     return known[name]
 
 

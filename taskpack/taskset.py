@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from taskpack._fs import check_regular, write_atomic
-from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error
+from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error, unknown
 from taskpack.model import (
     FORMAT_VERSION,
     NAME,
@@ -639,9 +639,7 @@ class TaskSet:
     def info(self, name: str) -> SplitInfo:
         info = self.manifest.splits.get(name)
         if info is None:
-            raise TaskpackError(
-                f"{self.manifest.ref} has no split {name!r} (splits: {', '.join(self.splits)})"
-            )
+            raise unknown("split", name, self.splits, self.manifest.ref)
         return info
 
     def split(self, name: str) -> Split:

@@ -77,7 +77,7 @@ def test_show_yaml_and_json(example: Path) -> None:
 
 def test_errors_exit_1_for_bad_input_and_2_for_usage(example: Path, tmp_path: Path) -> None:
     code, out = run("show", str(example), "--split", "train", "missing-id")
-    assert code == 1 and "has no task 'missing-id'" in out
+    assert code == 1 and "split train: no task 'missing-id'" in out
     code, out = run("ls", str(example), "--split", "nope")
     assert code == 1 and "no split 'nope'" in out
     code, out = run("validate", str(tmp_path))
@@ -105,3 +105,21 @@ def test_installed_entry_point_runs(example: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "code-0000" in proc.stdout.split()
+
+
+def test_typos_get_a_did_you_mean_and_show_finds_an_id_in_any_split(example: Path) -> None:
+    code, out = run("convert", "x.jsonl", "--from", "gsm8", "-o", "out")
+    assert code == 1 and "no format 'gsm8'; did you mean 'gsm8k'?" in out
+    code, out = run("catalog", "build", "humaneva", "--source", str(example))
+    assert code == 1 and "did you mean 'humaneval'?" in out
+    code, out = run("ls", str(example), "--split", "tset")
+    assert (
+        code == 1
+        and "did you mean 'test'?" in out
+        and "(known: train, test)" in out
+        and "example@1.0.0: no split 'tset'" in out
+    )
+    code, out = run("show", str(example), "test-0001")  # no --split: found in test
+    assert code == 0 and "id: test-0001" in out
+    code, out = run("show", str(example), "test-001")
+    assert code == 1 and "did you mean 'test-0001'" in out

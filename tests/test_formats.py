@@ -146,4 +146,4 @@ def test_cli_convert_to_format_and_unknown_formats(tmp_path: Path, data_dir: Pat
     out = runner.invoke(
         main, ["convert", src, "--from", "gsm8k", "--to", "bogus", "-o", str(tmp_path / "y")]
     )
-    assert out.exit_code == 1 and "unknown format 'bogus'" in out.output
+    assert out.exit_code == 1 and "no format 'bogus'" in out.output

@@ -177,4 +177,4 @@ def test_cli_convert_bad_row_exits_1_and_skip_invalid_reports(tmp_path: Path) ->
     report = tmp_path / "g.taskset.skipped.jsonl"
     assert [json.loads(x)["line"] for x in report.read_text().splitlines()] == [4]
     result = CliRunner().invoke(main, ["convert", str(src), "--from", "nope", "-o", "x"])
-    assert result.exit_code == 1 and "unknown format 'nope'" in result.output
+    assert result.exit_code == 1 and "no format 'nope'" in result.output

@@ -77,7 +77,7 @@ def test_publish_resolve_every_ref_form(tmp_path: Path, registry_url: str) -> No
     }
     with pytest.raises(TaskpackError, match="no version of 'arith' matches '3'"):
         reg.resolve("arith@3")
-    with pytest.raises(TaskpackError, match="no task set named 'other'"):
+    with pytest.raises(TaskpackError, match="no task set 'other'"):
         reg.resolve("other@1")
     assert reg.names() == ["arith"]
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from taskpack.converters._format import Format
 from taskpack.converters._source import Record
-from taskpack.errors import TaskpackError, describe_validation_error
+from taskpack.errors import TaskpackError, describe_validation_error, unknown
 
 
 def names() -> list[str]:
@@ -29,7 +29,7 @@ def names() -> list[str]:
 
 def get(name: str) -> Format:
     if name not in names():
-        raise TaskpackError(f"unknown format {name!r}; known: {', '.join(names())}")
+        raise unknown("format", name, names())
     fmt: Format = importlib.import_module(f"{__name__}.{name.replace('-', '_')}").FORMAT
     return fmt
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from taskpack.errors import TaskpackError, describe_validation_error
+from taskpack.errors import TaskpackError, describe_validation_error, unknown
 from taskpack.model import Manifest, version_digest
 from taskpack.objects import Progress
 from taskpack.registry.location import Location
@@ -127,7 +127,7 @@ class Registry(ABC):
             return ref.spec
         versions = self.versions(ref.name)
         if not versions:
-            raise TaskpackError(f"{self.url}: no task set named {ref.name!r}")
+            raise unknown("task set", ref.name, self.names(), self.url)
         if ref.is_digest:
             for version in sorted(versions, key=version_key, reverse=True):
                 found = self.manifest(ref.name, version)
@@ -140,7 +140,9 @@ class Registry(ABC):
         if tagged is None and ref.spec == "latest":
             return best_match(versions, "")
         if tagged is None:
-            raise TaskpackError(f"{self.url}: {ref.name!r} has no version or tag {ref.spec!r}")
+            tags = sorted(self.tags(ref.name))
+            where = f"{self.url}: {ref.name}"
+            raise unknown("version or tag", ref.spec, [*versions, *tags], where)
         return tagged
 
     def move_tags(self, m: Manifest, tags: tuple[str, ...]) -> None:
