@@ -376,6 +376,7 @@ def convert(
     if to_fmt is not None:
         from taskpack.exporter import convert_format
 
+        _quiet_libraries(quiet)
         _report_export(
             convert_format(
                 sources_by_split(sources, split_name),
@@ -386,6 +387,7 @@ def convert(
                 write_options=_write_options(write_pairs, embed),
                 strict=strict,
                 overwrite=force,
+                progress=_progress(quiet),
             )
         )
         return
@@ -677,6 +679,7 @@ def _report_export(result: Any) -> None:
 @write_options
 @embed_option
 @registry_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @_user_errors
 def export_cmd(
     target: str,
@@ -688,12 +691,35 @@ def export_cmd(
     write_pairs: tuple[str, ...],
     embed: bool,
     registry: str | None,
+    quiet: bool,
 ) -> None:
     """Write a task set (folder or NAME@VERSION) in a framework's format."""
     from taskpack.exporter import export
 
     ts = _open_any(target, registry)
     options = _write_options(write_pairs, embed)
+    _quiet_libraries(quiet)
     _report_export(
-        export(ts, fmt, out, splits=splits, strict=strict, overwrite=force, options=options)
+        export(
+            ts,
+            fmt,
+            out,
+            splits=splits,
+            strict=strict,
+            overwrite=force,
+            options=options,
+            progress=_progress(quiet),
+        )
     )
+
+
+def _quiet_libraries(quiet: bool) -> None:
+    """`datasets` draws bars of its own when saving (Verifiers exports): off with -q or off a
+    terminal, like taskpack's."""
+    import os
+    import sys
+
+    if quiet or not sys.stderr.isatty():
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+        if "datasets" in sys.modules:
+            sys.modules["datasets"].disable_progress_bars()

@@ -8,24 +8,17 @@ is counted in a loss report; `strict` makes the first loss an error.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from taskpack.converters import options as format_options
 from taskpack.converters import reader, writer
 from taskpack.converters._format import Losses, Target
 from taskpack.importer import split_tasks
 from taskpack.model import Task
-from taskpack.taskset import Split, staged_output
-
-
-class SplitSource(Protocol):
-    @property
-    def splits(self) -> list[str]: ...
-
-    def split(self, name: str) -> Split: ...
+from taskpack.taskset import TaskSet, staged_output
 
 
 @dataclass
@@ -35,6 +28,9 @@ class ExportResult:
     losses: list[str] = field(default_factory=list)
 
 
+Counter = Callable[[Iterator[Task], str], Iterator[Task]]  # wraps a split's tasks to count them
+
+
 def _write_all(
     splits: Mapping[str, Iterable[Task]],
     fmt: str,
@@ -42,6 +38,7 @@ def _write_all(
     strict: bool,
     overwrite: bool,
     write_options: Mapping[str, Any] | None,
+    progress: Counter | None = None,
 ) -> ExportResult:
     target_format = writer(fmt)
     assert target_format.write is not None
@@ -51,13 +48,14 @@ def _write_all(
     written: list[Path] = []
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
-            files = target_format.write(tasks, tmp, name, target)
+            counted = progress(iter(tasks), name) if progress else tasks
+            files = target_format.write(counted, tmp, name, target)
             written += [out / p.relative_to(tmp) for p in files]
     return ExportResult(out, written, target.losses.report())
 
 
 def export(
-    ts: SplitSource,
+    ts: TaskSet,
     fmt: str,
     out: str | os.PathLike[str],
     *,
@@ -65,14 +63,15 @@ def export(
     strict: bool = False,
     overwrite: bool = False,
     options: Mapping[str, Any] | None = None,
+    progress: Counter | None = None,
 ) -> ExportResult:
     """Write the splits of a task set (all by default) in format `fmt` under `out`.
 
     `options` are the format's write options (`embed`, and each format's own; see
-    `taskpack formats`)."""
+    `taskpack formats`); `progress` wraps each split's tasks (the CLI counts them on stderr)."""
     names = list(splits) or ts.splits
     tasks = {n: ts.split(n) for n in names}
-    return _write_all(tasks, fmt, Path(out), strict, overwrite, options)
+    return _write_all(tasks, fmt, Path(out), strict, overwrite, options, progress)
 
 
 def convert_format(
@@ -85,6 +84,7 @@ def convert_format(
     write_options: Mapping[str, Any] | None = None,
     strict: bool = False,
     overwrite: bool = False,
+    progress: Counter | None = None,
 ) -> ExportResult:
     """Read `{split: [source...]}` as `from_fmt` and write it as `to_fmt`, task by task."""
     reader(from_fmt)
@@ -93,4 +93,4 @@ def convert_format(
         split: split_tasks(uris, from_fmt, split, dict(options or {}), None)
         for split, uris in sources.items()
     }
-    return _write_all(tasks, to_fmt, Path(out), strict, overwrite, write_options)
+    return _write_all(tasks, to_fmt, Path(out), strict, overwrite, write_options, progress)

@@ -123,3 +123,28 @@ def test_typos_get_a_did_you_mean_and_show_finds_an_id_in_any_split(example: Pat
     assert code == 0 and "id: test-0001" in out
     code, out = run("show", str(example), "test-001")
     assert code == 1 and "did you mean 'test-0001'" in out
+
+
+def test_exports_draw_no_library_bars_off_a_terminal(example: Path, tmp_path: Path) -> None:
+    """`datasets` draws its own bars when a Verifiers export saves; off a terminal (or with
+    -q) stderr holds only taskpack's lines."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "taskpack",
+            "export",
+            str(example),
+            "--to",
+            "verifiers",
+            "-o",
+            str(tmp_path / "v"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Saving the dataset" not in proc.stderr and "it/s" not in proc.stderr, proc.stderr
