@@ -50,6 +50,13 @@ def _pick_split(ts: TaskSet, name: str | None) -> str:
     raise click.UsageError(f"choose a split with --split: {', '.join(ts.splits)}")
 
 
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
+
+
+def _echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="taskpack")
 def main() -> None:
@@ -137,9 +144,14 @@ def _where(pairs: tuple[str, ...]) -> dict[str, Any]:
     help="Only tasks where KEY=VALUE: a field path (environment.repo, reward.kind) or a "
     "metadata key (difficulty). Repeat to combine.",
 )
+@json_option
 @_user_errors
 def ls(
-    target: str | None, split_name: str | None, registry: str | None, where_pairs: tuple[str, ...]
+    target: str | None,
+    split_name: str | None,
+    registry: str | None,
+    where_pairs: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """List task sets in the registry, versions and tags of NAME, or task ids of a task set.
 
@@ -152,17 +164,26 @@ def ls(
 
     where = _where(where_pairs)
     if target is None:
-        for name, latest in listing(registry).items():
-            click.echo(f"{name:<24}{latest or '-'}")
+        names = listing(registry)
+        if as_json:
+            _echo_json(names)
+        else:
+            _table(["NAME", "LATEST"], [[n, v or "-"] for n, v in names.items()])
         return
     if "@" not in target and not Path(target).is_dir():
-        for version, tags in versions(target, registry).items():
-            click.echo(f"{target}@{version}" + (f"  ({', '.join(tags)})" if tags else ""))
+        found = versions(target, registry)
+        if as_json:
+            _echo_json(found)
+        else:
+            _table(["VERSION", "TAGS"], [[f"{target}@{v}", ", ".join(t)] for v, t in found.items()])
         return
     ts = _open_any(target, registry)
     split = ts.split(_pick_split(ts, split_name))
-    for tid in split.filter(**where).ids() if where else split.ids():
-        click.echo(tid)
+    ids = split.filter(**where).ids() if where else split.ids()
+    if as_json:
+        _echo_json(ids)
+    else:
+        click.echo("\n".join(ids))
 
 
 def _pruned(value: Any) -> Any:
@@ -416,11 +437,28 @@ def convert(
 
 
 @main.command()
+@json_option
 @_user_errors
-def formats() -> None:
+def formats(as_json: bool) -> None:
     """List the formats taskpack reads (--from) and writes (--to), with their options."""
     from taskpack.converters import get, names
 
+    if as_json:
+        _echo_json(
+            [
+                {
+                    "name": n,
+                    "modes": get(n).modes,
+                    "summary": get(n).summary,
+                    "read_options": list(get(n).read_options.model_fields) if get(n).read else [],
+                    "write_options": list(get(n).write_options.model_fields)
+                    if get(n).write
+                    else [],
+                }
+                for n in names()
+            ]
+        )
+        return
     for name in names():
         fmt = get(name)
         click.echo(f"{name:<16}{fmt.modes:<12}{fmt.summary}")
@@ -479,11 +517,15 @@ def catalog() -> None:
 
 
 @catalog.command("list")
+@json_option
 @_user_errors
-def catalog_list() -> None:
+def catalog_list(as_json: bool) -> None:
     """Show every recipe: name, importer, splits, license and upstream."""
     from taskpack.recipes import recipes
 
+    if as_json:
+        _echo_json([r.model_dump(mode="json") for r in recipes().values()])
+        return
     rows = [
         [r.name, r.format, ",".join(r.splits), r.license, r.upstream.url]
         for r in recipes().values()
@@ -550,6 +592,7 @@ def catalog_build(
     help="Re-validate every task and digest first (as `taskpack validate`).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@json_option
 @_user_errors
 def publish(
     source: str,
@@ -558,6 +601,7 @@ def publish(
     tags: tuple[str, ...],
     full_check: bool,
     quiet: bool,
+    as_json: bool,
 ) -> None:
     """Publish the task set at SOURCE (a folder, or NAME@VERSION published elsewhere: mirrored
     with the same digest) as an immutable version, its bytes and rows checked first."""
@@ -573,6 +617,10 @@ def publish(
         quiet=quiet,
         full_check=full_check,
     )
+    if as_json:
+        fields = {"name": m.name, "version": m.version, "digest": m.digest}
+        _echo_json({**fields, "registry": where.url, "created": created})
+        return
     state = "published" if created else "already published, same content:"
     click.echo(f"{state} {m.ref} ({m.digest}) to {where.url}")
 
@@ -584,6 +632,7 @@ def publish(
 @click.option("--files", is_flag=True, help="Also fetch the large task files.")
 @click.option("--lockfile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@json_option
 @_user_errors
 def pull(
     ref: str,
@@ -592,6 +641,7 @@ def pull(
     files: bool,
     lockfile: Path | None,
     quiet: bool,
+    as_json: bool,
 ) -> None:
     """Fetch a version (NAME, NAME@1, NAME@1.2.3, NAME@sha256:...) into the local cache."""
     from taskpack.registry.cache import default_cache_dir
@@ -599,8 +649,12 @@ def pull(
 
     ts = pull_version(ref, splits, registry=registry, files=files, lockfile=lockfile, quiet=quiet)
     m = ts.manifest
-    fetched = ", ".join(splits or tuple(m.splits))
-    click.echo(f"{m.ref} ({m.digest}): {fetched} in {default_cache_dir()}")
+    fetched = list(splits or tuple(m.splits))
+    if as_json:
+        fields = {"name": m.name, "version": m.version, "digest": m.digest, "splits": fetched}
+        _echo_json({**fields, "cache": str(default_cache_dir())})
+        return
+    click.echo(f"{m.ref} ({m.digest}): {', '.join(fetched)} in {default_cache_dir()}")
 
 
 @main.command()
@@ -649,12 +703,18 @@ def serve(target: str, registry: str | None, host: str, port: int) -> None:
 @click.argument("old")
 @click.argument("new")
 @registry_option
+@json_option
 @_user_errors
-def diff(old: str, new: str, registry: str | None) -> None:
+def diff(old: str, new: str, registry: str | None, as_json: bool) -> None:
     """Per split: tasks added, removed and changed (by digest) from OLD to NEW."""
+    import dataclasses
+
     from taskpack.diff import diff as diff_versions
 
     changes = diff_versions(_open_any(old, registry), _open_any(new, registry))
+    if as_json:
+        _echo_json({name: dataclasses.asdict(d) for name, d in changes.items()})
+        return
     for name, d in changes.items():
         click.echo(f"{name}: +{len(d.added)} -{len(d.removed)} ~{len(d.changed)}")
         for mark, ids in (("+", d.added), ("-", d.removed), ("~", d.changed)):

@@ -148,3 +148,33 @@ def test_exports_draw_no_library_bars_off_a_terminal(example: Path, tmp_path: Pa
     )
     assert proc.returncode == 0, proc.stderr
     assert "Saving the dataset" not in proc.stderr and "it/s" not in proc.stderr, proc.stderr
+
+
+def test_every_listing_command_prints_json_for_scripts(example: Path, tmp_path: Path) -> None:
+    import json as json_
+
+    reg = str(tmp_path / "reg")
+    code, out = run("publish", str(example), "--registry", reg, "--json", "-q")
+    published = json_.loads(out)
+    assert code == 0 and published["name"] == "example" and published["created"] is True
+    listings = {
+        "ls": (["ls", "--registry", reg], {"example": "1.0.0"}),
+        "versions": (["ls", "example", "--registry", reg], {"1.0.0": ["latest"]}),
+        "ids": (["ls", str(example), "-s", "test"], None),
+        "diff": (["diff", str(example), "example@1.0.0", "--registry", reg], None),
+        "pull": (["pull", "example@1.0.0", "--registry", reg, "-q"], None),
+        "formats": (["formats"], None),
+        "catalog": (["catalog", "list"], None),
+    }
+    for name, (args, expected) in listings.items():
+        code, out = run(*args, "--json")
+        assert code == 0, (name, out)
+        value = json_.loads(out)
+        if expected is not None:
+            assert value == expected, name
+    assert json_.loads(run("diff", str(example), "example@1", "--registry", reg, "--json")[1])[
+        "test"
+    ] == {"added": [], "removed": [], "changed": []}
+    assert "gsm8k" in [f["name"] for f in json_.loads(run("formats", "--json")[1])]
+    code, out = run("ls", "--registry", reg)
+    assert out.splitlines() == ["NAME     LATEST", "example  1.0.0"]
