@@ -274,8 +274,12 @@ def test_cli_publish_ls_info_pull_diff(tmp_path: Path, registry_url: str) -> Non
         version="1.1.0",
     )
     run("publish", str(v2), "-q")
-    assert run("ls").split() == ["arith", "1.1.0"]
-    assert run("ls", "arith").splitlines() == ["arith@1.0.0  (gold)", "arith@1.1.0  (latest)"]
+    assert run("ls").split() == ["NAME", "LATEST", "arith", "1.1.0"]
+    assert run("ls", "arith").splitlines() == [
+        "VERSION      TAGS",
+        "arith@1.0.0  gold",
+        "arith@1.1.0  latest",
+    ]
     assert taskpack.open(v2).manifest.digest in run("info", "arith@1.1")
     assert run("ls", "arith@1.0.0", "-s", "test").split() == ["t100", "t101"]
     assert "arith@1.1.0" in run("pull", "arith", "--split", "test")
