@@ -53,6 +53,23 @@ def _pick_split(ts: TaskSet, name: str | None) -> str:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
 
 
+def _formats(mode: str) -> Callable[[click.Context, click.Parameter, str], list[str]]:
+    """Shell completion of the names of formats that can `mode` ("read" or "write")."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+        from taskpack.converters import get, names
+
+        return [n for n in names() if n.startswith(incomplete) and getattr(get(n), mode)]
+
+    return complete
+
+
+def _complete_recipes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    from taskpack.recipes import recipes
+
+    return [n for n in recipes() if n.startswith(incomplete)]
+
+
 def _echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
@@ -342,8 +359,19 @@ def _default_name(target: Path) -> str:
 
 @main.command()
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--from", "fmt", required=True, help="Source format (see `taskpack formats`).")
-@click.option("--to", "to_fmt", help="Write this framework format instead of a task set.")
+@click.option(
+    "--from",
+    "fmt",
+    required=True,
+    shell_complete=_formats("read"),
+    help="Source format (see `taskpack formats`).",
+)
+@click.option(
+    "--to",
+    "to_fmt",
+    shell_complete=_formats("write"),
+    help="Write this framework format instead of a task set.",
+)
 @click.option("--strict", is_flag=True, help="With --to: fail if the target loses any field.")
 @click.option("-o", "--output", "target", required=True, type=click.Path(path_type=Path))
 @click.option("--name", help="Task-set name (default: the output folder's name).")
@@ -542,7 +570,7 @@ def _table(header: list[str], rows: list[list[str]]) -> None:
 
 
 @catalog.command("build")
-@click.argument("name")
+@click.argument("name", shell_complete=_complete_recipes)
 @click.option(
     "--source",
     required=True,
@@ -731,7 +759,13 @@ def _report_export(result: Any) -> None:
 
 @main.command("export")
 @click.argument("target")
-@click.option("--to", "fmt", required=True, help="Framework format (see `taskpack formats`).")
+@click.option(
+    "--to",
+    "fmt",
+    required=True,
+    shell_complete=_formats("write"),
+    help="Framework format (see `taskpack formats`).",
+)
 @click.option("-o", "--output", "out", required=True, type=click.Path(path_type=Path))
 @click.option("--split", "-s", "splits", multiple=True, help="Split to export (default: all).")
 @click.option("--strict", is_flag=True, help="Fail if the format cannot carry a field.")

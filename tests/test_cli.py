@@ -178,3 +178,31 @@ def test_every_listing_command_prints_json_for_scripts(example: Path, tmp_path: 
     assert "gsm8k" in [f["name"] for f in json_.loads(run("formats", "--json")[1])]
     code, out = run("ls", "--registry", reg)
     assert out.splitlines() == ["NAME     LATEST", "example  1.0.0"]
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("taskpack convert x --from gs", ["gsm8k"]),
+        ("taskpack export x --to h", ["harbor"]),  # humaneval has no writer
+        ("taskpack catalog build swe", ["swebench-lite", "swebench-verified"]),
+    ],
+)
+def test_shell_completion_offers_formats_and_recipes(words: str, expected: list[str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "_TASKPACK_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - 1),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", "from taskpack.cli import main; main(prog_name='taskpack')"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert [line.split(",", 1)[1] for line in out.stdout.split()] == expected
