@@ -748,6 +748,13 @@ def diff(old: str, new: str, registry: str | None, as_json: bool) -> None:
         for mark, ids in (("+", d.added), ("-", d.removed), ("~", d.changed)):
             for tid in ids:
                 click.echo(f"  {mark} {tid}")
+                for change in d.fields.get(tid, []):
+                    click.echo(f"      {change.path}: {_short(change.old)} → {_short(change.new)}")
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _report_export(result: Any) -> None:

@@ -298,3 +298,21 @@ def test_a_shared_registry_folder_is_readable_as_the_umask_allows(tmp_path: Path
             if m != (dir_mode if (tmp_path / p).is_dir() else file_mode)
         }
         assert wrong == {}, wrong
+
+
+def test_diff_names_the_fields_that_changed(tmp_path: Path) -> None:
+    from taskpack.diff import FieldChange
+
+    a = build(tmp_path / "a", "1.0.0")
+    b = build(tmp_path / "b", "1.1.0", salt="x")
+    d = taskpack.diff(taskpack.open(a), taskpack.open(b))["train"]
+    assert d.fields["t0"] == [FieldChange("answer", "1", "1x")]
+    big = d.fields["t999"]
+    assert [c.path for c in big] == [
+        "files.workspace/big.bin.sha256",
+        "files.workspace/big.bin.size",
+    ]
+    code, out = cli("diff", str(a), str(b))
+    assert code == 0 and "  ~ t0\n      answer: '1' → '1x'\n" in out
+    code, out = cli("diff", str(a), str(b), "--json")
+    assert json.loads(out)["train"]["fields"]["t0"] == [{"path": "answer", "old": "1", "new": "1x"}]
