@@ -174,7 +174,7 @@ def test_every_listing_command_prints_json_for_scripts(example: Path, tmp_path: 
             assert value == expected, name
     assert json_.loads(run("diff", str(example), "example@1", "--registry", reg, "--json")[1])[
         "test"
-    ] == {"added": [], "removed": [], "changed": []}
+    ] == {"added": [], "removed": [], "changed": [], "fields": {}}
     assert "gsm8k" in [f["name"] for f in json_.loads(run("formats", "--json")[1])]
     code, out = run("ls", "--registry", reg)
     assert out.splitlines() == ["NAME     LATEST", "example  1.0.0"]
