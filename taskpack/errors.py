@@ -26,6 +26,21 @@ class InvalidTask(TaskpackError):
         super().__init__(f"{where}: {reason}" if where else reason)
 
 
+def require(module: str, extra: str) -> None:
+    """Fail with the install line when an optional dependency is missing: the core install
+    carries only what local task sets need."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a module hidden or half-installed
+        found = False
+    if not found:
+        raise TaskpackError(
+            f"this needs {module}, which is not installed: pip install 'taskpack[{extra}]'"
+        )
+
+
 def unknown(
     what: str, name: str, known: list[str], where: str = "", limit: int = 20
 ) -> TaskpackError:

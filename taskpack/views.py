@@ -147,6 +147,9 @@ class Rows:
 
     def to_hf(self) -> Any:
         """A `datasets.Dataset` of the stored rows, in memory."""
+        from taskpack.errors import require
+
+        require("datasets", "datasets")
         import datasets
 
         return datasets.Dataset(self.to_arrow())

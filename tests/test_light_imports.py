@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import taskpack
 
 from .conftest import make_task
@@ -41,6 +43,8 @@ def test_taskpack_works_where_fcntl_does_not_exist(tmp_path: Path) -> None:
     probe = """
 import sys
 sys.modules["fcntl"] = None  # any `import fcntl` now raises ImportError
+import pytest
+
 import taskpack
 from taskpack._fs import file_lock
 from pathlib import Path
@@ -54,3 +58,23 @@ with file_lock(Path(sys.argv[1]) / "l.lock"):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["a", "locked"]
+
+
+@pytest.mark.parametrize(
+    ("hidden", "code", "extra"),
+    [
+        ("boto3", "taskpack.registry.open_registry('s3://bucket/p')", "s3"),
+        ("huggingface_hub", "taskpack.registry.open_registry('hf://owner')", "hub"),
+        ("datasets", "taskpack.open(sys.argv[1]).split('train').to_hf()", "datasets"),
+    ],
+)
+def test_a_missing_extra_is_named(tmp_path: Path, hidden: str, code: str, extra: str) -> None:
+    """The core install has no boto3, huggingface_hub or datasets: asking for what needs one
+    says which extra brings it."""
+    taskpack.write(tmp_path / "ts", {"train": [make_task(0)]}, name="x")
+    probe = f"import sys\nsys.modules[{hidden!r}] = None\nimport taskpack, taskpack.registry\n"
+    probe += f"try:\n    {code}\nexcept taskpack.TaskpackError as e:\n    print(e)\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "ts")], capture_output=True, text=True
+    )
+    assert f"pip install 'taskpack[{extra}]'" in proc.stdout, proc.stdout + proc.stderr

@@ -24,6 +24,7 @@ from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
+from taskpack.errors import require
 from taskpack.model import Task, UnitTests
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
@@ -74,6 +75,7 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+    require("datasets", "datasets")
     import datasets
 
     rows = []
@@ -94,6 +96,7 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
 def _rows(uri: str) -> Iterator[Record]:
     path = Path(uri)
     if path.is_dir():  # a dataset saved with save_to_disk
+        require("datasets", "datasets")
         import datasets
 
         for n, row in enumerate(datasets.load_from_disk(str(path))):

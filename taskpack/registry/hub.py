@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from taskpack.errors import TaskpackError
+from taskpack.errors import TaskpackError, require
 from taskpack.model import Manifest
 from taskpack.objects import MANIFEST, Progress
 from taskpack.registry.base import Registry
@@ -95,6 +95,8 @@ def _bound_hub_timeouts() -> None:
 
 class HubRegistry(Registry):
     def __init__(self, where: Location) -> None:
+        require("huggingface_hub", "hub")
+        require("tenacity", "hub")
         from huggingface_hub import HfApi
 
         self.location = where

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from taskpack.errors import TaskpackError
+from taskpack.errors import TaskpackError, require
 from taskpack.objects import Progress
 from taskpack.registry.location import Location
 from taskpack.registry.store import PreconditionFailed, Store, network_timeout
@@ -29,6 +29,7 @@ _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
 
 class S3Store(Store):
     def __init__(self, where: Location) -> None:
+        require("boto3", "s3")
         import boto3
         from botocore.config import Config
 
