@@ -109,3 +109,29 @@ def test_plain_datasets_load_dataset_reads_a_version(tmp_path: Path, hub: Any) -
     assert got["ids"] == split.ids()
     assert got["digests"] == [t.digest for t in split]
     assert got["answer"] == '"0"'  # 1.0.0's content, not 1.1.0's (a JSON column)
+
+
+def test_main_always_holds_the_highest_release(tmp_path: Path, hub: Any) -> None:
+    """Publishing 1.0.1 (a test split only) after 1.1.0 leaves main, the repo's landing page
+    and plain `load_dataset(name, split="train")`, at 1.1.0; 1.0.1 is reachable by its tag."""
+    url = f"hf://{hub.owner}"
+    publish(build(tmp_path / "a", "1.1.0", salt="b"), registry=url)
+    older = tmp_path / "older"
+    taskpack.write(older, {"test": [make_task(7)]}, name="hubset", version="1.0.1")
+    publish(older, registry=url)
+    publish(build(tmp_path / "c", "2.0.0-rc.1", salt="c"), registry=url)
+    reg = open_registry(url)
+    assert reg.versions("hubset") == ["1.0.1", "1.1.0", "2.0.0-rc.1"]
+    on_main = json.loads(reg._get("hubset", "manifest.json", "main") or b"{}")
+    assert on_main["version"] == "1.1.0"
+    assert reg.resolve("hubset@1.0.1").splits.keys() == {"test"}
+    assert len(load("hubset@1.0.1", split="test", registry=url, cache=Cache(tmp_path / "c1"))) == 1
+    out = subprocess.run(
+        [sys.executable, "-c", PLAIN_DATASETS, f"{hub.owner}/hubset", "main", "train"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout)["answer"] == '"0b"'  # JSON text in the stored column
+    publish(build(tmp_path / "d", "1.2.0", salt="d"), registry=url)  # a new highest: main moves
+    assert json.loads(reg._get("hubset", "manifest.json", "main") or b"{}")["version"] == "1.2.0"

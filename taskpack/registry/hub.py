@@ -27,13 +27,14 @@ from taskpack.model import Manifest
 from taskpack.objects import MANIFEST, Progress
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
-from taskpack.registry.refs import is_version, version_key
+from taskpack.registry.refs import is_release, is_version, version_key
 from taskpack.registry.store import network_timeout
 
 if TYPE_CHECKING:
     from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 TAGS_BRANCH = "taskpack-tags"
+OLDER_BRANCH = "taskpack-older"  # commits of versions below the highest release
 TAGS_FILE = "tags.json"
 CARD = "README.md"
 _CAS_ATTEMPTS = 20
@@ -304,10 +305,14 @@ class HubRegistry(Registry):
         return created
 
     def _commit_version(self, ts: TaskSet) -> str:
-        """One commit on main whose tree is exactly this version; the commit id."""
+        """One commit whose tree is exactly this version; the commit id. It goes on `main` when
+        the version is the highest release, so the repo's page and a plain
+        `load_dataset("owner/name")` always show the latest release; an older version or a
+        pre-release goes on the branch `taskpack-older` (its tag reaches it just the same)."""
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         m = ts.manifest
+        branch = "main" if self._highest_release(m) else OLDER_BRANCH
         files = {path: str(ts.object(sha)) for sha, path in m.objects().items()}
         adds: list[Any] = [CommitOperationAdd(path, local) for path, local in files.items()]
         adds.append(CommitOperationAdd(MANIFEST, m.model_dump_json(indent=2).encode()))
@@ -315,7 +320,13 @@ class HubRegistry(Registry):
         kept = {*files, MANIFEST, CARD, ".gitattributes"}
         for _ in range(_CAS_ATTEMPTS):
             refs = self._refs(m.name)
-            head = next(b.target_commit for b in refs.branches if b.name == "main")
+            head = next((b.target_commit for b in refs.branches if b.name == branch), None)
+            if head is None:  # the first older version: branch off main
+                with self._errors(f"create the branch {branch} of {m.name}"):
+                    self.api.create_branch(
+                        self._repo(m.name), branch=branch, repo_type="dataset", exist_ok=True
+                    )
+                continue
             with self._errors(f"list the files of {m.name}"):
                 present = self.api.list_repo_files(
                     self._repo(m.name), repo_type="dataset", revision=head
@@ -328,14 +339,20 @@ class HubRegistry(Registry):
                     commit_message=f"{m.name} {m.version}",
                     commit_description=m.digest,
                     repo_type="dataset",
-                    revision="main",
+                    revision=branch,
                     parent_commit=head,
                 )
                 return str(info.oid)
             except Exception as e:  # noqa: BLE001
                 if _status(e) != 412:
                     raise self._fail(e, f"upload {m.name}@{m.version}") from None
-        raise TaskpackError(f"{self.url}: main of {m.name} kept moving; gave up after retries")
+        raise TaskpackError(f"{self.url}: {branch} of {m.name} kept moving; gave up after retries")
+
+    def _highest_release(self, m: Manifest) -> bool:
+        if not is_release(m.version):
+            return False
+        mine = version_key(m.version)
+        return all(version_key(v) < mine for v in self.versions(m.name) if is_release(v))
 
     def _tag_version(self, ts: TaskSet, commit: str) -> bool:
         m = ts.manifest
