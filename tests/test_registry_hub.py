@@ -135,3 +135,22 @@ def test_main_always_holds_the_highest_release(tmp_path: Path, hub: Any) -> None
     assert json.loads(out.stdout)["answer"] == '"0b"'  # JSON text in the stored column
     publish(build(tmp_path / "d", "1.2.0", salt="d"), registry=url)  # a new highest: main moves
     assert json.loads(reg._get("hubset", "manifest.json", "main") or b"{}")["version"] == "1.2.0"
+
+
+def test_the_dataset_card_says_what_a_visitor_needs(tmp_path: Path, hub: Any) -> None:
+    from huggingface_hub import DatasetCard
+
+    url = f"hf://{hub.owner}"
+    publish(build(tmp_path / "a", "1.0.0"), registry=url)
+    text = open_registry(url)._get("hubset", "README.md", "1.0.0")
+    assert text is not None
+    card = DatasetCard(text.decode())
+    assert card.data.license == "mit" and card.data.size_categories == "n<1K"
+    assert "reinforcement-learning" in card.data.task_categories
+    assert "reward-numeric_match" in card.data.tags and "taskpack" in card.data.tags
+    assert card.data.configs[0]["data_files"][0]["path"] == "splits/train.parquet"
+    body = card.text
+    assert "| train | 5 |" in body and "| test | 1 |" in body
+    assert "pip install 'taskpack[hub]'" in body and "datasets.load_dataset" in body
+    assert "Reward kinds: numeric_match" in body and "semantic versioning" in body
+    assert "A taskpack task set of 6 tasks" in body  # no description given: one is written

@@ -316,7 +316,7 @@ class HubRegistry(Registry):
         files = {path: str(ts.object(sha)) for sha, path in m.objects().items()}
         adds: list[Any] = [CommitOperationAdd(path, local) for path, local in files.items()]
         adds.append(CommitOperationAdd(MANIFEST, m.model_dump_json(indent=2).encode()))
-        adds.append(CommitOperationAdd(CARD, dataset_card(m, self.owner).encode()))
+        adds.append(CommitOperationAdd(CARD, dataset_card(ts, self.owner).encode()))
         kept = {*files, MANIFEST, CARD, ".gitattributes"}
         for _ in range(_CAS_ATTEMPTS):
             refs = self._refs(m.name)
@@ -381,28 +381,80 @@ class HubRegistry(Registry):
             raise TaskpackError(f"registry {self.url}: {manifest.ref}/{path}: missing (HTTP 404)")
 
 
-def dataset_card(m: Manifest, owner: str) -> str:
-    """README.md whose YAML `configs` make plain `datasets.load_dataset` read each split."""
-    import yaml
+_SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
 
+
+def _size_category(rows: int) -> str:
+    return next((label for limit, label in _SIZES if rows < limit), "1M<n<10M")
+
+
+def reward_kinds(ts: TaskSet) -> list[str]:
+    """The reward kinds a version's tasks use, from one column per split."""
+    import json
+
+    kinds: set[str] = set()
+    for name in ts.splits:
+        for value in ts.split(name).columns(["reward"]).column("reward").to_pylist():
+            kinds.add(json.loads(value)["kind"] if value else "none")
+    return sorted(kinds)
+
+
+def dataset_card(ts: TaskSet, owner: str) -> str:
+    """README.md, built with huggingface_hub's card classes: the metadata the Hub indexes
+    (license, size and task categories, tags, and `configs` that make a plain
+    `datasets.load_dataset` read each split), then what a visitor needs to use the set."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    m = ts.manifest
     license_id = (m.license or "").lower()
-    header = {
-        "configs": [
+    rows = sum(s.rows for s in m.splits.values())
+    kinds = reward_kinds(ts)
+    data = DatasetCardData(
+        license=license_id if license_id in _HUB_LICENSES else "other",
+        pretty_name=m.name,
+        size_categories=_size_category(rows),
+        task_categories=["text-generation", "reinforcement-learning"],
+        tags=["taskpack", "rl-tasks", *(f"reward-{k}" for k in kinds)],
+        configs=[
             {
                 "config_name": "default",
                 "data_files": [{"split": n, "path": s.path} for n, s in m.splits.items()],
             }
         ],
-        "license": license_id if license_id in _HUB_LICENSES else "other",
-        "tags": ["taskpack", "rl-tasks"],
-        "pretty_name": m.name,
-    }
-    first = next(iter(m.splits))
-    return (
-        f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n# {m.name} {m.version}\n\n"
-        f"{m.description}\n\nContent digest: `{m.digest}`\n\n"
-        "```python\n"
-        f'taskpack.load("{m.name}@{m.version}", split="{first}", registry="hf://{owner}")\n'
-        f'datasets.load_dataset("{owner}/{m.name}", revision="{m.version}", split="{first}")\n'
-        "```\n"
     )
+    first = next(iter(m.splits))
+    counts = "\n".join(f"| {n} | {s.rows} | `{s.digest}` |" for n, s in m.splits.items())
+    upstream = m.source.get("upstream") if isinstance(m.source, dict) else None
+    origin = upstream.get("url") if isinstance(upstream, dict) else m.source.get("format")
+    body = f"""
+# {m.name} {m.version}
+
+{m.description or f"A taskpack task set of {rows} tasks for RL of language models."}
+
+| split | tasks | digest |
+| --- | --- | --- |
+{counts}
+
+- License: {m.license or "not given"}; source: {origin or "not given"}
+- Reward kinds: {", ".join(kinds)}
+- Content digest of this version: `{m.digest}`
+- Versions are git tags (`1.2.3`, semantic versioning); `main` holds the highest release.
+
+Each row is one task: `id`, `digest`, `solution`, `files` (path, role, mode, size, sha256,
+bytes when small), and JSON text columns `prompt`, `answer`, `reward`, `rewards`, `tools`,
+`steps`, `environment`, `limits`, `source`, `metadata`, `extras`.
+
+```bash
+pip install 'taskpack[hub]'
+```
+
+```python
+import taskpack
+split = taskpack.load("{m.name}@{m.version}", split="{first}", registry="hf://{owner}")
+task = split[0]
+
+import datasets  # without taskpack
+ds = datasets.load_dataset("{owner}/{m.name}", revision="{m.version}", split="{first}")
+```
+"""
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n{body}"))
