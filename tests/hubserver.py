@@ -251,7 +251,29 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        if url.path == "/api/datasets":  # olah has no listing: the Hub's own, over the repos
+            return self._list(urllib.parse.parse_qs(url.query))
         self._proxy()
+
+    def _list(self, query: dict[str, list[str]]) -> None:
+        """`GET /api/datasets?author=ORG[&filter=TAG]`: the ORG's dataset repos, those whose
+        card on main carries TAG when a filter is given, as the Hub answers."""
+        import yaml
+
+        org = query.get("author", [""])[0]
+        wanted = query.get("filter", [None])[0]
+        found = []
+        for repo in sorted((self.repos.root / "datasets" / org).glob("*")):
+            tags: list[str] = []
+            try:
+                card = git(repo, "show", "main:README.md")
+                tags = (yaml.safe_load(card.split("---")[1]) or {}).get("tags") or []
+            except (RuntimeError, IndexError, yaml.YAMLError):
+                pass
+            if wanted is None or wanted in tags:
+                found.append({"id": f"{org}/{repo.name}", "tags": tags})
+        return self._json(200, found)
 
     do_HEAD = do_GET
 

@@ -154,3 +154,13 @@ def test_the_dataset_card_says_what_a_visitor_needs(tmp_path: Path, hub: Any) ->
     assert "pip install 'taskpack[hub]'" in body and "datasets.load_dataset" in body
     assert "Reward kinds: numeric_match" in body and "semantic versioning" in body
     assert "A taskpack task set of 6 tasks" in body  # no description given: one is written
+
+
+def test_ls_lists_only_the_owners_task_sets(tmp_path: Path, hub: Any) -> None:
+    from huggingface_hub import HfApi
+
+    url = f"hf://{hub.owner}"
+    publish(build(tmp_path / "a", "1.0.0"), registry=url)
+    HfApi(endpoint=hub.endpoint).create_repo(f"{hub.owner}/not-a-task-set", repo_type="dataset")
+    assert open_registry(url).names() == ["hubset"]
+    assert taskpack.listing(url) == {"hubset": "1.0.0"}

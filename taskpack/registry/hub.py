@@ -194,7 +194,8 @@ class HubRegistry(Registry):
         from huggingface_hub import get_session
         from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
-        url: str | None = f"{self.endpoint}/api/datasets?author={self.owner}"
+        # Only the owner's task sets: their cards carry the `taskpack` tag.
+        url: str | None = f"{self.endpoint}/api/datasets?author={self.owner}&filter=taskpack"
         found: list[str] = []
         try:
             while url:
