@@ -104,15 +104,7 @@ def task_json(task: Task) -> dict[str, Any]:
     """The task as JSON, files by hash with the link that serves their bytes."""
     body = task.model_dump(mode="json", exclude={"files"})
     body["files"] = [
-        {
-            "path": f.path,
-            "role": f.role,
-            "step": f.step,
-            "mode": f.mode,
-            "size": f.size,
-            "sha256": f.sha256,
-            "href": f"/api/v1/files/{f.sha256}",
-        }
+        {**f.model_dump(mode="json", exclude={"data"}), "href": f"/api/v1/files/{f.sha256}"}
         for f in task.files
     ]
     return body

@@ -29,24 +29,6 @@ if TYPE_CHECKING:
     from taskpack.model import Task
     from taskpack.taskset import Split
 
-_MASK = (1 << 64) - 1
-# Top-level task fields a filter key can start with; any other key is looked up in `metadata`.
-_FIELDS = (
-    "id",
-    "prompt",
-    "answer",
-    "solution",
-    "reward",
-    "rewards",
-    "tools",
-    "steps",
-    "environment",
-    "limits",
-    "source",
-    "metadata",
-    "extras",
-)
-
 
 def _seed64(seed: int | str) -> int:
     """Any int or str as 64 bits, the same everywhere."""
@@ -272,8 +254,12 @@ class Sampler:
 
 
 def _path(key: str) -> tuple[str, list[str]]:
+    """(stored column, path inside it): a key starting with a task field (other than files,
+    which filters do not reach) names that field; any other key is a metadata key."""
+    from taskpack.model import Task
+
     parts = key.replace("__", ".").split(".")
-    if parts[0] in _FIELDS:
+    if parts[0] in Task.model_fields and parts[0] != "files":
         return parts[0], parts[1:]
     return "metadata", parts
 
