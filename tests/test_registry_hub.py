@@ -164,3 +164,55 @@ def test_ls_lists_only_the_owners_task_sets(tmp_path: Path, hub: Any) -> None:
     HfApi(endpoint=hub.endpoint).create_repo(f"{hub.owner}/not-a-task-set", repo_type="dataset")
     assert open_registry(url).names() == ["hubset"]
     assert taskpack.listing(url) == {"hubset": "1.0.0"}
+
+
+HUB0_PROBE = """
+import json, sys
+import huggingface_hub, transformers
+import taskpack
+from taskpack.registry import open_registry
+
+url, first, older = sys.argv[1], sys.argv[2], sys.argv[3]
+created = [taskpack.publish(first, registry=url)[1], taskpack.publish(older, registry=url)[1]]
+reg = open_registry(url)
+split = taskpack.load("hubset@1.0.0", split="test", registry=url)
+big = taskpack.load("hubset@1.1.0", split="train", registry=url).get("t9").file("big.bin")
+print(json.dumps({
+    "hub": huggingface_hub.__version__,
+    "transformers": transformers.__version__,
+    "created": created,
+    "versions": reg.versions("hubset"),
+    "main": json.loads(reg._get("hubset", "manifest.json", "main"))["version"],
+    "names": reg.names(),
+    "ids": split.ids(),
+    "big": len(big.read_bytes()),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_the_hub_backend_works_under_huggingface_hub_0x(tmp_path: Path, hub: Any) -> None:
+    """With huggingface_hub 0.36 and transformers 4.57 in one venv (what a transformers-4
+    training stack has), publish, tags, main, listing and loads work as with 1.x."""
+    import os
+
+    from .conformance.frameworks import ensure
+
+    first = build(tmp_path / "a", "1.1.0", salt="b")
+    older = tmp_path / "older"
+    taskpack.write(older, {"test": [make_task(7)]}, name="hubset", version="1.0.0")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env["TASKPACK_CACHE"] = str(tmp_path / "cache0")
+    out = subprocess.run(
+        [str(ensure("hub0")), "-c", HUB0_PROBE, f"hf://{hub.owner}", str(first), str(older)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout)
+    assert got["hub"].startswith("0.") and got["transformers"].startswith("4.")
+    assert got["created"] == [True, True] and got["versions"] == ["1.0.0", "1.1.0"]
+    assert got["main"] == "1.1.0" and got["names"] == ["hubset"] and got["ids"] == ["t7"]
+    assert got["big"] == INLINE_MAX + 1

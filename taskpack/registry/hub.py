@@ -73,10 +73,15 @@ def _status(err: Exception) -> int | None:
 
 
 def _bound_hub_timeouts() -> None:
-    """huggingface_hub's default HTTP client waits forever (timeout None) in its API calls.
-    Wrap whatever client factory is installed (the default, or the program's own) so that a
-    client without a read timeout gets taskpack's network timeout; one set already is kept."""
+    """huggingface_hub's HTTP client waits forever (timeout None) in its API calls. Give every
+    call taskpack's network timeout unless it sets one: in huggingface_hub 1.x by wrapping the
+    installed client factory (the default, or the program's own), in 0.x by a requests session
+    that defaults the timeout."""
     import huggingface_hub
+
+    if not hasattr(huggingface_hub, "set_client_factory"):  # huggingface_hub 0.x
+        _bound_requests_timeouts()
+        return
     from huggingface_hub.utils import _http
 
     current = getattr(_http, "_GLOBAL_CLIENT_FACTORY", None) or _http.default_client_factory
@@ -94,10 +99,24 @@ def _bound_hub_timeouts() -> None:
     huggingface_hub.close_session()  # a client made before this has no timeout
 
 
+def _bound_requests_timeouts() -> None:
+    import huggingface_hub
+    import requests  # huggingface_hub 0.x's own HTTP library
+
+    class BoundedSession(requests.Session):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("timeout") is None:
+                kwargs["timeout"] = network_timeout()
+            return super().request(*args, **kwargs)
+
+    configure = huggingface_hub.configure_http_backend
+    configure(backend_factory=BoundedSession)
+
+
 class HubRegistry(Registry):
     def __init__(self, where: Location) -> None:
-        require("huggingface_hub", "hub")
-        require("tenacity", "hub")
+        for module in ("huggingface_hub", "httpx", "tenacity"):
+            require(module, "hub")
         from huggingface_hub import HfApi
 
         self.location = where
@@ -133,14 +152,16 @@ class HubRegistry(Registry):
 
     @contextlib.contextmanager
     def _stream(self, name: str, path: str, revision: str) -> Iterator[Any]:
-        """A streamed GET of one file of the repo at `revision` (the Hub's resolve URL)."""
-        from huggingface_hub import get_session, hf_hub_url
+        """A streamed GET of one file of the repo at `revision` (the Hub's resolve URL), with
+        httpx (the same with huggingface_hub 0.x and 1.x)."""
+        import httpx
+        from huggingface_hub import hf_hub_url
         from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # documented, lazily exported
 
         url = hf_hub_url(
             self._repo(name), path, repo_type="dataset", revision=revision, endpoint=self.endpoint
         )
-        with get_session().stream(
+        with httpx.stream(
             "GET", url, headers=build_hf_headers(), follow_redirects=True, timeout=network_timeout()
         ) as response:
             yield response
@@ -191,7 +212,7 @@ class HubRegistry(Registry):
     def names(self) -> list[str]:
         # The Hub's dataset listing, page by page (`Link: rel="next"`), with a timeout:
         # huggingface_hub's own pagination waits forever on a silent server.
-        from huggingface_hub import get_session
+        import httpx
         from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
         # Only the owner's task sets: their cards carry the `taskpack` tag.
@@ -199,9 +220,7 @@ class HubRegistry(Registry):
         found: list[str] = []
         try:
             while url:
-                response = get_session().get(
-                    url, headers=build_hf_headers(), timeout=network_timeout()
-                )
+                response = httpx.get(url, headers=build_hf_headers(), timeout=network_timeout())
                 if response.status_code >= 400:
                     status = response.status_code
                     raise TaskpackError(

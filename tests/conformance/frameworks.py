@@ -48,6 +48,24 @@ FRAMEWORKS = {
     "harbor": Framework(
         "3.12", ("harbor==0.26.0",), check="from harbor.models.task.task import Task"
     ),
+    # The Hub backend under huggingface_hub 0.x, installed beside transformers 4.x (whose
+    # whole line excludes huggingface_hub 1.x); taskpack from PYTHONPATH.
+    "hub0": Framework(
+        "3.11",
+        (
+            "huggingface-hub==0.36.2",
+            "transformers==4.57.6",
+            "httpx>=0.27",
+            "tenacity>=8",
+            "pyarrow>=14",
+            "pydantic>=2.6,<3",
+            "pyyaml>=6",
+            "click>=8.1",
+            "filelock>=3.12",
+            "tqdm>=4.66",
+        ),
+        check="import huggingface_hub, transformers; assert huggingface_hub.__version__ < '1'",
+    ),
     # torch for `split.to_torch()`, with what `import taskpack` needs (taskpack from PYTHONPATH)
     "torch": Framework(
         "3.11",
