@@ -70,9 +70,7 @@ class Catalog:
     def file(self, sha: str) -> bytes:
         """A file of any task by content hash: a large file from the version's objects, an
         inline one from the row that holds it (found through the files' hash column)."""
-        if sha in self.ts.manifest.objects() and not any(
-            sha == s.sha256 for s in self.ts.manifest.splits.values()
-        ):
+        if any(sha in s.blobs for s in self.ts.manifest.splits.values()):
             data = self.ts.read_blob(sha)
         else:
             where = self._file_index().get(sha)

@@ -359,9 +359,13 @@ def _stage_dir(target: Path, kind: str) -> Path:
     a killed writer left behind can be told from a live writer's and are removed here."""
     target.parent.mkdir(parents=True, exist_ok=True)
     _sweep(target)
-    path = target.with_name(f".{target.name}.{kind}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    path = _stage_name(target, kind)
     path.mkdir(mode=0o777)  # as the umask allows: a shared folder stays readable to the team
     return path
+
+
+def _stage_name(target: Path, kind: str) -> Path:
+    return target.with_name(f".{target.name}.{kind}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}")
 
 
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
@@ -390,8 +394,7 @@ def _replace_dir(new: Path, target: Path) -> None:
     """Move `new` to `target`; an existing target is set aside first and restored on failure."""
     old = None
     if target.exists():
-        old = _stage_dir(target, "old")
-        os.rmdir(old)
+        old = _stage_name(target, "old")
         os.replace(target, old)
     try:
         os.replace(new, target)

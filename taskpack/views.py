@@ -102,6 +102,8 @@ class Rows:
         each task."""
         import numpy as np
 
+        from taskpack.taskset import _JSON_COLUMNS
+
         rows = self._rows()
         keep = np.ones(len(rows), dtype=bool)
         if where:
@@ -110,7 +112,7 @@ class Rows:
                 column, path = _path(key)
                 values = table.column(column).take(rows).to_pylist()
                 test = _matcher(wanted)
-                decode = column not in ("id", "solution")
+                decode = column in _JSON_COLUMNS
                 keep &= np.fromiter(
                     (test(_dig(v, path, decode)) for v in values), dtype=bool, count=len(values)
                 )

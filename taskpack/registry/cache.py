@@ -74,8 +74,13 @@ class Cache:
         if file_sha256(path) != sha:
             stamp.unlink(missing_ok=True)
             return False
-        write_atomic(stamp, seen.encode())
+        self._remember(path, sha, seen)
         return True
+
+    def _remember(self, path: Path, sha: str, seen: str | None = None) -> None:
+        """Stamp `path` as holding `sha` as it is now (its fingerprint, `seen` when taken
+        before the file was hashed)."""
+        write_atomic(self._stamp(path), (seen or _fingerprint(path, sha)).encode())
 
     def verified(self, sha: str) -> Path | None:
         """The cached object if present and sound; a corrupt one is removed."""
@@ -105,7 +110,7 @@ class Cache:
                 os.replace(tmp, path)
             finally:
                 tmp.unlink(missing_ok=True)
-            write_atomic(self._stamp(path), _fingerprint(path, sha).encode())
+            self._remember(path, sha)
             return path
 
     # --- facts checked once per machine ----------------------------------------------------
