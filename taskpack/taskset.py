@@ -68,6 +68,11 @@ _JSON_COLUMNS = (
 )
 _V1_JSON_COLUMNS = ("reward", "environment", "limits", "source", "metadata")
 
+
+def _json_columns(version: int) -> tuple[str, ...]:
+    return _JSON_COLUMNS if version >= 2 else _V1_JSON_COLUMNS
+
+
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.string(), nullable=False),
@@ -142,7 +147,7 @@ def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[d
 
 
 def _columns(row: dict[str, Any], version: int) -> dict[str, Any]:
-    for name in _JSON_COLUMNS if version >= 2 else _V1_JSON_COLUMNS:
+    for name in _json_columns(version):
         if row.get(name) is not None:
             try:
                 row[name] = json.loads(row[name])
@@ -476,6 +481,11 @@ class Split(Rows):
 
     def _base(self) -> Split:
         return self
+
+    @property
+    def json_columns(self) -> tuple[str, ...]:
+        """The columns this split's format version stores as JSON text."""
+        return _json_columns(self.version)
 
     def _rows(self) -> Any:
         import numpy as np

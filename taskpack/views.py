@@ -102,8 +102,6 @@ class Rows:
         each task."""
         import numpy as np
 
-        from taskpack.taskset import _JSON_COLUMNS
-
         rows = self._rows()
         keep = np.ones(len(rows), dtype=bool)
         if where:
@@ -112,7 +110,7 @@ class Rows:
                 column, path = _path(key)
                 values = table.column(column).take(rows).to_pylist()
                 test = _matcher(wanted)
-                decode = column in _JSON_COLUMNS
+                decode = column in self._base().json_columns
                 keep &= np.fromiter(
                     (test(_dig(v, path, decode)) for v in values), dtype=bool, count=len(values)
                 )
@@ -122,9 +120,11 @@ class Rows:
                 keep[i] = bool(predicate(base[int(rows[i])]))
         return View(self._base(), rows[keep])
 
-    def to_arrow(self) -> pa.Table:
-        """The rows as stored (JSON columns as JSON text), in this view's order."""
-        return self._base().columns().take(self._rows())
+    def to_arrow(self, *, typed: bool = False) -> pa.Table:
+        """The rows as stored (JSON columns as JSON text), in this view's order; `typed=True`
+        decodes the JSON columns into Arrow types (see `typed_columns`)."""
+        table = self._base().columns().take(self._rows())
+        return typed_columns(table, self._base().json_columns) if typed else table
 
     def to_pandas(self) -> Any:
         return self.to_arrow().to_pandas()
@@ -147,6 +147,51 @@ class Rows:
 
     def ids(self) -> list[str]:
         raise NotImplementedError
+
+
+def typed_columns(table: pa.Table, json_columns: Sequence[str]) -> pa.Table:
+    """`table` with each of its `json_columns` decoded into Arrow types (structs, lists,
+    numbers), so a table viewer or an SQL engine can filter by `metadata.difficulty` or
+    `environment.repo`. A part whose rows disagree in shape (an answer that is a number here
+    and a list there) stays JSON text rather than being coerced; see `_typed_array`."""
+    for i, name in enumerate(table.column_names):
+        if name in json_columns:
+            values = [None if v is None else json.loads(v) for v in table.column(i).to_pylist()]
+            table = table.set_column(i, name, _typed_array(values))
+    return table
+
+
+def _typed_array(values: list[Any]) -> pa.Array:
+    """The values as one Arrow array: inferred when they share a shape Parquet can store; else
+    a struct of such arrays, key by key, when they are all objects; else JSON text."""
+    import pyarrow as pa
+
+    try:
+        array = pa.array(values)
+        if _parquet_writable(array.type):
+            return array
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pass
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, dict) for v in present):
+        keys = list(dict.fromkeys(k for v in present for k in v))
+        if keys:
+            fields = [_typed_array([None if v is None else v.get(k) for v in values]) for k in keys]
+            nulls = pa.array([v is None for v in values], pa.bool_())
+            return pa.StructArray.from_arrays(fields, names=keys, mask=nulls)
+    text = [None if v is None else json.dumps(v, separators=(",", ":")) for v in values]
+    return pa.array(text, pa.string())
+
+
+def _parquet_writable(t: pa.DataType) -> bool:
+    """False for a type Parquet cannot store: a struct without fields (`{}` in every row)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(t):
+        return t.num_fields > 0 and all(_parquet_writable(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _parquet_writable(t.value_type)
+    return True
 
 
 class View(Rows):

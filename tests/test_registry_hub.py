@@ -65,7 +65,12 @@ def test_second_version_uploads_only_changed_files(tmp_path: Path, hub: Any) -> 
     hub.repos.uploaded.clear()
     publish(build(tmp_path / "b", "1.1.0", salt="b"), registry=url)
     uploaded = [p for p in hub.repos.uploaded if p != "tags.json"]
-    assert sorted(uploaded) == ["README.md", "manifest.json", "splits/train.parquet"]
+    assert sorted(uploaded) == [
+        "README.md",
+        "data/train.parquet",
+        "manifest.json",
+        "splits/train.parquet",
+    ]
 
 
 def test_racing_hub_publishers_one_wins(tmp_path: Path, hub: Any) -> None:
@@ -85,7 +90,9 @@ import json, sys
 sys.modules["taskpack"] = None  # prove the read needs no taskpack
 import datasets
 ds = datasets.load_dataset(sys.argv[1], revision=sys.argv[2], split=sys.argv[3])
-print(json.dumps({"ids": list(ds["id"]), "digests": list(ds["digest"]), "answer": ds[0]["answer"]}))
+easy = ds.filter(lambda row: row["metadata"]["row"] < 2)  # a real column, not JSON text
+print(json.dumps({"ids": list(ds["id"]), "digests": list(ds["digest"]), "answer": ds[0]["answer"],
+                  "reward": ds[0]["reward"], "easy": list(easy["id"])}))
 """
 
 
@@ -108,7 +115,9 @@ def test_plain_datasets_load_dataset_reads_a_version(tmp_path: Path, hub: Any) -
     split = taskpack.open(path).split("train")
     assert got["ids"] == split.ids()
     assert got["digests"] == [t.digest for t in split]
-    assert got["answer"] == '"0"'  # 1.0.0's content, not 1.1.0's (a JSON column)
+    assert got["answer"] == "0"  # 1.0.0's content, not 1.1.0's
+    assert got["reward"]["kind"] == "numeric_match"
+    assert got["easy"] == ["t0", "t1"]
 
 
 def test_main_always_holds_the_highest_release(tmp_path: Path, hub: Any) -> None:
@@ -132,7 +141,7 @@ def test_main_always_holds_the_highest_release(tmp_path: Path, hub: Any) -> None
         text=True,
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout)["answer"] == '"0b"'  # JSON text in the stored column
+    assert json.loads(out.stdout)["answer"] == "0b"
     publish(build(tmp_path / "d", "1.2.0", salt="d"), registry=url)  # a new highest: main moves
     assert json.loads(reg._get("hubset", "manifest.json", "main") or b"{}")["version"] == "1.2.0"
 
@@ -148,7 +157,7 @@ def test_the_dataset_card_says_what_a_visitor_needs(tmp_path: Path, hub: Any) ->
     assert card.data.license == "mit" and card.data.size_categories == "n<1K"
     assert "reinforcement-learning" in card.data.task_categories
     assert "reward-numeric_match" in card.data.tags and "taskpack" in card.data.tags
-    assert card.data.configs[0]["data_files"][0]["path"] == "splits/train.parquet"
+    assert card.data.configs[0]["data_files"][0]["path"] == "data/train.parquet"
     body = card.text
     assert "| train | 5 |" in body and "| test | 1 |" in body
     assert "pip install 'taskpack[hub]'" in body and "datasets.load_dataset" in body

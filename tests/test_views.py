@@ -203,6 +203,28 @@ def test_arrow_pandas_and_datasets(split: Any, tmp_path: Path) -> None:
     assert json.loads(back[0]["metadata"]) == view[0].metadata
 
 
+def test_typed_arrow_has_real_columns_where_rows_agree(split: Any, tmp_path: Path) -> None:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = split.to_arrow(typed=True)
+    pq.write_table(table, tmp_path / "typed.parquet")  # what the Hub's viewer gets
+    back = pq.read_table(tmp_path / "typed.parquet")
+    hard = back.filter(pc.field("metadata", "difficulty") == "hard").column("id").to_pylist()
+    assert hard == split.filter(difficulty="hard").ids()
+    repos = pc.struct_field(back.column("environment"), "repo").to_pylist()
+    assert repos == [t.environment.repo if t.environment else None for t in split]
+    assert back.column("reward").to_pylist()[1]["kind"] == "numeric_match"
+
+    mixed = tmp_path / "mixed"
+    rows = [make_task(0, answer=["a", 1], metadata={}), make_task(1, answer=2, metadata={})]
+    taskpack.write(mixed, {"train": rows}, name="mixed")
+    table = taskpack.open(mixed).split("train").to_arrow(typed=True)
+    assert table.column("answer").to_pylist() == ['["a",1]', "2"]  # disagreeing shapes: text
+    assert table.column("metadata").to_pylist() == ["{}", "{}"]  # Parquet stores no empty struct
+    pq.write_table(table, tmp_path / "mixed.parquet")
+
+
 def test_adapters_are_not_imported_at_episode_start(tmp_path: Path) -> None:
     taskpack.write(tmp_path / "ts", {"train": [make_task(0)]}, name="x")
     probe = (

@@ -337,7 +337,9 @@ class HubRegistry(Registry):
         adds: list[Any] = [CommitOperationAdd(path, local) for path, local in files.items()]
         adds.append(CommitOperationAdd(MANIFEST, m.model_dump_json(indent=2).encode()))
         adds.append(CommitOperationAdd(CARD, dataset_card(ts, self.owner).encode()))
-        kept = {*files, MANIFEST, CARD, ".gitattributes"}
+        views = {viewer_path(name): viewer_parquet(ts, name) for name in m.splits}
+        adds.extend(CommitOperationAdd(path, data) for path, data in views.items())
+        kept = {*files, *views, MANIFEST, CARD, ".gitattributes"}
         for _ in range(_CAS_ATTEMPTS):
             refs = self._refs(m.name)
             head = next((b.target_commit for b in refs.branches if b.name == branch), None)
@@ -408,10 +410,27 @@ def _size_category(rows: int) -> str:
     return next((label for limit, label in _SIZES if rows < limit), "1M<n<10M")
 
 
+def viewer_path(split: str) -> str:
+    return f"data/{split}.parquet"
+
+
+def viewer_parquet(ts: TaskSet, split: str) -> bytes:
+    """The viewer's copy of a split: the same rows with the JSON columns as real Arrow types
+    (`metadata.difficulty`, `source.dataset`, `reward.kind`), so the Hub's viewer filters by
+    them and a plain `load_dataset` gets structures, not JSON text. taskpack itself reads the
+    content-addressed `splits/` files; this copy is derived and never read back."""
+    import pyarrow.parquet as pq
+
+    from taskpack.taskset import ROW_GROUP_ROWS
+
+    out = io.BytesIO()
+    table = ts.split(split).to_arrow(typed=True)
+    pq.write_table(table, out, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    return out.getvalue()
+
+
 def reward_kinds(ts: TaskSet) -> list[str]:
     """The reward kinds a version's tasks use, from one column per split."""
-    import json
-
     kinds: set[str] = set()
     for name in ts.splits:
         for value in ts.split(name).columns(["reward"]).column("reward").to_pylist():
@@ -438,7 +457,7 @@ def dataset_card(ts: TaskSet, owner: str) -> str:
         configs=[
             {
                 "config_name": "default",
-                "data_files": [{"split": n, "path": s.path} for n, s in m.splits.items()],
+                "data_files": [{"split": n, "path": viewer_path(n)} for n in m.splits],
             }
         ],
     )
@@ -460,9 +479,12 @@ def dataset_card(ts: TaskSet, owner: str) -> str:
 - Content digest of this version: `{m.digest}`
 - Versions are git tags (`1.2.3`, semantic versioning); `main` holds the highest release.
 
-Each row is one task: `id`, `digest`, `solution`, `files` (path, role, mode, size, sha256,
-bytes when small), and JSON text columns `prompt`, `answer`, `reward`, `rewards`, `tools`,
-`steps`, `environment`, `limits`, `source`, `metadata`, `extras`.
+Each row of `data/<split>.parquet` (what the viewer and `datasets` read) is one task: `id`,
+`digest`, `solution`, `files` (path, role, mode, size, sha256, bytes when small), and
+`prompt`, `answer`, `reward`, `rewards`, `tools`, `steps`, `environment`, `limits`, `source`,
+`metadata`, `extras` as nested columns (filter by `metadata.difficulty`, `reward.kind`); a
+column whose rows differ in shape is JSON text. `splits/` holds the content-addressed rows
+taskpack reads and verifies.
 
 ```bash
 pip install 'taskpack[hub]'
