@@ -51,6 +51,7 @@ def _pick_split(ts: TaskSet, name: str | None) -> str:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
+quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 
 
 def _formats(mode: str) -> Callable[[click.Context, click.Parameter, str], list[str]]:
@@ -96,14 +97,15 @@ def _open_any(target: str, registry: str | None) -> TaskSet:
 @main.command()
 @click.argument("target")
 @registry_option
+@quiet_option
 @_user_errors
-def validate(target: str, registry: str | None) -> None:
+def validate(target: str, registry: str | None, quiet: bool) -> None:
     """Check every task, digest and stored object of a task-set folder or NAME@VERSION (whose
     objects are fetched and hashed again, whatever the cache says)."""
     from taskpack.verify import verify
 
     ts = _open_any(target, registry)
-    problems = verify(ts)
+    problems = verify(ts, quiet=quiet)
     if problems:
         for p in problems:
             click.echo(f"{target}: {p}", err=True)
@@ -293,18 +295,9 @@ def example(target: Path, force: bool) -> None:
 
 def _progress(quiet: bool) -> Callable[[Iterator[Task], str], Iterator[Task]]:
     """A live task count on stderr while rows stream in (see taskpack.progress)."""
-    from taskpack.progress import progress
+    from taskpack.progress import counted
 
-    def count(tasks: Iterator[Task], split: str) -> Iterator[Task]:
-        bar = progress(split, unit="tasks", quiet=quiet)
-        for task in tasks:
-            if bar:
-                bar(1)
-            yield task
-        if bar:
-            bar.close()
-
-    return count
+    return lambda tasks, split: counted(tasks, split, quiet=quiet)
 
 
 def _options(pairs: tuple[str, ...], mapping: Path | None, preset: str | None) -> dict[str, Any]:
@@ -395,7 +388,7 @@ def _default_name(target: Path) -> str:
     help="Where --skip-invalid writes skipped rows (default: OUTPUT.skipped.jsonl).",
 )
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@quiet_option
 @_user_errors
 def convert(
     sources: tuple[str, ...],
@@ -508,24 +501,18 @@ def formats(as_json: bool) -> None:
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds per script run.")
 @click.option("--jobs", "-j", type=int, help="Tasks checked at once (default: one per CPU).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per task.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@quiet_option
 @_user_errors
 def check(export_dir: Path, timeout: float, jobs: int | None, as_json: bool, quiet: bool) -> None:
     """Run each exported task's reference solution and verifier, then the verifier alone, in a
     bubblewrap sandbox: a working task scores 1, then 0. Exit 1 if any task fails."""
     from taskpack.check import TaskCheck, check_export, summary
-    from taskpack.progress import progress
+    from taskpack.progress import counted
 
-    def counted(results: Iterator[TaskCheck], total: int) -> Iterator[TaskCheck]:
-        bar = progress("checked", total=total, unit="tasks", quiet=quiet)
-        for result in results:
-            if bar:
-                bar(1)
-            yield result
-        if bar:
-            bar.close()
+    def count(results: Iterator[TaskCheck], total: int) -> Iterator[TaskCheck]:
+        return counted(results, "checked", total=total, quiet=quiet)
 
-    results = check_export(export_dir, timeout=timeout, jobs=jobs, progress=counted)
+    results = check_export(export_dir, timeout=timeout, jobs=jobs, progress=count)
     for r in results:
         if as_json:
             task = str(r.folder.relative_to(export_dir))
@@ -588,7 +575,7 @@ def _table(header: list[str], rows: list[list[str]]) -> None:
     "--no-check", is_flag=True, help="Build even if a file's sha256 differs from the pin."
 )
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@quiet_option
 @_user_errors
 def catalog_build(
     name: str, source: Path, target: Path | None, no_check: bool, force: bool, quiet: bool
@@ -619,7 +606,7 @@ def catalog_build(
     is_flag=True,
     help="Re-validate every task and digest first (as `taskpack validate`).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@quiet_option
 @json_option
 @_user_errors
 def publish(
@@ -659,7 +646,7 @@ def publish(
 @registry_option
 @click.option("--files", is_flag=True, help="Also fetch the large task files.")
 @click.option("--lockfile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@quiet_option
 @json_option
 @_user_errors
 def pull(
@@ -780,7 +767,7 @@ def _report_export(result: Any) -> None:
 @write_options
 @embed_option
 @registry_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress output.")
+@quiet_option
 @_user_errors
 def export_cmd(
     target: str,

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class Progress:
@@ -32,10 +35,29 @@ class Progress:
         self._bar.close()
 
 
+def on_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
 def progress(
     label: str, total: int | None = None, unit: str = "B", quiet: bool = False
 ) -> Progress | None:
     disabled = os.environ.get("TQDM_DISABLE", "").lower() in ("1", "true", "yes")
-    if quiet or disabled or not sys.stderr.isatty():
+    if quiet or disabled or not on_terminal():
         return None
     return Progress(label, total, unit)
+
+
+def counted(
+    items: Iterable[T], label: str, total: int | None = None, quiet: bool = False
+) -> Iterator[T]:
+    """`items` as they are, with a bar counting them (see `progress`)."""
+    bar = progress(label, total=total, unit="tasks", quiet=quiet)
+    try:
+        for item in items:
+            if bar:
+                bar(1)
+            yield item
+    finally:
+        if bar:
+            bar.close()

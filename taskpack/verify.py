@@ -29,15 +29,19 @@ from taskpack.taskset import (
 )
 
 
-def verify(ts: TaskSet, limit: int = 20) -> list[str]:
-    """Problems found, at most `limit` of them; an empty list means the task set is sound."""
+def verify(ts: TaskSet, limit: int = 20, quiet: bool = True) -> list[str]:
+    """Problems found, at most `limit` of them; an empty list means the task set is sound.
+    `quiet=False` counts the tasks checked on stderr when it is a terminal."""
+    from taskpack.progress import counted
+
     problems = verify_objects(ts) + verify_readable(ts, limit)
     if problems:
         return problems[:limit]
     checked_blobs: set[str] = set()
     version = ts.manifest.format_version
     for name in ts.splits:
-        for row_no, row in enumerate(ts.split(name).rows()):
+        rows = counted(ts.split(name).rows(), name, ts.info(name).rows, quiet)
+        for row_no, row in enumerate(rows):
             where = f"split {name!r} row {row_no} (id {row['id']!r})"
             try:
                 task, _ = validated_task_from_row(row, ts.read_blob, version)

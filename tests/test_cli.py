@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -206,3 +207,31 @@ def test_shell_completion_offers_formats_and_recipes(words: str, expected: list[
         text=True,
     )
     assert [line.split(",", 1)[1] for line in out.stdout.split()] == expected
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "validate {ex}",
+        "export {ex} --to harbor -o {tmp}/out",
+        "export {ex} --to nemo -o {tmp}/out.jsonl",
+        "convert {data}/gsm8k/test.jsonl --from gsm8k -o {tmp}/gsm",
+        "publish {ex} --registry {tmp}/reg",
+        "catalog build gsm8k --source {data}/gsm8k -o {tmp}/cat --no-check",
+    ],
+)
+def test_long_commands_draw_progress_on_a_terminal_and_none_with_q(
+    command: str, example: Path, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("taskpack.progress.on_terminal", lambda: True)
+    args = command.format(ex=example, tmp=tmp_path, data=data_dir).split()
+    drawn = CliRunner().invoke(main, args)
+    assert drawn.exit_code == 0, drawn.output
+    assert re.search(r"(tasks|B|it)/s\]", drawn.stderr), drawn.stderr
+    for out in tmp_path.glob("out*"):
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+    for folder in ("gsm", "cat", "reg"):
+        subprocess.run(["rm", "-rf", str(tmp_path / folder)], check=True)
+    quiet = CliRunner().invoke(main, [*args, "-q"])
+    assert quiet.exit_code == 0, quiet.output
+    assert not re.search(r"/s\]|\r", quiet.stderr), quiet.stderr  # losses are still said
