@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from .conftest import DATA
+from .services import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -36,3 +42,70 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     leaked = [p for p in (agentic / "environment").rglob("*") if p.name in ("test.sh", "solve.sh")]
     assert leaked == []
     assert os.path.isdir(tmp_path / "arith.taskset" / "splits")
+
+
+def readme_script(blocks_dir: Path, port: int) -> str:
+    """The README as one bash script, block by block in page order: bash blocks as written,
+    Python blocks run from files, console blocks (`$ command`, then its output) checked
+    against the output they show. Left out: the install and test commands of the first block
+    (this test runs inside that installed package, from that test command)."""
+    lines = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
+    for n, (lang, body) in enumerate(re.findall(r"```(\w*)\n(.*?)```", README, re.S)):
+        if lang == "bash":
+            commands = body.splitlines()
+            if n == 0:
+                commands = [commands[0].removeprefix("pip install -e . && ")]
+            lines += [c.replace("8000", str(port)) for c in commands]
+        elif lang == "python":
+            path = blocks_dir / f"block{n}.py"
+            path.write_text(body, encoding="utf-8")
+            lines.append(f"python {path}")
+        elif body.startswith("$ "):
+            for command, shown in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", body, re.M):
+                expected = shlex.quote(shown.rstrip("\n"))
+                lines += [
+                    f"out=$({command} 2>&1 || true)",
+                    f'[ "$out" = {expected} ] || {{ echo "got: $out"; exit 1; }}',
+                ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.slow
+def test_the_whole_readme_runs_top_to_bottom_in_an_empty_folder(
+    tmp_path: Path, s3_env: str, hub: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a user would: a fresh home, an empty folder beside shared/, every command and block
+    in order; the S3 and Hub lines against SeaweedFS and the Hub test server."""
+    import boto3
+
+    boto3.client("s3").create_bucket(Bucket="my-bucket")
+    (tmp_path / "shared").symlink_to(DATA.parent)
+    work, home, blocks = tmp_path / "work", tmp_path / "home", tmp_path / "blocks"
+    for folder in (work, home, blocks):
+        folder.mkdir()
+    script = blocks / "readme.sh"
+    script.write_text(readme_script(blocks, free_port()), encoding="utf-8")
+    env = {**os.environ, "HOME": str(home)}
+    for name in ("TASKPACK_REGISTRY", "TASKPACK_CACHE", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        env.pop(name, None)
+    before = _checkout_state()
+    run = subprocess.run(
+        ["bash", str(script)], cwd=work, env=env, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, f"{run.stdout[-3000:]}\n{run.stderr[-5000:]}"
+    assert _checkout_state() == before  # nothing left in the checkout
+    out = run.stdout
+    assert "164 tasks: 164 ok" in out  # the export it checks works
+    assert '"name": "arith"' in out or '"name":"arith"' in out  # the server answered
+    assert (home / "taskpack-demo" / "manifest.json").is_file()
+    assert (work / "gsm8k.taskset" / "manifest.json").is_file()
+
+
+def _checkout_state() -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
