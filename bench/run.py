@@ -25,6 +25,7 @@ FULL = {
     "fanout.py": ["--processes", "64", "--tasks", "100000"],
     "convert.py": ["--rows", "10000,1000000", "--rounds", "3"],
     "serve.py": ["--tasks", "20000", "--requests", "4000", "--clients", "8"],
+    "export.py": ["--tasks", "20000", "--rounds", "2"],
 }
 QUICK = {
     "episode.py": ["--tasks", "20000", "--rounds", "3"],
@@ -32,6 +33,7 @@ QUICK = {
     "fanout.py": ["--processes", "8", "--tasks", "10000"],
     "convert.py": ["--rows", "2000,20000", "--rounds", "2"],
     "serve.py": ["--tasks", "2000", "--requests", "500", "--clients", "4"],
+    "export.py": ["--tasks", "2000", "--rounds", "1"],
 }
 
 

@@ -11,6 +11,7 @@ scores its exit code. What no script here can check (rubrics, judges) is a repor
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from importlib import resources
 from typing import Any
@@ -105,7 +106,7 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
     """The verifier files (name in tests/ -> bytes, mode) for a task from elsewhere."""
     reward = task.reward
     if graded(task):
-        grader = resources.files("taskpack.converters").joinpath("_grade.py").read_bytes()
+        grader = _grader()
         spec = json.dumps(expected(task, test_name), ensure_ascii=False, indent=2) + "\n"
         return {
             "test.sh": (_GRADE_TEST.encode(), 0o755),
@@ -116,6 +117,11 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
         return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command=reward.command)), 0o755)}
     target.losses.lost("reward (no check a folder export can run)", task)
     return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command="false")), 0o755)}
+
+
+@functools.cache
+def _grader() -> bytes:
+    return resources.files("taskpack.converters").joinpath("_grade.py").read_bytes()
 
 
 def with_exit_reward(script: str | bytes) -> bytes:

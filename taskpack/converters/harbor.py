@@ -310,7 +310,7 @@ def _task_files(task: Task, target: Target) -> Files:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    return write_split(tasks, out, split, lambda task: _task_files(task, target))
+    return write_split(tasks, out, split, lambda task: _task_files(task, target), target.losses)
 
 
 FORMAT = Format(

@@ -48,6 +48,7 @@ from taskpack.errors import describe_validation_error
 from taskpack.model import SweTests, Task, UnitTests, WeightedTests
 
 MARKER = "task.yaml"
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's when PyYAML has it: faster
 WEIGHTS = "weights.json"
 FOLDERS = ("tests", "solution", "environment", "workspace", "other")
 
@@ -169,7 +170,7 @@ def _task_files(task: Task, target: Target) -> Files:
         for f in payload["files"]:
             f.pop("text", None), f.pop("base64", None)
         config[PAYLOAD_KEY] = payload
-    text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+    text = yaml.dump(config, Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
     files[MARKER] = (text.encode("utf-8"), 0o644)
     files[WEIGHTS] = ((json.dumps(test_weights, indent=2) + "\n").encode(), 0o644)
     return files
@@ -179,7 +180,7 @@ _CARRIES = frozenset({"prompt", "reward", "files", "metadata"})
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    return write_split(tasks, out, split, lambda task: _task_files(task, target))
+    return write_split(tasks, out, split, lambda task: _task_files(task, target), target.losses)
 
 
 FORMAT = Format(

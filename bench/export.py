@@ -1,0 +1,97 @@
+"""Folder exports: 20k GSM8K-shaped tasks to Harbor and OpenReward task folders, against a
+plain script that creates the same number of folders and files of the same sizes (the file
+system's own cost, with no task read and nothing computed). Fresh processes, alternating rounds,
+medians; on the disk holding the temporary folder and, where there is one, on tmpfs.
+
+    python bench/export.py                 # 20000 tasks, 3 rounds
+    python bench/export.py --tasks 2000 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from common import alternate, build_taskset, fresh_process, machine
+
+# Harbor's layout for a graded task: 4 folders and 7 files, sizes as taskpack writes them.
+PLAIN = """
+import os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+files = (("instruction.md", 110), ("environment/Dockerfile", 35), ("solution/solve.sh", 103),
+         ("tests/grade.py", 4671), ("tests/expected.json", 91), ("tests/test.sh", 153),
+         ("task.toml", 135))
+os.makedirs(root)
+for i in range(count):
+    d = os.path.join(root, f"train-{i:05d}")
+    os.mkdir(d)
+    for sub in ("environment", "tests", "solution"):
+        os.mkdir(os.path.join(d, sub))
+    for rel, size in files:
+        with open(os.path.join(d, rel), "wb") as f:
+            f.write(b"x" * size)
+"""
+
+EXPORT = "import sys; from taskpack.cli import main; main(sys.argv[1:])"
+
+
+def _contenders(source: Path, tasks: int) -> dict[str, list[str]]:
+    """Name -> (code, arguments before the output folder)."""
+    export = [EXPORT, "export", str(source), "-q", "-o"]
+    return {
+        "plain": [PLAIN, str(tasks)],
+        "harbor": [*export[:3], "--to", "harbor", *export[3:]],
+        "openreward": [*export[:3], "--to", "openreward", *export[3:]],
+    }
+
+
+def _runner(out: Path, argv: list[str]) -> Callable[[], float]:
+    def run() -> float:
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run(["sync"], check=False)  # the last round's writes do not land on this one
+        code, *rest = argv
+        if code == PLAIN:
+            return fresh_process(code, str(out), *rest)
+        return fresh_process(code, *rest, str(out))
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="taskpack-bench-export-"))
+    places = {"disk": work}
+    if Path("/dev/shm").is_dir():
+        places["tmpfs"] = Path(tempfile.mkdtemp(prefix="taskpack-bench-", dir="/dev/shm"))
+    try:
+        source = build_taskset(work / "set", args.tasks)
+        print(f"{machine()}; {args.tasks} tasks")
+        for where, base in places.items():
+            medians = alternate(
+                {
+                    name: _runner(base / "out", argv)
+                    for name, argv in _contenders(source, args.tasks).items()
+                },
+                args.rounds,
+            )
+            plain = medians.pop("plain")
+            print(f"{where}: plain script creating the same tree {plain:.1f} s")
+            for name, t in medians.items():
+                print(f"{where}: taskpack export --to {name} {t:.1f} s ({t / plain:.2f}x plain)")
+    finally:
+        for base in places.values():
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Folder exports written by forked processes give the same folders, index and loss report as
+one process writing them, and a child's error reaches the caller."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import taskpack
+from taskpack.converters import _folders
+from taskpack.errors import TaskpackError
+from taskpack.exporter import export
+
+from .conftest import make_task
+
+
+def tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode & 0o777)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def tasks(tmp_path: Path) -> taskpack.TaskSet:
+    rows = [
+        make_task(
+            i, reward={"kind": "rubric", "criteria": [{"description": "right"}]} if i % 5 else None
+        )
+        for i in range(61)
+    ]
+    taskpack.write(tmp_path / "ts", {"train": rows}, name="many")
+    return taskpack.open(tmp_path / "ts")
+
+
+@pytest.mark.parametrize("fmt", ["harbor", "openreward"])
+def test_forked_writers_write_what_one_process_writes(
+    fmt: str, tasks: taskpack.TaskSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_folders, "_BLOCK", 8)  # 7 full blocks, each split between processes
+    monkeypatch.setattr(_folders.os, "cpu_count", lambda: 3)
+    forked = export(tasks, fmt, tmp_path / "forked")
+    monkeypatch.setattr(_folders.os, "cpu_count", lambda: 1)  # no fork: one process
+    alone = export(tasks, fmt, tmp_path / "alone")
+    assert forked.losses == alone.losses and any("lost in 48 task(s)" in x for x in alone.losses)
+    assert tree(tmp_path / "forked") == tree(tmp_path / "alone")
+    assert len(list((tmp_path / "forked" / "train").iterdir())) == 62  # 61 folders + index
+
+
+def test_a_childs_error_reaches_the_caller(
+    tasks: taskpack.TaskSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_folders, "_BLOCK", 8)
+    monkeypatch.setattr(_folders.os, "cpu_count", lambda: 2)
+    with pytest.raises(
+        TaskpackError, match=r"split 'train' task 't0': harbor cannot carry .* --strict"
+    ):
+        export(tasks, "harbor", tmp_path / "strict", strict=True)
+    assert not (tmp_path / "strict").exists()  # nothing half-written left in place
+    real = _folders._write_task
+
+    def clash(folder: str, files: _folders.Files) -> None:
+        if folder.endswith("t33"):
+            files = {**files, "task.toml/x": (b"", 0o644)}
+        real(folder, files)
+
+    monkeypatch.setattr(_folders, "_write_task", clash)
+    with pytest.raises(TaskpackError, match=r"split 'train' task 't33': task.toml/x: another"):
+        export(tasks, "harbor", tmp_path / "clash")
