@@ -26,6 +26,7 @@ FULL = {
     "convert.py": ["--rows", "10000,1000000", "--rounds", "3"],
     "serve.py": ["--tasks", "20000", "--requests", "4000", "--clients", "8"],
     "export.py": ["--tasks", "20000", "--rounds", "2"],
+    "scale_out.py": ["--rows", "200000", "--parts", "4", "--workers", "2"],
 }
 QUICK = {
     "episode.py": ["--tasks", "20000", "--rounds", "3"],
@@ -34,6 +35,7 @@ QUICK = {
     "convert.py": ["--rows", "2000,20000", "--rounds", "2"],
     "serve.py": ["--tasks", "2000", "--requests", "500", "--clients", "4"],
     "export.py": ["--tasks", "2000", "--rounds", "1"],
+    "scale_out.py": ["--rows", "20000", "--parts", "4", "--workers", "2"],
 }
 
 

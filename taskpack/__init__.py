@@ -2,6 +2,7 @@
 
 from taskpack.diff import diff
 from taskpack.errors import InvalidTask, TaskpackError
+from taskpack.merge import merge
 from taskpack.model import Manifest, Message, Task, TaskFile
 from taskpack.registry.client import listing, load, open, publish, pull, versions
 from taskpack.taskset import Split, TaskSet, TaskSetWriter, write
@@ -20,6 +21,7 @@ __all__ = [
     "diff",
     "listing",
     "load",
+    "merge",
     "open",
     "publish",
     "pull",

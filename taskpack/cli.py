@@ -280,6 +280,45 @@ def _yaml(value: Any) -> str:
     return yaml.dump(value, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
+def _span(text: str) -> tuple[int, int]:
+    first, sep, last = text.partition(":")
+    if not (sep and first.isdigit() and last.isdigit() and 1 <= int(first) <= int(last)):
+        raise click.BadParameter(
+            f"{text!r} is not FIRST:LAST (1 <= FIRST <= LAST)", param_hint="--lines"
+        )
+    return int(first), int(last)
+
+
+@main.command()
+@click.argument("parts", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("-o", "--output", "target", required=True, type=click.Path(path_type=Path))
+@click.option("--name", help="Task-set name (default: the first part's).")
+@click.option("--version", "version", help="Version (default: the first part's).")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@_user_errors
+def merge(
+    parts: tuple[str, ...], target: Path, name: str | None, version: str | None, force: bool
+) -> None:
+    """Merge task sets converted part by part (`convert --lines`, on any number of machines)
+    into one at OUTPUT: each split is the parts' rows in the order given, with the digests a
+    single import of those rows gives."""
+    from taskpack.merge import merge as merge_parts
+    from taskpack.taskset import open_folder
+
+    first = open_folder(parts[0]).manifest
+    m = merge_parts(
+        list(parts),
+        target,
+        name=name or first.name,
+        version=version or first.version,
+        description=first.description,
+        license=first.license,
+        overwrite=force,
+    )
+    counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
+    click.echo(f"wrote {m.name}@{m.version} to {target} ({counts}), digest {m.digest}")
+
+
 @main.command()
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="Replace TARGET if it exists.")
@@ -387,6 +426,12 @@ def _default_name(target: Path) -> str:
     type=click.Path(path_type=Path),
     help="Where --skip-invalid writes skipped rows (default: OUTPUT.skipped.jsonl).",
 )
+@click.option(
+    "--lines",
+    metavar="FIRST:LAST",
+    help="Only these lines (rows) of each source, 1-based and inclusive: one part of an "
+    "import split between machines (see `taskpack merge`).",
+)
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 @quiet_option
 @_user_errors
@@ -408,6 +453,7 @@ def convert(
     embed: bool,
     skip_invalid: bool,
     report: Path | None,
+    lines: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -436,10 +482,13 @@ def convert(
 
     if report is None:
         report = target.with_name(target.name + ".skipped.jsonl")
+    by_split = sources_by_split(sources, split_name)
+    span = _span(lines) if lines is not None else None
     result = import_sources(
         target,
-        sources_by_split(sources, split_name),
+        by_split,
         fmt,
+        lines={split: span for split in by_split} if span else None,
         options=_options(pairs, mapping, preset),
         skip_invalid=skip_invalid,
         report=report,

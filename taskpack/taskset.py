@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from taskpack._fs import check_regular, write_atomic
+from taskpack._fs import check_regular, copy_atomic, write_atomic
 from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error, unknown
 from taskpack.model import (
     FORMAT_VERSION,
@@ -215,6 +215,31 @@ class _SplitWriter:
         target = self.root / blob_relpath(sha)
         if not target.exists():
             write_atomic(target, data)
+
+    def add_stored(self, ts: TaskSet, name: str) -> None:
+        """Every row of split `name` of another task set, as stored (digests and large files
+        too), after the rows already added; its rows must chain to its digest first."""
+        from taskpack.verify import check_split
+
+        split = ts.split(name)
+        if split.version != FORMAT_VERSION:
+            raise TaskpackError(f"split {split.name!r}: format version {split.version}; upgrade it")
+        problems = check_split(split._parquet, split.name, split.info, split.version)
+        if problems:
+            raise TaskpackError(f"{split._parquet}: {problems[0]}")
+        self._flush()
+        pf = split._pf()
+        for g in range(pf.num_row_groups):
+            table = pf.read_row_group(g).select(SCHEMA.names).cast(SCHEMA)
+            for digest in table.column("digest").to_pylist():
+                self._digest.add(digest)
+            self._writer.write_table(table, row_group_size=table.num_rows)
+            self._count += table.num_rows
+        for sha in split.info.blobs:
+            self._blobs.add(sha)
+            target = self.root / blob_relpath(sha)
+            if not target.exists():
+                copy_atomic(ts.object(sha), target)
 
     def add(self, task: Task | Mapping[str, Any]) -> Task:
         task = coerce_task(task, f"split {self.name!r} row {self._count}")

@@ -1,0 +1,101 @@
+"""An import split into parts (`lines`), converted independently and merged, is the task set a
+single import writes: the same rows in the same order, the same digests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import taskpack
+from taskpack.cli import main
+from taskpack.errors import TaskpackError
+from taskpack.importer import import_sources
+from taskpack.taskset import INLINE_MAX
+
+from .conftest import make_task
+
+
+def test_gsm8k_in_three_parts_merges_into_the_single_import(tmp_path: Path, data_dir: Path) -> None:
+    source = {"train": [str(data_dir / "gsm8k" / "train.jsonl")]}
+    whole = import_sources(tmp_path / "whole", source, "gsm8k", name="gsm8k").manifest
+    spans = [(1, 2500), (2501, 5000), (5001, 7473)]
+    parts = []
+    for k, span in enumerate(spans):
+        part = tmp_path / f"part{k}"
+        import_sources(part, source, "gsm8k", name="gsm8k", lines={"train": span})
+        parts.append(part)
+    merged = taskpack.merge(parts, tmp_path / "merged", name="gsm8k")
+    assert merged.digest == whole.digest
+    assert merged.splits["train"].digest == whole.splits["train"].digest
+    assert merged.splits["train"].rows == 7473
+    stored = [pq.read_table(tmp_path / p / "splits/train.parquet") for p in ("whole", "merged")]
+    assert stored[0].equals(stored[1])
+    assert taskpack.verify(taskpack.open(tmp_path / "merged")) == []
+
+
+def test_parts_with_large_files_and_missing_splits(tmp_path: Path) -> None:
+    big = [{"path": "big.bin", "data": b"z" * (INLINE_MAX + 7)}]
+    train = [make_task(i, files=big if i == 4 else []) for i in range(6)]
+    test = [make_task(100 + i) for i in range(3)]
+    whole = taskpack.write(tmp_path / "whole", {"train": train, "test": test}, name="s")
+    taskpack.write(tmp_path / "a", {"train": train[:3], "test": test}, name="s")
+    taskpack.write(tmp_path / "b", {"train": train[3:]}, name="s")
+    merged = taskpack.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m", name="s")
+    assert merged.digest == whole.digest and merged.splits.keys() == {"train", "test"}
+    task = taskpack.open(tmp_path / "m").split("train").get("t4")
+    assert task is not None
+    assert (task.materialize(tmp_path / "out") / "big.bin").read_bytes() == big[0]["data"]
+
+
+def test_a_tampered_part_or_a_repeated_id_is_refused(tmp_path: Path) -> None:
+    taskpack.write(tmp_path / "a", {"train": [make_task(0), make_task(1)]}, name="s")
+    taskpack.write(tmp_path / "b", {"train": [make_task(1)]}, name="s")
+    with pytest.raises(TaskpackError, match=r"row 2 \(id 't1'\): id: duplicate of row 1"):
+        taskpack.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m", name="s")
+    assert not (tmp_path / "m").exists()
+    path = tmp_path / "b" / "splits/train.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.set_column(2, "solution", table.column("solution").fill_null("x")), path)
+    with pytest.raises(TaskpackError, match=r"does not match|digest"):
+        taskpack.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m", name="s")
+
+
+def test_cli_convert_lines_then_merge(tmp_path: Path, data_dir: Path) -> None:
+    src = str(data_dir / "gsm8k" / "test.jsonl")
+    run = CliRunner().invoke
+    assert (
+        run(main, ["convert", src, "--from", "gsm8k", "-o", str(tmp_path / "w"), "-q"]).exit_code
+        == 0
+    )
+    for k, span in enumerate(["1:700", "701:1319"]):
+        args = ["convert", src, "--from", "gsm8k", "-o", str(tmp_path / f"p{k}"), "--lines", span]
+        assert run(main, [*args, "-q", "--name", "w"]).exit_code == 0
+    out = run(
+        main, ["merge", str(tmp_path / "p0"), str(tmp_path / "p1"), "-o", str(tmp_path / "m")]
+    )
+    assert out.exit_code == 0, out.output
+    digest = taskpack.open(tmp_path / "w").manifest.digest
+    assert f"wrote w@0.1.0 to {tmp_path / 'm'} (test: 1319), digest {digest}" in out.output
+    bad = run(
+        main, ["convert", src, "--from", "gsm8k", "-o", str(tmp_path / "x"), "--lines", "9:2"]
+    )
+    assert bad.exit_code == 2 and "FIRST:LAST" in bad.output
+
+
+@pytest.mark.slow
+def test_parts_imported_by_dask_workers_merge_to_the_single_import() -> None:
+    """bench/scale_out.py on a small source: Dask's local cluster runs the parts."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "bench" / "scale_out.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--rows", "6000", "--parts", "3", "--workers", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert ": same" in run.stdout
