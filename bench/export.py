@@ -3,8 +3,11 @@ plain script that creates the same number of folders and files of the same sizes
 system's own cost, with no task read and nothing computed). Fresh processes, alternating rounds,
 medians; on the disk holding the temporary folder and, where there is one, on tmpfs.
 
-    python bench/export.py                 # 20000 tasks, 3 rounds
-    python bench/export.py --tasks 2000 --rounds 2
+Then the row exports' peak memory (RSS of the whole process) at two sizes: SkyRL Parquet and
+NeMo Gym JSONL are written a batch at a time, so it should stay flat as the split grows.
+
+    python bench/export.py                 # 20000 tasks, 3 rounds; memory at 10k and 200k
+    python bench/export.py --tasks 2000 --rounds 2 --memory 2000,20000
 """
 
 from __future__ import annotations
@@ -63,10 +66,24 @@ def _runner(out: Path, argv: list[str]) -> Callable[[], float]:
     return run
 
 
+def _peak_mib(source: Path, fmt: str, out: Path) -> float:
+    """Peak RSS in MiB of one `taskpack export` process."""
+    argv = ["-c", EXPORT, "export", str(source), "--to", fmt, "-o", str(out), "-q"]
+    proc = subprocess.Popen(
+        [sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"export --to {fmt} failed")
+    shutil.rmtree(out, ignore_errors=True)
+    return usage.ru_maxrss / 1024
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--memory", default="10000,200000", help="task counts for row exports")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="taskpack-bench-export-"))
     places = {"disk": work}
@@ -87,6 +104,17 @@ def main() -> None:
             print(f"{where}: plain script creating the same tree {plain:.1f} s")
             for name, t in medians.items():
                 print(f"{where}: taskpack export --to {name} {t:.1f} s ({t / plain:.2f}x plain)")
+        for fmt in ("skyrl", "nemo"):
+            peaks = []
+            for count in (int(n) for n in args.memory.split(",")):
+                source = build_taskset(work / f"mem{count}", count)
+                peaks.append((count, _peak_mib(source, fmt, work / f"{fmt}{count}")))
+                shutil.rmtree(source)
+            (small, low), (big, high) = peaks[0], peaks[-1]
+            print(
+                f"row export --to {fmt}: peak {low:.0f} MiB at {small} tasks, {high:.0f} MiB at "
+                f"{big} ({high / low:.2f}x)"
+            )
     finally:
         for base in places.values():
             shutil.rmtree(base, ignore_errors=True)

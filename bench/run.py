@@ -34,7 +34,7 @@ QUICK = {
     "fanout.py": ["--processes", "8", "--tasks", "10000"],
     "convert.py": ["--rows", "2000,20000", "--rounds", "2"],
     "serve.py": ["--tasks", "2000", "--requests", "500", "--clients", "4"],
-    "export.py": ["--tasks", "2000", "--rounds", "1"],
+    "export.py": ["--tasks", "2000", "--rounds", "1", "--memory", "2000,20000"],
     "scale_out.py": ["--rows", "20000", "--parts", "4", "--workers", "2"],
 }
 

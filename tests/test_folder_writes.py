@@ -69,3 +69,27 @@ def test_a_childs_error_reaches_the_caller(
     monkeypatch.setattr(_folders, "_write_task", clash)
     with pytest.raises(TaskpackError, match=r"split 'train' task 't33': task.toml/x: another"):
         export(tasks, "harbor", tmp_path / "clash")
+
+
+def test_row_files_written_in_batches_equal_one_table_of_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from taskpack.converters import _rowfile
+
+    rows = [
+        {"id": "a", "answer": None, "extra": {"x": 1}},
+        {"id": "b", "answer": None, "extra": {"x": 2}},
+        {"id": "c", "answer": "3", "extra": {"x": 3, "y": [1.5]}},  # new type, new key
+        {"id": "d", "extra": None, "more": True},  # a column this batch alone has
+        {"id": "e", "answer": "5", "extra": {"x": 5}},
+    ]
+    monkeypatch.setattr(_rowfile, "BATCH_ROWS", 2)
+    _rowfile.write_parquet_rows(iter(rows), tmp_path / "batched.parquet")
+    whole = pa.Table.from_pylist(rows)
+    got = pq.read_table(tmp_path / "batched.parquet")
+    assert got.to_pylist() == whole.to_pylist()
+    assert got.schema.equals(whole.schema)
+    assert [p.name for p in tmp_path.iterdir()] == ["batched.parquet"]  # parts removed

@@ -23,6 +23,7 @@ from taskpack.converters import swebench
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
+from taskpack.converters._rowfile import write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import SweTests, Task
@@ -114,17 +115,16 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    def rows() -> Iterator[dict[str, Any]]:
+        for task in tasks:
+            row = write_row(FORMAT, task, to_row, target)
+            if target.options.embed:
+                extra = row.get("extra_info") or {}
+                row["extra_info"] = {**extra, PAYLOAD_KEY: payload_json(task)}
+            yield row
 
-    rows = []
-    for task in tasks:
-        row = write_row(FORMAT, task, to_row, target)
-        if target.options.embed:
-            row["extra_info"] = {**(row.get("extra_info") or {}), PAYLOAD_KEY: payload_json(task)}
-        rows.append(row)
     path = out / f"{target.options.file_names.get(split, split)}.parquet"
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    write_parquet_rows(rows(), path)
     return [path]
 
 

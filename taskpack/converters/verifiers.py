@@ -14,6 +14,7 @@ the export gets `taskpack_env.py`, a module whose `load_environment()` returns a
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import payload_json, task_from_payload
+from taskpack.converters._rowfile import write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.errors import require
@@ -78,15 +80,23 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     require("datasets", "datasets")
     import datasets
 
-    rows = []
-    for task in tasks:
-        row = write_row(FORMAT, task, to_row, target)
-        if target.options.embed:
-            row["info"] = payload_json(task)
-        rows.append(row)
-    ds = datasets.Dataset.from_list(rows)
-    ds.save_to_disk(str(out / split))
-    ds.to_parquet(str(out / f"{split}.parquet"))
+    def rows() -> Iterator[dict[str, Any]]:
+        for task in tasks:
+            row = write_row(FORMAT, task, to_row, target)
+            if target.options.embed:
+                row["info"] = payload_json(task)
+            yield row
+
+    staged = out / f".{split}.rows.parquet"  # written a batch at a time, then memory-mapped
+    cache = out / f".{split}.cache"
+    try:
+        write_parquet_rows(rows(), staged)
+        ds = datasets.Dataset.from_parquet(str(staged), cache_dir=str(cache))
+        ds.save_to_disk(str(out / split))
+        ds.to_parquet(str(out / f"{split}.parquet"))
+    finally:
+        staged.unlink(missing_ok=True)
+        shutil.rmtree(cache, ignore_errors=True)
     modules = resources.files("taskpack.converters")
     for source, name in (("_verifiers_env.py", ENV_MODULE), ("_grade.py", "taskpack_grade.py")):
         (out / name).write_bytes(modules.joinpath(source).read_bytes())
