@@ -17,6 +17,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -202,7 +203,7 @@ def write_split(
     Laying out and writing 20,000 task folders is seconds of Python per core, so a block of
     tasks is read here while the previous block is written by forked processes, one share per
     core: they inherit the tasks (nothing pickled) and send back only the losses they counted.
-    Without `fork` (Windows, macOS defaults aside) or for a small split, it runs in-process."""
+    Off Linux, on one core or for a small split, it runs in-process."""
     split_dir = out / split
     split_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
@@ -243,7 +244,8 @@ class _Writers:
         import multiprocessing
 
         self.split, self.task_files, self.losses = split, task_files, losses
-        forks = "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1
+        # fork only where it is safe and usual (macOS offers it but system libraries may crash)
+        forks = sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1
         self.context = multiprocessing.get_context("fork") if forks else None
         self.running: list[tuple[Any, Any]] = []  # (process, the pipe it answers on)
 
