@@ -1,7 +1,8 @@
 """Merge task sets converted part by part into one, so that an import too large for one machine
 runs as independent conversions (any engine may schedule them: Dask, Ray, a batch queue) and
 ends as the task set a single import of the same rows would have written: same rows, same
-order, same digests. Rows are copied as stored, a row group at a time; nothing is decoded.
+order, same digests. Rows are copied as stored, a row group at a time, once each part's rows
+are checked against its digests.
 
     parts = [import_sources(f"part{k}", {"train": [uri]}, "gsm8k", lines={"train": span})...]
     taskpack.merge(["part0", "part1"], "gsm8k.taskset", name="gsm8k", version="1.0.0")
@@ -32,14 +33,9 @@ def merge(
     meta.setdefault("source", sets[0].manifest.source)
     with TaskSetWriter(target, **meta) as writer:
         for name in names:
-            split = writer.open_split(name)
-            try:
+            with writer.split(name) as split:
                 for ts in sets:
                     if name in ts.splits:
                         split.add_stored(ts, name)
-            except BaseException:
-                split.abort()
-                raise
-            writer.close_split(split)
     assert writer.manifest is not None
     return writer.manifest

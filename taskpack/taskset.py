@@ -210,10 +210,15 @@ class _SplitWriter:
         self._digest = SplitDigest()
         self._blobs: set[str] = set()
 
-    def _store_blob(self, data: bytes, sha: str) -> None:
+    def _new_blob(self, sha: str) -> Path | None:
+        """Where large file `sha` goes, or None when this task set holds it already."""
         self._blobs.add(sha)
         target = self.root / blob_relpath(sha)
-        if not target.exists():
+        return None if target.exists() else target
+
+    def _store_blob(self, data: bytes, sha: str) -> None:
+        target = self._new_blob(sha)
+        if target is not None:
             write_atomic(target, data)
 
     def add_stored(self, ts: TaskSet, name: str) -> None:
@@ -236,9 +241,8 @@ class _SplitWriter:
             self._writer.write_table(table, row_group_size=table.num_rows)
             self._count += table.num_rows
         for sha in split.info.blobs:
-            self._blobs.add(sha)
-            target = self.root / blob_relpath(sha)
-            if not target.exists():
+            target = self._new_blob(sha)
+            if target is not None:
                 copy_atomic(ts.object(sha), target)
 
     def add(self, task: Task | Mapping[str, Any]) -> Task:
@@ -348,14 +352,21 @@ class TaskSetWriter:
 
     def write_split(self, name: str, tasks: Iterable[Task | Mapping[str, Any]]) -> SplitInfo:
         """Write one split from any iterable of tasks or task mappings, streaming."""
-        writer = self.open_split(name)
-        try:
+        with self.split(name) as writer:
             for task in tasks:
                 writer.add(task)
+        return self._splits[name]
+
+    @contextlib.contextmanager
+    def split(self, name: str) -> Iterator[_SplitWriter]:
+        """A split writer for the block: closed and recorded at its end, dropped on an error."""
+        writer = self.open_split(name)
+        try:
+            yield writer
         except BaseException:
             writer.abort()
             raise
-        return self.close_split(writer)
+        self.close_split(writer)
 
     def open_split(self, name: str) -> _SplitWriter:
         assert self._tmp is not None, "use TaskSetWriter as a context manager"
