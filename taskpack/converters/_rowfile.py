@@ -31,14 +31,11 @@ def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
                 batch = []
         if batch or not parts:
             parts.append(_write_part(batch, parts_dir / f"{len(parts)}.parquet"))
+        if len(parts) == 1:
+            os.replace(parts[0], path)
+            return
         schemas = [pq.read_schema(p) for p in parts]
-        if all(s.equals(schemas[0]) for s in schemas):
-            if len(parts) == 1:
-                os.replace(parts[0], path)
-                return
-            schema = schemas[0]
-        else:
-            schema = pa.unify_schemas(schemas, promote_options="permissive")
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
         with pq.ParquetWriter(path, schema) as writer:
             for part in parts:
                 for chunk in pq.ParquetFile(part).iter_batches():
