@@ -5,10 +5,12 @@ changed tasks, which fields changed, from what to what."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from taskpack.model import Task
 from taskpack.taskset import TaskSet
+
+if TYPE_CHECKING:
+    from taskpack.model import Task
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ exit code 1, so nothing a user typed or fed in ends in a traceback.
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+import sys
 
 
 class TaskpackError(Exception):
@@ -56,9 +56,12 @@ def unknown(
     return TaskpackError(f"{prefix}no {what} {name!r}{hint} (known: {shown or 'none'})")
 
 
-def describe_validation_error(err: ValidationError, limit: int = 3) -> str:
-    """One line per pydantic error, as `field.path: message`, capped so a row with 40 bad fields
-    still prints a readable message."""
+def describe_error(err: Exception, limit: int = 3) -> str:
+    """A pydantic error as one `field.path: message` part per error, capped so a row with 40 bad
+    fields still prints a readable message; any other error as its type and message."""
+    core = sys.modules.get("pydantic_core")  # not loaded: `err` cannot be one of its errors
+    if core is None or not isinstance(err, core.ValidationError):
+        return f"{type(err).__name__}: {err}"
     parts = []
     for e in err.errors()[:limit]:
         loc = ".".join(str(p) for p in e["loc"]) or "task"

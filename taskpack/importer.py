@@ -74,7 +74,11 @@ def _tasks(
         except InvalidTask as e:
             if skipped is None:
                 raise
-            tid = record.task.id if isinstance(record.task, Task) else (record.task or {}).get("id")
+            tid = (
+                record.task.get("id")
+                if isinstance(record.task, Mapping)
+                else getattr(record.task, "id", None)
+            )
             skipped.append(
                 {
                     "split": split,

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskpack.errors import TaskpackError
-from taskpack.model import Manifest
 from taskpack.taskset import TaskSetWriter, open_folder
+
+if TYPE_CHECKING:
+    from taskpack.model import Manifest
 
 
 def merge(

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from taskpack.errors import TaskpackError, describe_validation_error, unknown
+from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.importer import ImportResult, import_sources
 from taskpack.objects import file_sha256
 
@@ -58,9 +58,7 @@ def recipes() -> dict[str, Recipe]:
             try:
                 recipe = Recipe.model_validate(yaml.safe_load(entry.read_text(encoding="utf-8")))
             except ValidationError as e:
-                raise TaskpackError(
-                    f"catalog/{entry.name}: {describe_validation_error(e)}"
-                ) from None
+                raise TaskpackError(f"catalog/{entry.name}: {describe_error(e)}") from None
             found[recipe.name] = recipe
     return found
 

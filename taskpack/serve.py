@@ -28,8 +28,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from taskpack import records
 from taskpack.errors import TaskpackError
-from taskpack.model import Message, Task
+from taskpack.model import Task
 from taskpack.taskset import Split, TaskSet
 
 PAGE = 50
@@ -276,7 +277,7 @@ def _pre(value: Any) -> str:
 def _task_html(task: Task) -> str:
     parts = ["<h2>prompt</h2>"]
     for item in task.prompt:
-        if isinstance(item, Message):
+        if isinstance(item, records.Message):
             parts.append(f"<h3>{html.escape(item.role)}</h3>{_pre(item.text)}")
         else:
             parts.append(f"<h3>{html.escape(item.type)}</h3>{_pre(item.model_dump(mode='json'))}")

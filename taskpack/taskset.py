@@ -24,28 +24,30 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, Protocol, cast, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import ValidationError
-from pydantic_core import to_json
 
+from taskpack import records
 from taskpack._fs import check_regular, copy_atomic, write_atomic
-from taskpack.errors import InvalidTask, TaskpackError, describe_validation_error, unknown
-from taskpack.model import (
+from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
+from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
+from taskpack.records import (
     FORMAT_VERSION,
     NAME,
     SEMVER,
-    Manifest,
     SplitDigest,
-    SplitInfo,
-    Task,
     content_digest,
+    stored_task,
     version_digest,
 )
-from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
 from taskpack.views import Rows
+
+if TYPE_CHECKING:
+    # Stored tasks are `records` objects with the model's fields and behaviour; they are typed
+    # as the model they equal.
+    from taskpack.model import Manifest, SplitInfo, Task
 
 INLINE_MAX = 64 * 1024
 ROW_GROUP_ROWS = 1024
@@ -105,18 +107,25 @@ Fetch = Callable[[str], bytes]
 
 
 def coerce_task(task: Task | Mapping[str, Any], where: str) -> Task:
-    """Validate a mapping into a Task, naming `where` and the id in any error."""
-    if isinstance(task, Task):
+    """Validate a mapping into a Task, naming `where` and the id in any error; a task, validated
+    or read from a task set, is taken as it is."""
+    if isinstance(task, records.Task):
         return task
+    from pydantic import ValidationError
+
+    from taskpack.model import Task
+
     try:
         return Task.model_validate(task)
     except ValidationError as e:
         tid = task.get("id") if isinstance(task, Mapping) else None
         label = f"{where} (id {tid!r})" if isinstance(tid, str) and tid else where
-        raise InvalidTask(label, describe_validation_error(e)) from None
+        raise InvalidTask(label, describe_error(e)) from None
 
 
 def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[dict[str, Any], str]:
+    from pydantic_core import to_json
+
     content = task.canonical()
     digest = content_digest(content)
     files = []
@@ -167,10 +176,11 @@ def row_digest(row: dict[str, Any]) -> str:
 
 
 def task_from_row(row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION) -> Task:
-    """A stored row as a Task, trusted (see `Task.stored`); older versions are upgraded."""
+    """A stored row as a Task, trusted (see `records.stored_task`); older versions are
+    upgraded."""
     if version < 2:
         return validated_task_from_row(row, fetch, version)[0]
-    return Task.stored(_columns(row, version), fetch)
+    return cast("Task", stored_task(_columns(row, version), fetch))
 
 
 def validated_task_from_row(
@@ -185,6 +195,8 @@ def validated_task_from_row(
 
         task = task_from_v1(row)
     else:
+        from taskpack.model import Task
+
         task = Task.model_validate(row)
     for f in task.files:
         f._fetch = fetch
@@ -266,6 +278,8 @@ class _SplitWriter:
         self._flush()
         self._writer.close()
         _check_unique_ids(self.path, self.name)
+        from taskpack.model import SplitInfo
+
         return SplitInfo(
             path=self.relpath,
             rows=self._count,
@@ -384,6 +398,8 @@ class TaskSetWriter:
         if not self._splits:
             raise TaskpackError("a task set needs at least one split")
         digest = version_digest({n: s.digest for n, s in self._splits.items()})
+        from taskpack.model import Manifest
+
         manifest = Manifest(digest=digest, splits=self._splits, **self._meta)
         (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _replace_dir(tmp, self.target)
@@ -599,13 +615,8 @@ class Split(Rows):
             RecursionError,
             TaskpackError,
         ) as e:
-            why = (
-                describe_validation_error(e)
-                if isinstance(e, ValidationError)
-                else f"{type(e).__name__}: {e}"
-            )
             raise TaskpackError(
-                f"split {self.name!r} row {i}: unreadable ({why}); "
+                f"split {self.name!r} row {i}: unreadable ({describe_error(e)}); "
                 "`taskpack validate` lists every problem"
             ) from None
 
@@ -704,13 +715,17 @@ class TaskSet:
 
 
 def read_manifest(path: Path) -> Manifest:
+    from pydantic import ValidationError
+
+    from taskpack.model import Manifest
+
     try:
         check_regular(path)
         return Manifest.model_validate_json(path.read_bytes())
     except FileNotFoundError:
         raise TaskpackError(f"{path.parent} is not a task set: no {MANIFEST}") from None
     except ValidationError as e:
-        raise TaskpackError(f"{path}: {describe_validation_error(e)}") from None
+        raise TaskpackError(f"{path}: {describe_error(e)}") from None
 
 
 def open_folder(path: str | os.PathLike[str]) -> TaskSet:

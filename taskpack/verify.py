@@ -13,12 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from taskpack._fs import check_regular
-from taskpack.errors import TaskpackError, describe_validation_error
-from taskpack.model import SplitDigest, SplitInfo, _rel_path, version_digest
+from taskpack.errors import TaskpackError, describe_error
 from taskpack.objects import file_sha256
+from taskpack.records import SplitDigest, SplitInfo, rel_path, version_digest
 from taskpack.taskset import (
     SCHEMA,
     TaskSet,
@@ -32,6 +30,8 @@ from taskpack.taskset import (
 def verify(ts: TaskSet, limit: int = 20, quiet: bool = True) -> list[str]:
     """Problems found, at most `limit` of them; an empty list means the task set is sound.
     `quiet=False` counts the tasks checked on stderr when it is a terminal."""
+    from pydantic import ValidationError
+
     from taskpack.progress import counted
 
     problems = verify_objects(ts) + verify_readable(ts, limit)
@@ -46,7 +46,7 @@ def verify(ts: TaskSet, limit: int = 20, quiet: bool = True) -> list[str]:
             try:
                 task, _ = validated_task_from_row(row, ts.read_blob, version)
             except ValidationError as e:
-                problems.append(f"{where}: {describe_validation_error(e)}")
+                problems.append(f"{where}: {describe_error(e)}")
                 continue
             for f in task.files:
                 if f.data is None and f.sha256 not in checked_blobs:
@@ -149,7 +149,7 @@ def _row_problems(
     problems = []
     for f in row["files"] or ():
         try:
-            _rel_path(f["path"])
+            rel_path(f["path"])
         except (ValueError, TypeError) as e:
             problems.append(f"{where}: files: {e}")
         mode = f["mode"]

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from taskpack.converters._format import Format
 from taskpack.converters._source import Record
-from taskpack.errors import TaskpackError, describe_validation_error, unknown
+from taskpack.errors import TaskpackError, describe_error, unknown
 
 
 def names() -> list[str]:
@@ -57,7 +57,7 @@ def options(fmt: Format, values: dict[str, Any], write: bool = False) -> Any:
     try:
         return model.model_validate(values)
     except ValidationError as e:
-        raise TaskpackError(f"{fmt.name}: {describe_validation_error(e)}") from None
+        raise TaskpackError(f"{fmt.name}: {describe_error(e)}") from None
 
 
 def read_records(uri: str, fmt: str, split: str, values: dict[str, Any]) -> Iterator[Record]:

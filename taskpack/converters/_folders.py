@@ -26,7 +26,8 @@ from typing import Any
 from taskpack.converters._format import Losses
 from taskpack.converters._source import Record, RowError
 from taskpack.errors import TaskpackError
-from taskpack.model import Task, _rel_path
+from taskpack.model import Task
+from taskpack.records import rel_path
 
 INDEX = "index.json"
 
@@ -37,7 +38,7 @@ INDEX = "index.json"
 def inside(root: Path, rel: str, what: str = "path") -> Path:
     """`root/rel`, where `rel` must be a plain relative path that no symlink takes elsewhere."""
     try:
-        clean = _rel_path(rel)
+        clean = rel_path(rel)
     except ValueError as e:
         raise RowError(f"{what} {rel!r}: {e}") from None
     path = root

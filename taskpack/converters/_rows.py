@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from taskpack.converters._format import Format, Losses, Target, report_uncarried
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError
-from taskpack.errors import describe_validation_error
+from taskpack.errors import describe_error
 from taskpack.model import Task
 
 STYLE = "$style"
@@ -59,7 +59,7 @@ def _native(
     try:
         task = Task.model_validate(mapped)
     except ValidationError as e:
-        raise RowError(describe_validation_error(e)) from None
+        raise RowError(describe_error(e)) from None
     extra = residue(row, to_row(task, hints, probe))
     if hints:
         extra[STYLE] = hints

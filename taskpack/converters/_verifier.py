@@ -16,18 +16,13 @@ import json
 from importlib import resources
 from typing import Any
 
+from taskpack import records
 from taskpack.converters import _swe_harness as swe_harness
 from taskpack.converters._folders import Files
 from taskpack.converters._format import Target
 from taskpack.errors import TaskpackError
 from taskpack.model import (
-    ExactMatch,
-    MultipleChoice,
-    NumericMatch,
-    SweTests,
     Task,
-    TestCommand,
-    UnitTests,
 )
 
 ANSWER_FILE = "/app/answer.txt"
@@ -55,9 +50,12 @@ cd /app && {command}
 def graded(task: Task) -> bool:
     """Whether `_grade.py` checks this task's reward."""
     reward = task.reward
-    if isinstance(reward, UnitTests):
+    if isinstance(reward, records.UnitTests):
         return reward.language == "python"
-    if isinstance(reward, (ExactMatch, NumericMatch, MultipleChoice)) or reward is None:
+    if (
+        isinstance(reward, (records.ExactMatch, records.NumericMatch, records.MultipleChoice))
+        or reward is None
+    ):
         return task.answer is not None
     return False
 
@@ -65,23 +63,23 @@ def graded(task: Task) -> bool:
 def instruction_suffix(task: Task) -> str:
     """Where the agent's work goes, for graded tasks; empty otherwise."""
     reward = task.reward
-    if isinstance(reward, SweTests):
+    if isinstance(reward, records.SweTests):
         return f"\n\nThe repository is checked out at {swe_harness.REPO_DIR}."
     if not graded(task):
         return ""
-    if isinstance(reward, UnitTests):
+    if isinstance(reward, records.UnitTests):
         return (
             f"\n\nWrite your code to {CODE_FILE}: a Python module that defines "
             f"`{reward.entry_point}`."
         )
-    if isinstance(reward, MultipleChoice):
+    if isinstance(reward, records.MultipleChoice):
         return f"\n\nWrite the letter of your answer to {ANSWER_FILE}."
     return f"\n\nWrite your final answer to {ANSWER_FILE}."
 
 
 def expected(task: Task, test_name: str) -> dict[str, Any]:
     reward = task.reward
-    if isinstance(reward, UnitTests):
+    if isinstance(reward, records.UnitTests):
         return {
             "kind": "unit_tests",
             "test_file": reward.test_file,
@@ -93,11 +91,11 @@ def expected(task: Task, test_name: str) -> dict[str, Any]:
         "answer": task.answer,
         "test": test_name,
     }
-    if isinstance(reward, NumericMatch):
+    if isinstance(reward, records.NumericMatch):
         spec["tolerance"] = reward.tolerance
-    elif isinstance(reward, ExactMatch):
+    elif isinstance(reward, records.ExactMatch):
         spec.update(strip=reward.strip, case_sensitive=reward.case_sensitive)
-    elif isinstance(reward, MultipleChoice):
+    elif isinstance(reward, records.MultipleChoice):
         spec["labels"] = [c.label for c in reward.choices]
     return spec
 
@@ -113,7 +111,7 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
             "grade.py": (grader, 0o644),
             "expected.json": (spec.encode("utf-8"), 0o644),
         }
-    if isinstance(reward, TestCommand):
+    if isinstance(reward, records.TestCommand):
         return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command=reward.command)), 0o755)}
     target.losses.lost("reward (no check a folder export can run)", task)
     return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command="false")), 0o755)}
@@ -137,7 +135,7 @@ def solve_reference(task: Task) -> str | None:
     HumanEval solution is a body completing the prompt's stub, so the stub comes first)."""
     if not graded(task):
         return None
-    if isinstance(task.reward, UnitTests):
+    if isinstance(task.reward, records.UnitTests):
         if task.solution is None:
             return None
         code = task.solution
@@ -149,9 +147,9 @@ def solve_script(task: Task) -> bytes | None:
     """The oracle for a task from elsewhere: the reference, put where the instruction says."""
     reference = solve_reference(task)
     if reference is not None:
-        path = CODE_FILE if isinstance(task.reward, UnitTests) else ANSWER_FILE
+        path = CODE_FILE if isinstance(task.reward, records.UnitTests) else ANSWER_FILE
         return _write_file(path, reference.encode("utf-8"))
-    if task.solution is None or isinstance(task.reward, SweTests):
+    if task.solution is None or isinstance(task.reward, records.SweTests):
         return None  # a gold patch is applied by the SWE-bench harness files' own solve.sh
     if task.solution.startswith("#!"):
         return task.solution.encode("utf-8")
@@ -177,7 +175,7 @@ def complete(
     mode): a Dockerfile (its image; with `copy_workspace`, its workspace files copied to /app
     from `environment/workspace/`), `tests/test.sh` writing the reward, `solution/solve.sh`.
     The task's own files win; a clash is an error, never an overwrite."""
-    if isinstance(task.reward, SweTests):
+    if isinstance(task.reward, records.SweTests):
         if swe_harness.available():
             for rel, (data, mode) in swe_harness.files(task).items():
                 if not (rel == "environment/Dockerfile" and rel in files):

@@ -13,11 +13,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from taskpack import records
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
-from taskpack.model import Message, Task
+from taskpack.model import Task
 
 
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
@@ -39,7 +40,7 @@ GEM_ENVS = {"numeric_match": "math", "exact_match": "qa", "multiple_choice": "qa
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     if task.reward is not None and task.reward.kind not in GEM_ENVS:
         target.losses.lost(f"reward kind {task.reward.kind!r} (no GEM environment scores it)", task)
-    if any(not (isinstance(m, Message) and m.role == "user") for m in task.prompt):
+    if any(not (isinstance(m, records.Message) and m.role == "user") for m in task.prompt):
         target.losses.lost("prompt messages other than the question", task)
     text = task.instruction
     answer = task.answer

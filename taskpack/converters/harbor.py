@@ -26,6 +26,7 @@ from typing import Any
 import tomli_w
 from pydantic import ValidationError
 
+from taskpack import records
 from taskpack.converters._chat import instruction_text
 from taskpack.converters._folders import (
     Files,
@@ -47,8 +48,8 @@ from taskpack.converters._residue import apply, residue
 from taskpack.converters._rows import STYLE, own_extras
 from taskpack.converters._source import Record, RowError
 from taskpack.converters._verifier import complete, instruction_suffix
-from taskpack.errors import describe_validation_error
-from taskpack.model import McpServer, Task, TaskFile
+from taskpack.errors import describe_error
+from taskpack.model import Task, TaskFile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -196,7 +197,7 @@ def convert(task_id: str, folder: Path) -> Any:
     try:
         task = Task.model_validate(to_task(task_id, folder, config))
     except ValidationError as e:
-        raise RowError(describe_validation_error(e)) from None
+        raise RowError(describe_error(e)) from None
     extra = residue(config, to_toml(task, None))
     # task.toml and instruction.md become fields; their modes, when not the default, are a
     # style of the folder.
@@ -258,7 +259,7 @@ def to_toml(task: Task, target: Target | None) -> dict[str, Any]:
                 table[key] = value
         if env.env:
             table["env"] = dict(env.env)
-    servers = [t for t in task.tools if isinstance(t, McpServer)]
+    servers = [t for t in task.tools if isinstance(t, records.McpServer)]
     if len(servers) < len(task.tools) and target is not None:
         target.losses.lost("function tools (Harbor offers tools through MCP servers)", task)
     if servers:

@@ -16,22 +16,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from taskpack import records
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows
-from taskpack.model import (
-    AudioPart,
-    FunctionCall,
-    FunctionCallOutput,
-    FunctionTool,
-    ImagePart,
-    McpServer,
-    Message,
-    Reasoning,
-    Task,
-    TextPart,
-)
+from taskpack.model import Item, Part, Task, Tool
 
 PARAMS = "responses_create_params"
 # Responses-API part type -> model part: (model type, {model field: Responses field})
@@ -141,16 +131,17 @@ def _out_content(content: Any, role: str) -> Any:
     if not isinstance(content, list):
         return content
     parts: list[dict[str, Any]] = []
+    p: Part
     for p in content:
-        if isinstance(p, TextPart):
+        if isinstance(p, records.TextPart):
             kind = "output_text" if role == "assistant" else "input_text"
             parts.append({"type": kind, "text": p.text})
-        elif isinstance(p, AudioPart):
+        elif isinstance(p, records.AudioPart):
             parts.append(
                 {"type": "input_audio", "input_audio": {"data": p.data, "format": p.format}}
             )
         else:
-            kind = "input_image" if isinstance(p, ImagePart) else "input_file"
+            kind = "input_image" if isinstance(p, records.ImagePart) else "input_file"
             fields = _PARTS[kind][1]
             parts.append(
                 {
@@ -161,27 +152,27 @@ def _out_content(content: Any, role: str) -> Any:
     return parts
 
 
-def _out_item(item: Any, task: Task, target: Target) -> dict[str, Any] | None:
-    if isinstance(item, Message):
+def _out_item(item: Item, task: Task, target: Target) -> dict[str, Any] | None:
+    if isinstance(item, records.Message):
         if item.role == "tool" or item.tool_calls or item.tool_call_id or item.name:
             target.losses.lost("chat tool calls, tool messages and message names", task)
             if item.role == "tool":
                 return None
         return {"role": item.role, "content": _out_content(item.content, item.role)}
-    if isinstance(item, FunctionCall):
+    if isinstance(item, records.FunctionCall):
         return {
             "type": item.type,
             "call_id": item.call_id,
             "name": item.name,
             "arguments": item.arguments,
         }
-    if isinstance(item, FunctionCallOutput):
+    if isinstance(item, records.FunctionCallOutput):
         return {
             "type": item.type,
             "call_id": item.call_id,
             "output": _out_content(item.output, "tool"),
         }
-    assert isinstance(item, Reasoning)
+    assert isinstance(item, records.Reasoning)
     out: dict[str, Any] = {
         "type": item.type,
         "summary": [{"type": "summary_text", "text": s} for s in item.summary],
@@ -191,10 +182,10 @@ def _out_item(item: Any, task: Task, target: Target) -> dict[str, Any] | None:
     return out
 
 
-def _out_tool(tool: Any) -> dict[str, Any]:
-    if isinstance(tool, FunctionTool):
+def _out_tool(tool: Tool) -> dict[str, Any]:
+    if isinstance(tool, records.FunctionTool):
         return {k: v for k, v in tool.model_dump().items() if v is not None}
-    assert isinstance(tool, McpServer)
+    assert isinstance(tool, records.McpServer)
     return {"type": "mcp", "server_label": tool.name, "server_url": tool.url}
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from taskpack import records
 from taskpack.converters._chat import instruction_text
 from taskpack.converters._folders import (
     Files,
@@ -44,8 +45,8 @@ from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError
 from taskpack.converters._verifier import complete, graded, instruction_suffix
 from taskpack.converters._yaml import load_yaml
-from taskpack.errors import describe_validation_error
-from taskpack.model import SweTests, Task, UnitTests, WeightedTests
+from taskpack.errors import describe_error
+from taskpack.model import Task
 
 MARKER = "task.yaml"
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's when PyYAML has it: faster
@@ -63,11 +64,11 @@ def place(rel: str) -> dict[str, Any]:
 
 def weights(task: Task) -> dict[str, float]:
     reward = task.reward
-    if isinstance(reward, WeightedTests):
+    if isinstance(reward, records.WeightedTests):
         return dict(reward.weights)
-    if isinstance(reward, UnitTests):
+    if isinstance(reward, records.UnitTests):
         raw = {reward.test_file: 1.0}
-    elif isinstance(reward, SweTests) and reward.fail_to_pass:
+    elif isinstance(reward, records.SweTests) and reward.fail_to_pass:
         raw = dict.fromkeys(reward.fail_to_pass, 1.0)
     else:
         raw = {"reward": 1.0}
@@ -114,7 +115,7 @@ def convert(task_id: str, folder: Path) -> Any:
     try:
         task = Task.model_validate(mapped)
     except ValidationError as e:
-        raise RowError(describe_validation_error(e)) from None
+        raise RowError(describe_error(e)) from None
     extra = residue(config, to_yaml(task, None))
     if extra:
         task.extras["openreward"] = extra

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
+from taskpack import records
 from taskpack.converters import swebench
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._format import Format, Options, Target, WriteOptions
@@ -26,7 +27,7 @@ from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_pa
 from taskpack.converters._rowfile import write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
-from taskpack.model import SweTests, Task
+from taskpack.model import Task
 
 ENV_CLASSES = {"numeric_match": "gsm8k"}
 REWARDS = {env: kind for kind, env in ENV_CLASSES.items()}
@@ -101,7 +102,7 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
             f"reward kind {kind!r} (no SkyRL-Gym environment scores it; env_class names it)", task
         )
     source = (task.source.format if task.source else None) or "taskpack"
-    if isinstance(task.reward, SweTests):
+    if isinstance(task.reward, records.SweTests):
         instance = swebench.source_row(task)
         row = {"data_source": source, "prompt": _prompt(task, target), "env_class": "null"}
         return {**row, "instance": instance, **instance}
@@ -152,5 +153,5 @@ FORMAT = Format(
     read=read,
     write=write,
     write_options=SkyrlWriteOptions,
-    carries=lambda task: _SWE_CARRIES if isinstance(task.reward, SweTests) else _CARRIES,
+    carries=lambda task: _SWE_CARRIES if isinstance(task.reward, records.SweTests) else _CARRIES,
 )

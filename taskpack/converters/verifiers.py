@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import payload_json, task_from_payload
@@ -27,7 +28,7 @@ from taskpack.converters._rowfile import write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.errors import require
-from taskpack.model import Task, UnitTests
+from taskpack.model import Task
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
 SCORED = {"exact_match", "numeric_match", "multiple_choice", "unit_tests"}
@@ -51,7 +52,7 @@ def _info(task: Task) -> dict[str, Any]:
     reward = task.reward
     if reward is not None:
         info["reward"] = reward.model_dump(mode="json")
-    if isinstance(reward, UnitTests):
+    if isinstance(reward, records.UnitTests):
         info["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
     return info
 
@@ -121,7 +122,9 @@ _CARRIES = frozenset({"prompt", "answer", "reward"})
 def _only_test_file(task: Task) -> bool:
     """A unit-test task whose only file is its test file: `info` carries it."""
     reward = task.reward
-    return isinstance(reward, UnitTests) and [f.path for f in task.files] == [reward.test_file]
+    return isinstance(reward, records.UnitTests) and [f.path for f in task.files] == [
+        reward.test_file
+    ]
 
 
 def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:

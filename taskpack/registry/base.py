@@ -11,11 +11,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from taskpack.errors import TaskpackError, describe_validation_error, unknown
-from taskpack.model import Manifest, version_digest
+from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.objects import Progress
+from taskpack.records import version_digest
 from taskpack.registry.location import Location
 from taskpack.registry.refs import (
     Ref,
@@ -27,6 +25,7 @@ from taskpack.registry.refs import (
 )
 
 if TYPE_CHECKING:
+    from taskpack.model import Manifest
     from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 
@@ -61,10 +60,14 @@ class Registry(ABC):
         if data is None:
             return None
         where = f"{self.url}: manifest of {name}@{version}"
+        from pydantic import ValidationError
+
+        from taskpack.model import Manifest
+
         try:
             m = Manifest.model_validate_json(data)
         except ValidationError as e:
-            raise TaskpackError(f"{where} is invalid: {describe_validation_error(e)}") from None
+            raise TaskpackError(f"{where} is invalid: {describe_error(e)}") from None
         if (m.name, m.version) != (name, version):
             raise TaskpackError(f"{where} says it is {m.name}@{m.version}; refused")
         splits = {n: s.digest for n, s in m.splits.items()}

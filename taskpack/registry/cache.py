@@ -20,11 +20,15 @@ import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from taskpack._fs import file_lock, write_atomic
 from taskpack.errors import TaskpackError
-from taskpack.model import Manifest, stored_manifest
 from taskpack.objects import file_sha256, sha256_relpath
+from taskpack.records import stored_manifest
+
+if TYPE_CHECKING:
+    from taskpack.model import Manifest
 
 
 def default_cache_dir() -> Path:
@@ -136,7 +140,7 @@ class Cache:
     def _read_manifest(self, path: Path) -> Manifest | None:
         """A cached manifest; a corrupt one is removed (and so fetched again), never served."""
         try:
-            return stored_manifest(path.read_bytes())
+            return cast("Manifest", stored_manifest(path.read_bytes()))
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, AttributeError):

@@ -17,14 +17,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
-from taskpack.model import Manifest
 from taskpack.objects import Progress, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
 from taskpack.taskset import Split, TaskSet, open_folder
+
+if TYPE_CHECKING:
+    from taskpack.model import Manifest
 
 RegistryArg = str | os.PathLike[str] | Location | None
 

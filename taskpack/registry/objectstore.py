@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
-from taskpack.model import Manifest
 from taskpack.objects import Progress, object_key
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, tag_version, version_key
 from taskpack.registry.store import PreconditionFailed, Store
+
+if TYPE_CHECKING:
+    from taskpack.model import Manifest
 
 if TYPE_CHECKING:
     from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from taskpack.errors import TaskpackError
-from taskpack.model import NAME, SEMVER
+from taskpack.records import NAME, SEMVER
 
 _PARTIAL = re.compile(r"^(0|[1-9]\d*)(\.(0|[1-9]\d*))?$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")

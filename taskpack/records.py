@@ -1,0 +1,610 @@
+"""Stored tasks as light objects, and the rules that need no validator.
+
+An environment opening a pinned version and reading task `i` should pay for pyarrow and little
+else. Validation (`taskpack.model`, pydantic) runs when a task is made or imported; a task read
+back from a task set was validated when written and its rows are digest-checked, so it is built
+here as a plain object instead: each class below carries a model class's behaviour (the
+methods and properties of `Task`, `TaskFile`, `Message`, `Manifest`) and holds its fields as
+attributes. The validated classes in `taskpack.model` inherit from these, so that behaviour is
+written once and `isinstance(x, records.UnitTests)` holds for a stored reward and a validated
+one alike; `tests/test_records.py` checks every field of every task of the shared data sets
+equal both ways. Nothing here imports pydantic.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from taskpack.errors import TaskpackError
+
+FORMAT_VERSION: Literal[2] = 2
+FORMAT_VERSIONS = (1, 2)  # task sets of every version here open, verify and export
+SEMVER = (
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
+)
+NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+DIGEST = r"^sha256:[0-9a-f]{64}$"
+
+
+# --- rules shared by the validator and the stored-row reader ---------------------------------
+
+
+def utf8(value: str) -> str:
+    # Strings decoded with surrogateescape (or JSON "\udc80" escapes) hold lone surrogates that
+    # no UTF-8 file can store; reject them here rather than fail deep inside Parquet.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"not valid UTF-8 text (bad character at position {e.start})") from None
+    return value
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def rel_path(value: str) -> str:
+    """Accept only paths that stay inside the task folder on every OS, in one spelling."""
+    if not value:
+        raise ValueError("empty path")
+    if "\x00" in value:
+        raise ValueError("path contains a NUL byte")
+    if "\\" in value:
+        raise ValueError(f"path {value!r} contains a backslash; use '/'")
+    if value.startswith("/") or _DRIVE.match(value):
+        raise ValueError(f"path {value!r} is absolute; task file paths are relative")
+    parts = value.split("/")
+    while parts and parts[0] == ".":
+        parts.pop(0)
+    if any(p == ".." for p in parts):
+        raise ValueError(f"path {value!r} contains '..' and could escape the task folder")
+    if not parts or any(p in ("", ".") for p in parts):
+        raise ValueError(f"path {value!r} is not normalized (empty or '.' segment)")
+    return utf8("/".join(parts))
+
+
+def file_mode(value: int) -> int:
+    """Stored rows are trusted, but a mode reaches the file system: checked again."""
+    if not 0 <= value <= 0o777:
+        raise TaskpackError(f"file mode {value:o} is more than permission bits")
+    return value
+
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def canonical_json(value: Any) -> bytes:
+    """One byte string per JSON value: sorted keys, no spaces, UTF-8, no NaN."""
+    return _ENCODER.encode(value).encode("utf-8")
+
+
+def content_digest(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+class SplitDigest:
+    """A split's digest: sha256 over its task digests, one per line, in row order. Written by
+    the task-set writer, recomputed by every check; kept running so a million rows cost no
+    list."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+
+    def add(self, task_digest: str) -> None:
+        self._hash.update(task_digest.encode("ascii", "replace") + b"\n")
+
+    @property
+    def value(self) -> str:
+        return "sha256:" + self._hash.hexdigest()
+
+
+def version_digest(splits: dict[str, str], format_version: int = FORMAT_VERSION) -> str:
+    """The Merkle root over split digests: content only, not name, time or storage."""
+    body = canonical_json({"format_version": format_version, "splits": splits})
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+# --- light objects -----------------------------------------------------------------------------
+
+_R = TypeVar("_R", bound="Record")
+
+
+class Record:
+    """A model object without a validator: its fields are its attributes.
+
+    On a validated object (a `taskpack.model` class, which puts pydantic's `BaseModel` first in
+    its bases) pydantic's own `__eq__`, `__repr__` and `model_dump` win; these serve stored
+    ones, and produce what pydantic would.
+    """
+
+    __slots__ = ()
+
+    def _fields(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+    def __eq__(self, other: object) -> bool:
+        kind = _kind(type(self))
+        if not isinstance(other, kind):
+            return NotImplemented
+        return bool(Record._fields(self) == Record._fields(other))  # type: ignore[arg-type]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self._fields().items())
+        return f"{type(self).__name__}({fields})"
+
+    def model_dump(
+        self,
+        *,
+        mode: Literal["python", "json"] = "python",
+        exclude: set[str] | dict[str, Any] | None = None,
+        exclude_none: bool = False,
+    ) -> dict[str, Any]:
+        """The fields as plain data, as pydantic's `model_dump` gives them (JSON mode: bytes as
+        URL-safe base64, times in ISO 8601)."""
+        dumped = _dump(self, mode == "json", exclude, exclude_none)
+        assert isinstance(dumped, dict)
+        return dumped
+
+    def model_copy(self: _R, *, update: dict[str, Any] | None = None, deep: bool = False) -> _R:
+        """A copy with `update` applied, unvalidated, as pydantic's `model_copy`."""
+        values = copy.deepcopy(vars(self)) if deep else dict(vars(self))
+        return _new(type(self), {**values, **(update or {})})
+
+    def model_dump_json(self, *, indent: int | None = None) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=indent, ensure_ascii=False)
+
+
+_KINDS: dict[type, type] = {}
+
+
+def _kind(cls: type) -> type:
+    """The record class `cls` is (a stored object) or validates into (a model class)."""
+    found = _KINDS.get(cls)
+    if found is None:
+        found = next(c for c in cls.__mro__ if Record in c.__bases__)
+        _KINDS[cls] = found
+    return found
+
+
+def _dump(value: Any, json_mode: bool, exclude: Any, exclude_none: bool) -> Any:
+    if isinstance(value, Record):
+        out = {}
+        for k, v in value._fields().items():
+            sub = None
+            if isinstance(exclude, dict):
+                sub = exclude.get(k)
+                if sub is True:
+                    continue
+            elif exclude and k in exclude:
+                continue
+            if exclude_none and v is None:
+                continue
+            out[k] = _dump(v, json_mode, sub, exclude_none)
+        return out
+    if isinstance(value, list):
+        every = exclude.get("__all__") if isinstance(exclude, dict) else None
+        return [_dump(v, json_mode, every, exclude_none) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v, json_mode, None, exclude_none) for k, v in value.items()}
+    if json_mode and isinstance(value, bytes):
+        return base64.urlsafe_b64encode(value).decode("ascii")
+    if json_mode and isinstance(value, datetime):
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    return value
+
+
+def _new(cls: type[_R], values: dict[str, Any]) -> _R:
+    obj = object.__new__(cls)
+    obj.__dict__ = values
+    return obj
+
+
+# Each class stands for the `taskpack.model` class of the same name; its fields are documented
+# there. Only what the behaviour below reads is declared, for the type checker.
+
+
+class TextPart(Record):
+    if TYPE_CHECKING:
+        text: str
+
+
+class ImagePart(Record):
+    pass
+
+
+class AudioPart(Record):
+    pass
+
+
+class FilePart(Record):
+    pass
+
+
+class ToolCall(Record):
+    pass
+
+
+class Message(Record):
+    if TYPE_CHECKING:
+        role: str
+        content: str | Sequence[Any] | None
+
+    @property
+    def text(self) -> str:
+        """The message's text: its text parts joined, other parts left out."""
+        if self.content is None or isinstance(self.content, str):
+            return self.content or ""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+class FunctionCall(Record):
+    pass
+
+
+class FunctionCallOutput(Record):
+    pass
+
+
+class Reasoning(Record):
+    pass
+
+
+class FunctionTool(Record):
+    pass
+
+
+class McpServer(Record):
+    pass
+
+
+class ExactMatch(Record):
+    pass
+
+
+class NumericMatch(Record):
+    pass
+
+
+class Choice(Record):
+    pass
+
+
+class MultipleChoice(Record):
+    pass
+
+
+class UnitTests(Record):
+    pass
+
+
+class SweTests(Record):
+    pass
+
+
+class WeightedTests(Record):
+    pass
+
+
+class TestCommand(Record):
+    __test__ = False  # not a pytest class
+
+
+class Criterion(Record):
+    pass
+
+
+class Rubric(Record):
+    pass
+
+
+class Judge(Record):
+    pass
+
+
+class TaskFile(Record):
+    """A task's file; equality is by path, mode and content hash, however it is stored."""
+
+    if TYPE_CHECKING:
+        path: str
+        role: str
+        step: str | None
+        mode: int
+        data: bytes | None
+        sha256: str | None
+        size: int | None
+        _fetch: Callable[[str], bytes] | None
+        _checked: bool
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TaskFile):
+            return NotImplemented
+        return self.key == other.key and (self.mode, self.sha256, self.size) == (
+            other.mode,
+            other.sha256,
+            other.size,
+        )
+
+    __hash__ = None
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        """(step, role, path): unique within a task."""
+        return (self.step, self.role, self.path)
+
+    def read_bytes(self) -> bytes:
+        """The file's content, fetched from the blob store if stored there, and hash-checked."""
+        if self.data is not None and self._checked:
+            return self.data
+        if self.data is not None:
+            data = self.data
+        elif self._fetch is None:
+            raise TaskpackError(f"file {self.path!r}: content not available (no blob store)")
+        else:
+            assert self.sha256 is not None
+            data = self._fetch(self.sha256)
+        if hashlib.sha256(data).hexdigest() != self.sha256:
+            raise TaskpackError(f"file {self.path!r}: content {self.sha256} failed its hash check")
+        return data
+
+
+class Environment(Record):
+    pass
+
+
+class Limits(Record):
+    pass
+
+
+class Source(Record):
+    pass
+
+
+class Step(Record):
+    pass
+
+
+class Task(Record):
+    if TYPE_CHECKING:
+        id: str
+        prompt: Sequence[Any]
+        files: Sequence[TaskFile]
+
+    @property
+    def instruction(self) -> str:
+        """What a single-question framework shows: the last user message's text."""
+        users = [m for m in self.prompt if isinstance(m, Message) and m.role == "user"]
+        return users[-1].text if users else ""
+
+    def canonical(self) -> dict[str, Any]:
+        """The content the digest covers: every field, files by hash, not by bytes."""
+        return self.model_dump(mode="json", exclude={"files": {"__all__": {"data"}}})
+
+    @property
+    def digest(self) -> str:
+        return content_digest(self.canonical())
+
+    def file(self, path: str, role: str | None = None) -> TaskFile:
+        for f in self.files:
+            if f.path == path and f.step is None and role in (None, f.role):
+                return f
+        raise KeyError(f"task {self.id!r} has no file {path!r}")
+
+    def files_of(self, role: str, step: str | None = None) -> list[TaskFile]:
+        return [f for f in self.files if f.role == role and f.step == step]
+
+    def materialize(
+        self, directory: str | os.PathLike[str], role: str = "workspace", step: str | None = None
+    ) -> Path:
+        """Write the task's files of one role (the agent's workspace by default) into
+        `directory`, each hash-checked, with its permission bits.
+
+        Nothing is created outside `directory`: folders are made one level at a time and a
+        symbolic link anywhere on the way is refused, and a mode that could harm the machine
+        (setuid, setgid, sticky, world-writable) is refused rather than applied."""
+        root = Path(directory)
+        root.mkdir(parents=True, exist_ok=True)
+        for f in self.files_of(role, step):
+            if f.mode & ~0o777 or f.mode & 0o002:
+                raise TaskpackError(f"file {f.path!r}: refusing mode {f.mode:o}")
+            parent = root
+            for part in f.path.split("/")[:-1]:
+                parent = parent / part
+                if parent.is_symlink():
+                    raise TaskpackError(f"file {f.path!r}: {parent} is a symbolic link")
+                if not parent.exists():
+                    parent.mkdir()
+                elif not parent.is_dir():
+                    raise TaskpackError(f"file {f.path!r}: {parent} is a file, not a folder")
+            target = parent / f.path.rsplit("/", 1)[-1]
+            if target.is_dir() and not target.is_symlink():
+                raise TaskpackError(f"file {f.path!r}: {target} is a folder")
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(f.read_bytes())
+                os.chmod(tmp, f.mode)
+                os.replace(tmp, target)  # replaces a link at `target` itself, never follows it
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return root
+
+
+class SplitInfo(Record):
+    if TYPE_CHECKING:
+        path: str
+        rows: int
+        digest: str
+        bytes: int
+        sha256: str
+        blobs: Sequence[str]
+
+
+class Manifest(Record):
+    if TYPE_CHECKING:
+        format_version: int
+        name: str
+        version: str
+        digest: str
+        splits: Mapping[str, SplitInfo]
+
+    def objects(self, splits: Iterable[str] | None = None, *, blobs: bool = True) -> dict[str, str]:
+        """Bytes hash -> path inside the version, of every object a reader may fetch (split
+        files, and with `blobs` the large files), each once, sorted by hash: the one list that
+        publish, pull, verify and every registry backend go by."""
+        from taskpack.objects import blob_relpath
+
+        found: dict[str, str] = {}
+        for name in self.splits if splits is None else splits:
+            info = self.splits[name]
+            found[info.sha256] = info.path
+            for sha in info.blobs if blobs else ():
+                found[sha] = blob_relpath(sha)
+        return dict(sorted(found.items()))
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+# --- building stored objects ---------------------------------------------------------------
+
+PART_KINDS: dict[str, type[Record]] = {
+    "text": TextPart,
+    "image": ImagePart,
+    "audio": AudioPart,
+    "file": FilePart,
+}
+ITEM_KINDS: dict[str, type[Record]] = {
+    "message": Message,
+    "function_call": FunctionCall,
+    "function_call_output": FunctionCallOutput,
+    "reasoning": Reasoning,
+}
+TOOL_KINDS: dict[str, type[Record]] = {"function": FunctionTool, "mcp": McpServer}
+REWARD_KINDS: dict[str, type[Record]] = {
+    "exact_match": ExactMatch,
+    "numeric_match": NumericMatch,
+    "multiple_choice": MultipleChoice,
+    "unit_tests": UnitTests,
+    "swe_tests": SweTests,
+    "weighted_tests": WeightedTests,
+    "test_command": TestCommand,
+    "rubric": Rubric,
+    "judge": Judge,
+}
+# Reward kinds holding lists of objects: field -> item class.
+_NESTED: dict[str, tuple[str, type[Record]]] = {
+    "multiple_choice": ("choices", Choice),
+    "rubric": ("criteria", Criterion),
+}
+
+
+def _content(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    return [_new(PART_KINDS[p["type"]], p) for p in value]
+
+
+def _items(values: list[dict[str, Any]] | None) -> list[Any]:
+    items = []
+    for v in values or ():
+        kind = v["type"]
+        if kind == "message":
+            v["content"] = _content(v["content"])
+            if v["tool_calls"] is not None:
+                v["tool_calls"] = [_new(ToolCall, c) for c in v["tool_calls"]]
+        elif kind == "function_call_output":
+            v["output"] = _content(v["output"])
+        items.append(_new(ITEM_KINDS[kind], v))
+    return items
+
+
+def _reward(reward: dict[str, Any] | None) -> Any:
+    if reward is None:
+        return None
+    nested = _NESTED.get(reward["kind"])
+    if nested:
+        field, item = nested
+        reward[field] = [_new(item, x) for x in reward[field]]
+    return _new(REWARD_KINDS[reward["kind"]], reward)
+
+
+def _step(value: dict[str, Any]) -> Step:
+    value["prompt"] = _items(value["prompt"])
+    value["reward"] = _reward(value["reward"])
+    value["limits"] = _optional(Limits, value["limits"])
+    return _new(Step, value)
+
+
+def _optional(cls: type[_R], data: dict[str, Any] | None) -> _R | None:
+    return None if data is None else _new(cls, data)
+
+
+def stored_file(row: dict[str, Any], fetch: Callable[[str], bytes] | None) -> TaskFile:
+    """A file as a task set stores it; its path is re-checked, its bytes when read."""
+    return _new(
+        TaskFile,
+        {
+            "path": rel_path(row["path"]),
+            "role": row.get("role") or "workspace",
+            "step": row.get("step"),
+            "mode": file_mode(row["mode"]),
+            "data": row["data"],
+            "sha256": row["sha256"],
+            "size": row["size"],
+            "_fetch": fetch,
+            "_checked": False,
+        },
+    )
+
+
+def stored_task(row: dict[str, Any], fetch: Callable[[str], bytes] | None = None) -> Task:
+    """A task from a task set's own row (JSON columns decoded), without validation.
+
+    Rows were validated when written and storage is hash-checked, so reading trusts them
+    (`taskpack validate` re-checks everything); file paths, which guard the file system, are
+    checked again, and file contents are hash-checked when read.
+    """
+    return _new(
+        Task,
+        {
+            "id": row["id"],
+            "prompt": _items(row["prompt"]),
+            "answer": row["answer"],
+            "solution": row["solution"],
+            "reward": _reward(row["reward"]),
+            "rewards": {k: _reward(v) for k, v in (row["rewards"] or {}).items()},
+            "tools": [_new(TOOL_KINDS[t["type"]], t) for t in row["tools"] or ()],
+            "files": [stored_file(f, fetch) for f in row["files"]],
+            "steps": [_step(s) for s in row["steps"] or ()],
+            "environment": _optional(Environment, row["environment"]),
+            "limits": _optional(Limits, row["limits"]),
+            "source": _optional(Source, row["source"]),
+            "metadata": row["metadata"] or {},
+            "extras": row["extras"] or {},
+        },
+    )
+
+
+def stored_manifest(data: bytes) -> Manifest:
+    """A manifest from the local cache, which holds only manifests validated when fetched."""
+    raw = json.loads(data)
+    raw["created"] = datetime.fromisoformat(raw["created"].replace("Z", "+00:00"))
+    raw["splits"] = {name: _new(SplitInfo, info) for name, info in raw["splits"].items()}
+    return _new(Manifest, raw)
