@@ -1,4 +1,5 @@
-"""The episode-start path (open a split, read a task) must not drag in datasets or pandas."""
+"""The episode-start path (open a split, read a task) must not drag in datasets or pandas, and
+from a pinned, cached version not pydantic or boto3 either."""
 
 from __future__ import annotations
 
@@ -36,6 +37,59 @@ def test_open_and_read_import_neither_datasets_nor_pandas(tmp_path: Path) -> Non
     assert result["id"] == "t2"
     assert (tmp_path / "out" / "tests" / "check.py").read_text() == "assert 2 + 1 == 3\n"
     assert not [m for m in result["heavy"] if not m.startswith("numpy")], result["heavy"]
+
+
+EPISODE = """
+import json, sys, taskpack
+task = taskpack.load("x@0.1.0", split="train")[int(sys.argv[1])]
+task.materialize(sys.argv[2])
+print(json.dumps({"id": task.id, "instruction": task.instruction, "modules": sorted(sys.modules)}))
+"""
+# Everything an episode start loads: these taskpack modules, and of what is not the standard
+# library, pyarrow (which loads numpy and cloudpickle when they are installed) and nothing else.
+EPISODE_MODULES = [
+    "taskpack",
+    "taskpack._fs",
+    "taskpack.diff",
+    "taskpack.errors",
+    "taskpack.merge",
+    "taskpack.objects",
+    "taskpack.records",
+    "taskpack.registry",
+    "taskpack.registry.base",
+    "taskpack.registry.cache",
+    "taskpack.registry.client",
+    "taskpack.registry.location",
+    "taskpack.registry.refs",
+    "taskpack.taskset",
+    "taskpack.verify",
+    "taskpack.views",
+]
+EPISODE_THIRD_PARTY = {"cloudpickle", "numpy", "pyarrow", "taskpack"}
+
+
+def test_episode_start_from_a_pinned_cached_version_imports_no_pydantic_nor_boto3(
+    tmp_path: Path,
+) -> None:
+    tasks = [make_task(i) for i in range(5)]
+    taskpack.write(tmp_path / "ts", {"train": tasks}, name="x")
+    taskpack.publish(tmp_path / "ts")
+    assert taskpack.load("x@0.1.0", split="train")[0].id == "t0"  # now pinned in the cache
+    proc = subprocess.run(
+        [sys.executable, "-c", EPISODE, "3", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result = json.loads(proc.stdout)
+    assert (result["id"], result["instruction"]) == ("t3", "What is 3 + 1?")
+    assert (tmp_path / "out" / "tests" / "check.py").read_text() == "assert 3 + 1 == 4\n"
+    modules = result["modules"]
+    assert [m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core", "boto3")] == []
+    assert [m for m in modules if m.startswith("taskpack")] == EPISODE_MODULES
+    outside = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names)
+    outside = {m for m in outside if not m.startswith("_") and m != "cython_runtime"}
+    assert {"pyarrow", "taskpack"} <= outside <= EPISODE_THIRD_PARTY, outside
 
 
 def test_taskpack_works_where_fcntl_does_not_exist(tmp_path: Path) -> None:
