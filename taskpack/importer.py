@@ -12,14 +12,16 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 from taskpack._fs import write_atomic
+from taskpack.converters import options as checked_options
 from taskpack.converters import read_records, reader
 from taskpack.converters._source import Record
 from taskpack.errors import InvalidTask, TaskpackError
-from taskpack.model import Manifest, Task
+from taskpack.model import Manifest, SplitInfo, Task
 from taskpack.taskset import TaskSetWriter, coerce_task
 
 _SPLIT_WORDS = ("train", "test", "validation", "valid", "dev")
@@ -129,8 +131,9 @@ def import_sources(
     options: Mapping[str, Any] | None = None,
     skip_invalid: bool = False,
     report: str | os.PathLike[str] | None = None,
-    progress: Callable[[Iterator[Task], str], Iterator[Task]] | None = None,
+    progress: Callable[[Iterator[Any], str], Iterator[Any]] | None = None,
     lines: Mapping[str, tuple[int, int]] | None = None,
+    columnar: bool = True,
     **meta: Any,
 ) -> ImportResult:
     """Write a task set at `target` from `{split: [source, ...]}` read as format `fmt`.
@@ -138,6 +141,8 @@ def import_sources(
     `lines` keeps, per split, only lines first..last (1-based, inclusive) of its sources.
     `meta` takes TaskSetWriter's options (name, version, description, license, overwrite).
     With `skip_invalid`, skipped rows go to the result and, as JSON lines, to `report`.
+    A split from one source in a format with a columnar reader is read with it (`columnar`;
+    see `converters._columnar`), else, or when that reader gives up, row by row.
     """
     reader(fmt)  # an unknown format fails before anything is written
     skipped: list[dict[str, Any]] | None = [] if skip_invalid else None
@@ -146,8 +151,13 @@ def import_sources(
         with TaskSetWriter(target, **meta) as writer:
             for split, uris in sources.items():
                 span = (lines or {}).get(split)
-                tasks = split_tasks(uris, fmt, split, dict(options or {}), skipped, span)
-                info = writer.write_split(split, progress(tasks, split) if progress else tasks)
+                opts = dict(options or {})
+                info = None
+                if columnar and skipped is None and span is None and len(uris) == 1:
+                    info = _write_columns(writer, fmt, uris[0], split, opts, progress)
+                if info is None:
+                    tasks = split_tasks(uris, fmt, split, opts, skipped, span)
+                    info = writer.write_split(split, progress(tasks, split) if progress else tasks)
                 if info.rows == 0:
                     raise TaskpackError(
                         f"{', '.join(uris)}: every row was invalid; nothing written"
@@ -158,6 +168,36 @@ def import_sources(
             _write_report(Path(report), skipped or [])
     assert writer.manifest is not None
     return ImportResult(writer.manifest, skipped or [])
+
+
+def _write_columns(
+    writer: TaskSetWriter,
+    fmt: str,
+    uri: str,
+    split: str,
+    options: dict[str, Any],
+    progress: Callable[[Iterator[Any], str], Iterator[Any]] | None,
+) -> SplitInfo | None:
+    """The split read by the format's columnar reader; None when there is none or it gave up
+    (its partial split is dropped, for the row path to write)."""
+    from taskpack.converters._columnar import NotColumnar
+
+    read_columns = reader(fmt).read_columns
+    if read_columns is None:
+        return None
+
+    def rows() -> Iterator[None]:  # one tick per row, for the progress count
+        with writer.split(split) as out:
+            for table in read_columns(uri, split, checked_options(reader(fmt), options)):
+                out.add_table(table)
+                yield from repeat(None, table.num_rows)
+
+    try:
+        for _ in progress(rows(), split) if progress else rows():
+            pass
+    except NotColumnar:
+        return None
+    return writer.written[split]
 
 
 def _write_report(path: Path, skipped: list[dict[str, Any]]) -> None:

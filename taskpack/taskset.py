@@ -247,15 +247,21 @@ class _SplitWriter:
         self._flush()
         pf = split._pf()
         for g in range(pf.num_row_groups):
-            table = pf.read_row_group(g).select(SCHEMA.names).cast(SCHEMA)
-            for digest in table.column("digest").to_pylist():
-                self._digest.add(digest)
-            self._writer.write_table(table, row_group_size=table.num_rows)
-            self._count += table.num_rows
+            self.add_table(pf.read_row_group(g).select(SCHEMA.names).cast(SCHEMA))
         for sha in split.info.blobs:
             target = self._new_blob(sha)
             if target is not None:
                 copy_atomic(ts.object(sha), target)
+
+    def add_table(self, table: pa.Table) -> None:
+        """Stored rows (`SCHEMA`, digests computed, large files already held) after those
+        already added, in row groups as `add` makes them (rows, bytes)."""
+        self._flush()
+        for digest in table.column("digest").to_pylist():
+            self._digest.add(digest)
+        per_group = ROW_GROUP_BYTES * table.num_rows // max(table.nbytes, 1)
+        self._writer.write_table(table, row_group_size=max(1, min(ROW_GROUP_ROWS, per_group)))
+        self._count += table.num_rows
 
     def add(self, task: Task | Mapping[str, Any]) -> Task:
         task = coerce_task(task, f"split {self.name!r} row {self._count}")
@@ -363,6 +369,11 @@ class TaskSetWriter:
                 self._commit(self._tmp)
         finally:
             shutil.rmtree(self._tmp, ignore_errors=True)
+
+    @property
+    def written(self) -> Mapping[str, SplitInfo]:
+        """The splits written so far."""
+        return self._splits
 
     def write_split(self, name: str, tasks: Iterable[Task | Mapping[str, Any]]) -> SplitInfo:
         """Write one split from any iterable of tasks or task mappings, streaming."""

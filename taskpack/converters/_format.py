@@ -12,13 +12,16 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskpack.converters._source import Record
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 class Options(BaseModel):
@@ -63,6 +66,9 @@ class Target:
 
 
 Reader = Callable[[str, str, Any], Iterator[Record]]
+# Stored rows (taskset.SCHEMA) a batch at a time; raises `_columnar.NotColumnar` for a source
+# only the row reader maps exactly.
+ColumnReader = Callable[[str, str, Any], Iterator["pa.Table"]]
 Writer = Callable[[Iterable[Task], Path, str, Target], list[Path]]
 
 
@@ -71,6 +77,7 @@ class Format:
     name: str
     summary: str
     read: Reader | None = None
+    read_columns: ColumnReader | None = None
     write: Writer | None = None
     read_options: type[Options] = Options
     write_options: type[WriteOptions] = WriteOptions

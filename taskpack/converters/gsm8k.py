@@ -10,6 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
+
+from taskpack.converters._columnar import (
+    NotColumnar,
+    json_string,
+    jsonl_batches,
+    row_numbers,
+    strings,
+    task_rows,
+    text_json,
+)
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
 from taskpack.model import Task
@@ -40,6 +51,69 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return map_rows(iter_table_rows(uri), convert)
 
 
+def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
+    """`read`, a batch at a time (see `_columnar`): rows with exactly `question` and `answer`."""
+    import pyarrow.compute as pc
+
+    first = 0
+    where = text_json(split)
+    for batch in jsonl_batches(uri):
+        question, solution = strings(batch, "question", "answer")
+        if not pc.all(pc.match_substring(solution, "####")).as_py():
+            raise NotColumnar("an answer without '####'")
+        tail = pc.list_element(pc.split_pattern(solution, "####", max_splits=1, reverse=True), 1)
+        # Python's strip() and Arrow's ASCII trim agree on printable ASCII and its whitespace.
+        if not pc.all(pc.match_substring_regex(tail, r"^[\t-\r -~]*$")).as_py():
+            raise NotColumnar("a final answer that is not plain ASCII")
+        final = pc.replace_substring(pc.ascii_trim_whitespace(tail), ",", "")
+        if pc.any(pc.equal(pc.binary_length(final), 0)).as_py():
+            raise NotColumnar("nothing after '####'")
+        size = batch.num_rows
+        rows = pc.cast(row_numbers(first, size), pa.string())
+        ids = pc.binary_join_element_wise(f"{split}-", pc.utf8_lpad(rows, 5, "0"), "")
+        q = json_string(question)
+        stored: dict[str, Any] = {
+            "prompt": pc.binary_join_element_wise(
+                '[{"type":"message","role":"user","content":',
+                q,
+                ',"name":null,"tool_calls":null,"tool_call_id":null}]',
+                "",
+            ),
+            "answer": json_string(final),
+            "reward": '{"kind":"numeric_match","tolerance":0.0}',
+            "rewards": "{}",
+            "tools": "[]",
+            "steps": "[]",
+            "environment": None,
+            "limits": None,
+            "source": pc.binary_join_element_wise(
+                '{"format":"gsm8k","uri":null,"revision":null,"split":' + where + ',"row":',
+                rows,
+                "}",
+                "",
+            ),
+            "metadata": "{}",
+            "extras": "{}",
+        }
+        canonical = {
+            "prompt": pc.binary_join_element_wise(
+                '[{"content":',
+                q,
+                ',"name":null,"role":"user","tool_call_id":null,"tool_calls":null,'
+                '"type":"message"}]',
+                "",
+            ),
+            "source": pc.binary_join_element_wise(
+                '{"format":"gsm8k","revision":null,"row":',
+                rows,
+                ',"split":' + where + ',"uri":null}',
+                "",
+            ),
+        }
+        yield task_rows(size, ids, solution, stored, canonical)
+        first += size
+
+
 def source_row(task: Task) -> dict[str, Any]:
     return {"question": task.instruction, "answer": task.solution, **task.metadata}
 
@@ -48,4 +122,5 @@ FORMAT = Format(
     name="gsm8k",
     summary="GSM8K JSONL: question, worked answer with the final number after ####.",
     read=read,
+    read_columns=read_columns,
 )

@@ -1,0 +1,149 @@
+"""Columnar import: a reader maps a whole Arrow batch of source rows to stored task rows at once.
+
+The row path parses, maps, validates and serializes each row in Python (pydantic, json): about
+ten times the cost of a hand-written pyarrow script. A format may also offer `read_columns`:
+its source read by pyarrow's multithreaded parsers, mapped with pyarrow compute, checked a
+batch at a time, and written as the rows the row path would write (same JSON text, digests,
+ids). Whatever a batch check cannot vouch for (a null, a type the row path would refuse, a
+blank line, text a Python `strip` and an Arrow trim could treat differently) raises
+`NotColumnar`, and the importer reads that source row by row instead, so errors are the row
+path's own, word for word. `tests/test_columnar.py` compares both paths on every data set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TypeAlias
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from taskpack.taskset import _JSON_COLUMNS, SCHEMA
+
+# A part of a row: an array, or one text for every row (None: null).
+Column: TypeAlias = "pa.Array | pa.ChunkedArray | str | None"
+
+# The task's keys, sorted: its canonical JSON, which its digest covers, is the object of these.
+_DIGEST_KEYS = tuple(sorted((*_JSON_COLUMNS, "files", "id", "solution")))
+_BLOCK = 4 << 20  # bytes of source text per batch; a longer line is read row by row
+_CONTROL = [chr(c) for c in range(0x20)]
+_SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+class NotColumnar(Exception):
+    """This source needs the row path (the columnar reader could not map it exactly)."""
+
+
+def jsonl_batches(uri: str) -> Iterator[pa.RecordBatch]:
+    """A local JSON Lines file as record batches, only if every line is one JSON object
+    (the row path reads blank lines past and two objects on one line as an error; Arrow's
+    reader would silently do otherwise, so line and row counts must agree)."""
+    import pyarrow.json as pj
+
+    path = Path(uri)
+    if not uri.endswith(".jsonl") or not path.is_file():
+        raise NotColumnar(uri)
+    rows = 0
+    try:
+        reader = pj.open_json(path, read_options=pj.ReadOptions(block_size=_BLOCK))
+        for batch in reader:
+            rows += batch.num_rows
+            yield batch
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise NotColumnar(str(e)) from None
+    if rows != _lines(path):
+        raise NotColumnar(f"{uri}: blank lines or more than one object on a line")
+
+
+def _lines(path: Path) -> int:
+    count, last = 0, b"\n"
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 24):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def strings(batch: pa.RecordBatch, *names: str) -> list[pa.Array]:
+    """The batch's columns `names`, which must be exactly its columns, strings, never null."""
+    if sorted(batch.schema.names) != sorted(names):
+        raise NotColumnar(f"columns {batch.schema.names}")
+    columns = [batch.column(n) for n in names]
+    if any(not pa.types.is_string(c.type) or c.null_count for c in columns):
+        raise NotColumnar("a null or a value that is not text")
+    return columns
+
+
+def json_string(values: pa.Array) -> pa.Array:
+    """Each value as a JSON string literal, escaped as `json` and pydantic-core write it."""
+    out = pc.replace_substring(values, "\\", "\\\\")
+    out = pc.replace_substring(out, '"', '\\"')
+    for char, escaped in _SHORT.items():
+        out = pc.replace_substring(out, char, escaped)
+    if pc.any(pc.match_substring_regex(out, "[\\x00-\\x1f]")).as_py():
+        for char in _CONTROL:
+            if char not in _SHORT:
+                out = pc.replace_substring(out, char, f"\\u{ord(char):04x}")
+    return pc.binary_join_element_wise('"', out, '"', "")
+
+
+def text_json(value: object) -> str:
+    """A constant part of a row, as JSON text."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def task_rows(
+    size: int,
+    ids: pa.Array,
+    solution: pa.Array | None,
+    stored: Mapping[str, Column],
+    canonical: Mapping[str, Column],
+) -> pa.Table:
+    """Stored rows (`taskset.SCHEMA`) of `size` file-less tasks from their parts: `stored`, each
+    JSON column's text as the row path stores it (pydantic's field order); `canonical`, where it
+    differs, the field's canonical JSON (sorted keys), from which the digest is computed."""
+    texts = {name: _array(stored[name], size) for name in _JSON_COLUMNS}
+    body = ["{"]
+    for n, key in enumerate(_DIGEST_KEYS):
+        body.append(("," if n else "") + f'"{key}":')
+        if key == "id":
+            part: Column = json_string(ids)
+        elif key == "solution":
+            part = json_string(solution) if solution is not None else "null"
+        elif key == "files":
+            part = "[]"
+        else:
+            part = canonical.get(key, stored[key])
+        body.append("null" if part is None else part)
+    body.append("}")
+    joined = pc.binary_join_element_wise(*body, "").cast(pa.binary())
+    digests = ["sha256:" + hashlib.sha256(b).hexdigest() for b in joined.to_pylist()]
+    files_type = SCHEMA.field("files").type
+    no_files = pa.ListArray.from_arrays(
+        pa.array([0] * (size + 1), pa.int32()), pa.array([], files_type.value_type)
+    )
+    columns = {
+        "id": ids,
+        "digest": pa.array(digests, pa.string()),
+        "solution": solution if solution is not None else pa.nulls(size, pa.string()),
+        "files": no_files,
+        **texts,
+    }
+    return pa.table([columns[f.name] for f in SCHEMA], schema=SCHEMA)
+
+
+def _array(part: Column, size: int) -> pa.Array:
+    if part is None:
+        return pa.nulls(size, pa.string())
+    if isinstance(part, str):
+        return pa.repeat(pa.scalar(part, pa.string()), size)
+    return part
+
+
+def row_numbers(first: int, size: int) -> pa.Array:
+    import numpy as np
+
+    return pa.array(np.arange(first, first + size, dtype=np.int64))
