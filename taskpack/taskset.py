@@ -69,6 +69,9 @@ _JSON_COLUMNS = (
     "extras",
 )
 _V1_JSON_COLUMNS = ("reward", "environment", "limits", "source", "metadata")
+# Columns whose values repeat across a split's tasks: dictionary-encoded. Ids, digests, prompts
+# and solutions are mostly unique, where a dictionary costs time and grows the file.
+_REPEATING = ["reward", "rewards", "tools", "steps", "environment", "limits", "metadata", "extras"]
 
 
 def _json_columns(version: int) -> tuple[str, ...]:
@@ -215,7 +218,9 @@ class _SplitWriter:
         self.relpath = f"splits/{name}.parquet"
         self.path = root / self.relpath
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self.path, SCHEMA, compression="zstd")
+        self._writer = pq.ParquetWriter(
+            self.path, SCHEMA, compression="zstd", use_dictionary=_REPEATING
+        )
         self._rows: list[dict[str, Any]] = []
         self._pending_bytes = 0
         self._count = 0
@@ -257,8 +262,7 @@ class _SplitWriter:
         """Stored rows (`SCHEMA`, digests computed, large files already held) after those
         already added, in row groups as `add` makes them (rows, bytes)."""
         self._flush()
-        for digest in table.column("digest").to_pylist():
-            self._digest.add(digest)
+        self._digest.add_all(table.column("digest").to_pylist())
         per_group = ROW_GROUP_BYTES * table.num_rows // max(table.nbytes, 1)
         self._writer.write_table(table, row_group_size=max(1, min(ROW_GROUP_ROWS, per_group)))
         self._count += table.num_rows

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import TypeAlias
 
@@ -79,11 +80,13 @@ def strings(batch: pa.RecordBatch, *names: str) -> list[pa.Array]:
 
 def json_string(values: pa.Array) -> pa.Array:
     """Each value as a JSON string literal, escaped as `json` and pydantic-core write it."""
+    if not pc.any(pc.match_substring_regex(values, r'["\\\x00-\x1f]')).as_py():
+        return pc.binary_join_element_wise('"', values, '"', "")  # nothing to escape
     out = pc.replace_substring(values, "\\", "\\\\")
     out = pc.replace_substring(out, '"', '\\"')
     for char, escaped in _SHORT.items():
         out = pc.replace_substring(out, char, escaped)
-    if pc.any(pc.match_substring_regex(out, "[\\x00-\\x1f]")).as_py():
+    if pc.any(pc.match_substring_regex(out, r"[\x00-\x1f]")).as_py():
         for char in _CONTROL:
             if char not in _SHORT:
                 out = pc.replace_substring(out, char, f"\\u{ord(char):04x}")
@@ -119,20 +122,36 @@ def task_rows(
             part = canonical.get(key, stored[key])
         body.append("null" if part is None else part)
     body.append("}")
-    joined = pc.binary_join_element_wise(*body, "").cast(pa.binary())
-    digests = ["sha256:" + hashlib.sha256(b).hexdigest() for b in joined.to_pylist()]
+    merged: list[Column] = []  # runs of constant text joined once, not per row
+    for part in body:
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += part
+        else:
+            merged.append(part)
+    digests = _sha256_each(pc.binary_join_element_wise(*merged, ""))
     files_type = SCHEMA.field("files").type
     no_files = pa.ListArray.from_arrays(
         pa.array([0] * (size + 1), pa.int32()), pa.array([], files_type.value_type)
     )
     columns = {
         "id": ids,
-        "digest": pa.array(digests, pa.string()),
+        "digest": digests,
         "solution": solution if solution is not None else pa.nulls(size, pa.string()),
         "files": no_files,
         **texts,
     }
     return pa.table([columns[f.name] for f in SCHEMA], schema=SCHEMA)
+
+
+def _sha256_each(texts: pa.Array) -> pa.Array:
+    """`sha256:<hex>` of each value's bytes, read in place from the array's buffers."""
+    texts = texts.cast(pa.large_binary())  # 64-bit offsets, whatever the input had
+    _, offsets, data = texts.buffers()
+    ends = memoryview(offsets).cast("q")[texts.offset : texts.offset + len(texts) + 1].tolist()
+    view = memoryview(data)
+    sha = hashlib.sha256
+    digests = ["sha256:" + sha(view[a:b]).hexdigest() for a, b in pairwise(ends)]
+    return pa.array(digests, pa.string())
 
 
 def _array(part: Column, size: int) -> pa.Array:

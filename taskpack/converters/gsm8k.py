@@ -61,7 +61,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
         question, solution = strings(batch, "question", "answer")
         if not pc.all(pc.match_substring(solution, "####")).as_py():
             raise NotColumnar("an answer without '####'")
-        tail = pc.list_element(pc.split_pattern(solution, "####", max_splits=1, reverse=True), 1)
+        # [head, tail] per row, each row holding "####": the tails are every second value.
+        halves = pc.split_pattern(solution, "####", max_splits=1, reverse=True)
+        tail = pc.list_flatten(halves)[1::2]
         # Python's strip() and Arrow's ASCII trim agree on printable ASCII and its whitespace.
         if not pc.all(pc.match_substring_regex(tail, r"^[\t-\r -~]*$")).as_py():
             raise NotColumnar("a final answer that is not plain ASCII")
