@@ -5,8 +5,9 @@ alternating, several rounds, medians.
     python bench/convert.py                      # 10k and 1M rows, 3 rounds
     python bench/convert.py --rows 10000 --rounds 5
 
-Peak memory matters because importers must stream: the goal is the 1M peak within 2x the 10k
-peak, and at least 0.5x the hand-written script's rows per second.
+Peak memory matters because importers must stream: the goals are the 1M peak within 2x the 10k
+peak, and at least the hand-written script's rows per second (GSM8K has a columnar reader; see
+taskpack/converters/_columnar.py).
 """
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ path's own, word for word. `tests/test_columnar.py` compares both paths on every
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from collections.abc import Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,7 +30,9 @@ Column: TypeAlias = "pa.Array | pa.ChunkedArray | str | None"
 
 # The task's keys, sorted: its canonical JSON, which its digest covers, is the object of these.
 _DIGEST_KEYS = tuple(sorted((*_JSON_COLUMNS, "files", "id", "solution")))
-_BLOCK = 4 << 20  # bytes of source text per batch; a longer line is read row by row
+# Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
+# the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
+_BLOCK = 1 << 20
 _CONTROL = [chr(c) for c in range(0x20)]
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -38,41 +41,43 @@ class NotColumnar(Exception):
     """This source needs the row path (the columnar reader could not map it exactly)."""
 
 
-def jsonl_batches(uri: str) -> Iterator[pa.RecordBatch]:
-    """A local JSON Lines file as record batches, only if every line is one JSON object
-    (the row path reads blank lines past and two objects on one line as an error; Arrow's
-    reader would silently do otherwise, so line and row counts must agree)."""
+def jsonl_batches(uri: str) -> Iterator[pa.Table]:
+    """A local JSON Lines file as tables of whole lines, a few MiB of text at a time (memory
+    stays flat however long the file), only if every line is one JSON object: the row path
+    reads blank lines past and two objects on one line as an error, where Arrow's parser would
+    do otherwise, so each piece's rows must be its lines."""
     import pyarrow.json as pj
 
     path = Path(uri)
     if not uri.endswith(".jsonl") or not path.is_file():
         raise NotColumnar(uri)
-    rows = 0
+    with path.open("rb") as f:
+        rest = b""
+        while chunk := f.read(_BLOCK):
+            text = rest + chunk
+            cut = text.rfind(b"\n") + 1
+            piece, rest = text[:cut], text[cut:]
+            if piece:
+                yield _parse(pj, piece)
+        if rest:
+            yield _parse(pj, rest)
+
+
+def _parse(pj: Any, piece: bytes) -> pa.Table:
     try:
-        reader = pj.open_json(path, read_options=pj.ReadOptions(block_size=_BLOCK))
-        for batch in reader:
-            rows += batch.num_rows
-            yield batch
+        table = pj.read_json(io.BytesIO(piece))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise NotColumnar(str(e)) from None
-    if rows != _lines(path):
-        raise NotColumnar(f"{uri}: blank lines or more than one object on a line")
+    if table.num_rows != piece.count(b"\n") + (not piece.endswith(b"\n")):
+        raise NotColumnar("blank lines or more than one object on a line")
+    return table
 
 
-def _lines(path: Path) -> int:
-    count, last = 0, b"\n"
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 24):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
-    return count + (last != b"\n")
-
-
-def strings(batch: pa.RecordBatch, *names: str) -> list[pa.Array]:
-    """The batch's columns `names`, which must be exactly its columns, strings, never null."""
-    if sorted(batch.schema.names) != sorted(names):
-        raise NotColumnar(f"columns {batch.schema.names}")
-    columns = [batch.column(n) for n in names]
+def strings(table: pa.Table, *names: str) -> list[pa.Array]:
+    """The table's columns `names`, which must be exactly its columns, strings, never null."""
+    if sorted(table.schema.names) != sorted(names):
+        raise NotColumnar(f"columns {table.schema.names}")
+    columns = [table.column(n).combine_chunks() for n in names]
     if any(not pa.types.is_string(c.type) or c.null_count for c in columns):
         raise NotColumnar("a null or a value that is not text")
     return columns

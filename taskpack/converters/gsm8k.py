@@ -57,8 +57,8 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
 
     first = 0
     where = text_json(split)
-    for batch in jsonl_batches(uri):
-        question, solution = strings(batch, "question", "answer")
+    for table in jsonl_batches(uri):
+        question, solution = strings(table, "question", "answer")
         if not pc.all(pc.match_substring(solution, "####")).as_py():
             raise NotColumnar("an answer without '####'")
         # [head, tail] per row, each row holding "####": the tails are every second value.
@@ -70,7 +70,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
         final = pc.replace_substring(pc.ascii_trim_whitespace(tail), ",", "")
         if pc.any(pc.equal(pc.binary_length(final), 0)).as_py():
             raise NotColumnar("nothing after '####'")
-        size = batch.num_rows
+        size = table.num_rows
         rows = pc.cast(row_numbers(first, size), pa.string())
         ids = pc.binary_join_element_wise(f"{split}-", pc.utf8_lpad(rows, 5, "0"), "")
         q = json_string(question)
