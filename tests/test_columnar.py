@@ -74,6 +74,8 @@ EDGES = {
     "lone surrogate": [GOOD, '{"question": "a\\ud800", "answer": "#### 1"}'],
     "not an object": [GOOD, "[1, 2]"],
     "bom": ["\ufeff" + json.dumps(GOOD), GOOD],
+    "empty": [],
+    "only blank lines": [None, None],
 }
 
 
@@ -104,6 +106,17 @@ def test_rows_that_trip_a_batch_check_come_out_as_the_row_path_has_them(
         assert columnar_reads(src, "gsm8k") and not isinstance(by_rows, str)
     else:
         assert not columnar_reads(src, "gsm8k")
+
+
+def test_a_line_over_the_limit_is_the_row_paths_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TASKPACK_MAX_LINE_BYTES", "100")
+    src = tmp_path / "src.jsonl"
+    _write(src, [GOOD, {"question": "x" * 200, "answer": "#### 1"}], "\n")
+    by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
+    assert isinstance(by_columns, str) and "line longer than 100 bytes" in by_columns
+    assert by_columns == outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
 
 
 def test_a_split_spanning_batches_is_numbered_across_them(

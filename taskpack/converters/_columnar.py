@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from taskpack.converters._source import max_line_bytes
 from taskpack.taskset import _JSON_COLUMNS, SCHEMA
 
 # A part of a row: an array, or one text for every row (None: null).
@@ -51,6 +52,9 @@ def jsonl_batches(uri: str) -> Iterator[pa.Table]:
     path = Path(uri)
     if not uri.endswith(".jsonl") or not path.is_file():
         raise NotColumnar(uri)
+    # Lines over 1 MiB fail Arrow's parser (and so fall back); a lower limit is checked here.
+    most = max_line_bytes() if max_line_bytes() < _BLOCK else None
+    rows = 0
     with path.open("rb") as f:
         rest = b""
         while chunk := f.read(_BLOCK):
@@ -58,12 +62,18 @@ def jsonl_batches(uri: str) -> Iterator[pa.Table]:
             cut = text.rfind(b"\n") + 1
             piece, rest = text[:cut], text[cut:]
             if piece:
-                yield _parse(pj, piece)
+                table = _parse(pj, piece, most)
+                rows += table.num_rows
+                yield table
         if rest:
-            yield _parse(pj, rest)
+            yield _parse(pj, rest, most)
+        elif not rows:
+            raise NotColumnar(f"{uri}: no rows")  # the row path names it
 
 
-def _parse(pj: Any, piece: bytes) -> pa.Table:
+def _parse(pj: Any, piece: bytes, most: int | None) -> pa.Table:
+    if most is not None and max(map(len, piece.split(b"\n"))) >= most:
+        raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
     try:
         table = pj.read_json(io.BytesIO(piece))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

@@ -86,6 +86,12 @@ def limit(name: str, default: int) -> int:
         raise TaskpackError(f"{name}={value!r}: expected a number of bytes") from None
 
 
+def max_line_bytes() -> int:
+    """The longest JSON line (or whole JSON document) read: `TASKPACK_MAX_LINE_BYTES`, 64 MiB
+    by default."""
+    return limit("TASKPACK_MAX_LINE_BYTES", 64 << 20)
+
+
 class _Capped(io.RawIOBase):
     """A stream that fails once more than `cap` bytes came out of it: a decompression bomb
     stops with an error instead of filling the disk or the memory."""
@@ -134,7 +140,7 @@ def open_binary(uri: str) -> Iterator[IO[bytes]]:
 
 
 def _json_list(stream: IO[bytes], where: str) -> Iterator[Record]:
-    most = limit("TASKPACK_MAX_LINE_BYTES", 64 << 20)
+    most = max_line_bytes()
     data = stream.read(most + 1)
     if len(data) > most:
         raise TaskpackError(f"{where}: a JSON document over {most} bytes; use JSON Lines")
@@ -178,7 +184,7 @@ def parse_json(raw: bytes | str) -> Any:
 
 
 def _json_lines(stream: IO[bytes], uri: str) -> Iterator[Record]:
-    most = limit("TASKPACK_MAX_LINE_BYTES", 64 << 20)
+    most = max_line_bytes()
     for number, raw in enumerate(_lines(stream, most), start=1):
         where = f"{uri}:{number}"
         if raw is None:
