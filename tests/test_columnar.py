@@ -75,6 +75,11 @@ EDGES = {
     "not an object": [GOOD, "[1, 2]"],
     "bom": ["\ufeff" + json.dumps(GOOD), GOOD],
     "empty": [],
+    "two ####": [GOOD, {"question": "q", "answer": "a #### 1\n#### 2"}],
+    "empty question": [GOOD, {"question": "", "answer": "#### 1"}],
+    "not utf-8": [GOOD, b'{"question": "a\xff", "answer": "#### 1"}'],
+    "trailing comma": [GOOD, '{"question": "q", "answer": "#### 1",}'],
+    "raw tab in a string": [GOOD, '{"question": "a\tb", "answer": "#### 1"}'],
     "only blank lines": [None, None],
 }
 
@@ -83,14 +88,16 @@ def _write(path: Path, rows: list[Any], newline: str) -> None:
     lines = []
     for row in rows:
         if row is None:
-            lines.append("")
+            lines.append(b"")
         elif row == "pair":
-            lines.append(json.dumps(GOOD) + " " + json.dumps(GOOD))
-        elif isinstance(row, str):
+            lines.append((json.dumps(GOOD) + " " + json.dumps(GOOD)).encode())
+        elif isinstance(row, bytes):
             lines.append(row)
+        elif isinstance(row, str):
+            lines.append(row.encode())
         else:
-            lines.append(json.dumps(row))
-    path.write_text(newline.join(lines) + newline, encoding="utf-8")
+            lines.append(json.dumps(row).encode())
+    path.write_bytes(newline.encode().join(lines) + newline.encode())
 
 
 @pytest.mark.parametrize("case", sorted(EDGES))
@@ -102,7 +109,7 @@ def test_rows_that_trip_a_batch_check_come_out_as_the_row_path_has_them(
     by_rows = outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
     by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
     assert by_columns == by_rows
-    if case in ("good", "crlf", "bom"):
+    if case in ("good", "crlf", "bom", "two ####", "empty question"):
         assert columnar_reads(src, "gsm8k") and not isinstance(by_rows, str)
     else:
         assert not columnar_reads(src, "gsm8k")

@@ -76,6 +76,7 @@ def _parse(pj: Any, piece: bytes, most: int | None) -> pa.Table:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
     try:
         table = pj.read_json(io.BytesIO(piece))
+        table.validate(full=True)  # the parser passes bytes that are not UTF-8 through
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise NotColumnar(str(e)) from None
     if table.num_rows != piece.count(b"\n") + (not piece.endswith(b"\n")):
