@@ -18,10 +18,11 @@ import json
 from collections.abc import Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pj
 
 from taskpack.converters._source import max_line_bytes
 from taskpack.taskset import _JSON_COLUMNS, SCHEMA
@@ -43,17 +44,16 @@ class NotColumnar(Exception):
 
 
 def jsonl_batches(uri: str) -> Iterator[pa.Table]:
-    """A local JSON Lines file as tables of whole lines, a few MiB of text at a time (memory
-    stays flat however long the file), only if every line is one JSON object: the row path
-    reads blank lines past and two objects on one line as an error, where Arrow's parser would
-    do otherwise, so each piece's rows must be its lines."""
-    import pyarrow.json as pj
-
+    """A local JSON Lines file as tables of whole lines, `_BLOCK` bytes of text at a time
+    (memory stays flat however long the file), only if every line is one JSON object: the row
+    path reads blank lines past and two objects on one line as an error, where Arrow's parser
+    would do otherwise, so each piece's rows must be its lines."""
     path = Path(uri)
     if not uri.endswith(".jsonl") or not path.is_file():
         raise NotColumnar(uri)
     # Lines over 1 MiB fail Arrow's parser (and so fall back); a lower limit is checked here.
-    most = max_line_bytes() if max_line_bytes() < _BLOCK else None
+    longest = max_line_bytes()
+    most = longest if longest < _BLOCK else None
     rows = 0
     with path.open("rb") as f:
         rest = b""
@@ -62,16 +62,16 @@ def jsonl_batches(uri: str) -> Iterator[pa.Table]:
             cut = text.rfind(b"\n") + 1
             piece, rest = text[:cut], text[cut:]
             if piece:
-                table = _parse(pj, piece, most)
+                table = _parse(piece, most)
                 rows += table.num_rows
                 yield table
         if rest:
-            yield _parse(pj, rest, most)
+            yield _parse(rest, most)
         elif not rows:
             raise NotColumnar(f"{uri}: no rows")  # the row path names it
 
 
-def _parse(pj: Any, piece: bytes, most: int | None) -> pa.Table:
+def _parse(piece: bytes, most: int | None) -> pa.Table:
     if most is not None and max(map(len, piece.split(b"\n"))) >= most:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
     try:
