@@ -182,13 +182,14 @@ def _write_columns(
     (its partial split is dropped, for the row path to write)."""
     from taskpack.converters._columnar import NotColumnar
 
-    read_columns = reader(fmt).read_columns
+    form = reader(fmt)
+    read_columns = form.read_columns
     if read_columns is None:
         return None
 
     def rows() -> Iterator[None]:  # one tick per row, for the progress count
         with writer.split(split) as out:
-            for table in read_columns(uri, split, checked_options(reader(fmt), options)):
+            for table in read_columns(uri, split, checked_options(form, options)):
                 out.add_table(table)
                 yield from repeat(None, table.num_rows)
 
