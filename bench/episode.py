@@ -41,6 +41,13 @@ g = bisect.bisect_right(starts, i) - 1
 print(pf.read_row_group(g).slice(i - starts[g], 1).to_pylist()[0]["id"])
 """
 BARE = "print('task')"
+# Import cost alone: taskpack with its read path loaded (its names load on first use) against
+# the pyarrow module a hand-written reader imports.
+IMPORTS = {
+    "import taskpack (+ load)": "import taskpack; taskpack.load",
+    "import taskpack (alone)": "import taskpack",
+    "import pyarrow.parquet": "import pyarrow.parquet",
+}
 
 
 def episode_start(parquet: Path, rounds: int, index: int) -> dict[str, float]:
@@ -53,6 +60,13 @@ def episode_start(parquet: Path, rounds: int, index: int) -> dict[str, float]:
             "bare python": lambda: fresh_process(BARE),
         },
         rounds,
+    )
+
+
+def imports(rounds: int) -> dict[str, float]:
+    return alternate(
+        {name: (lambda code=code: fresh_process(code)) for name, code in IMPORTS.items()},
+        rounds * 3,
     )
 
 
@@ -99,16 +113,22 @@ def main() -> dict[str, dict[str, float]]:
         fresh_process(DATASETS, str(index), str(parquet))  # build the datasets cache: hot
         fresh_process(TASKPACK, str(index))  # resolve once: the version is now pinned in cache
         start = episode_start(parquet, args.rounds, index)
+        imported = imports(args.rounds)
         access = random_access(parquet, args.rounds, 2000)
     ours = start["taskpack"]
     print(f"episode start, fresh process, task {index} of {args.tasks} (median of {args.rounds}):")
     for name, seconds in start.items():
         print(f"  {name:<22}{seconds * 1000:8.0f} ms   taskpack / this = {ours / seconds:5.2f}")
+    print(f"import, fresh process (median of {args.rounds * 3}):")
+    base = imported["import pyarrow.parquet"]
+    for name, seconds in imported.items():
+        extra = (seconds - base) * 1000
+        print(f"  {name:<26}{seconds * 1000:8.0f} ms   this - pyarrow = {extra:+5.0f} ms")
     print("random access in one process (median per call):")
     base = access["pyarrow slice"]
     for name, seconds in access.items():
         print(f"  {name:<22}{seconds * 1e6:8.1f} us   this / pyarrow slice = {seconds / base:5.2f}")
-    return {"episode_start": start, "random_access": access}
+    return {"episode_start": start, "imports": imported, "random_access": access}
 
 
 if __name__ == "__main__":

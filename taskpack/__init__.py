@@ -1,13 +1,9 @@
 """taskpack: one validated task-set format for RL environments, converters, and a registry."""
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from taskpack.diff import diff
 from taskpack.errors import InvalidTask, TaskpackError
-from taskpack.merge import merge
-from taskpack.registry.client import listing, load, open, publish, pull, versions
-from taskpack.taskset import Split, TaskSet, TaskSetWriter, write
-from taskpack.verify import verify
 
 __all__ = [
     "InvalidTask",
@@ -32,18 +28,46 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-# The validated model classes load on first use: a process that only reads stored tasks (an
-# environment at episode start) never imports pydantic.
-_MODEL = ("Manifest", "Message", "Task", "TaskFile")
+# The public names load on first use, each with its module: `import taskpack` costs little more
+# than pyarrow's own import, and a process that only reads stored tasks (an environment at
+# episode start) never imports pydantic, the writers or the registry backends it does not use.
+_LAZY = {
+    "Manifest": "model",
+    "Message": "model",
+    "Task": "model",
+    "TaskFile": "model",
+    "Split": "taskset",
+    "TaskSet": "taskset",
+    "TaskSetWriter": "taskset",
+    "write": "taskset",
+    "listing": "registry.client",
+    "load": "registry.client",
+    "open": "registry.client",
+    "publish": "registry.client",
+    "pull": "registry.client",
+    "versions": "registry.client",
+    "diff": "changes",
+    "merge": "merging",
+    "verify": "integrity",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _MODEL:
-        from taskpack import model
-
-        return getattr(model, name)
+    if name in _LAZY:
+        value = getattr(import_module(f"taskpack.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'taskpack' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
 if TYPE_CHECKING:
+    from taskpack.changes import diff
+    from taskpack.integrity import verify
+    from taskpack.merging import merge
     from taskpack.model import Manifest, Message, Task, TaskFile
+    from taskpack.registry.client import listing, load, open, publish, pull, versions
+    from taskpack.taskset import Split, TaskSet, TaskSetWriter, write

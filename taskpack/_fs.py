@@ -1,6 +1,7 @@
 """The file-system moves every reader and writer here relies on, written once.
 
 `write_atomic`: readers see the old file or the whole new one, never a half-written one.
+`remove_tree`: a staging folder removed, whatever is left in it.
 `file_lock`: one process (or thread) at a time per lock file, on any platform.
 `check_regular`: a path about to be opened is a regular file (a FIFO would block forever).
 """
@@ -9,20 +10,28 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, then rename it into place."""
-    _atomic(path, lambda tmp: tmp.write_bytes(data))
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write `data` to a temporary file beside `path` (given `mode`, if any), then rename it
+    into place; a link at `path` itself is replaced, never followed."""
+
+    def fill(tmp: Path) -> None:
+        tmp.write_bytes(data)
+        if mode is not None:
+            tmp.chmod(mode)
+
+    _atomic(path, fill)
 
 
 def copy_atomic(source: Path, path: Path) -> None:
     """Copy the file `source` to `path` the same way: whole or not at all."""
+    import shutil  # not on the read path: `import taskpack` stays light
+
     _atomic(path, lambda tmp: shutil.copyfile(source, tmp))
 
 
@@ -36,6 +45,12 @@ def _atomic(path: Path, fill: Callable[[Path], object]) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager

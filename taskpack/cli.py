@@ -102,7 +102,7 @@ def _open_any(target: str, registry: str | None) -> TaskSet:
 def validate(target: str, registry: str | None, quiet: bool) -> None:
     """Check every task, digest and stored object of a task-set folder or NAME@VERSION (whose
     objects are fetched and hashed again, whatever the cache says)."""
-    from taskpack.verify import verify
+    from taskpack.integrity import verify
 
     ts = _open_any(target, registry)
     problems = verify(ts, quiet=quiet)
@@ -302,7 +302,7 @@ def merge(
     """Merge task sets converted part by part (`convert --lines`, on any number of machines)
     into one at OUTPUT: each split is the parts' rows in the order given, with the digests a
     single import of those rows gives."""
-    from taskpack.merge import merge as merge_parts
+    from taskpack.merging import merge as merge_parts
     from taskpack.taskset import open_folder
 
     first = open_folder(parts[0]).manifest
@@ -773,7 +773,7 @@ def diff(old: str, new: str, registry: str | None, as_json: bool) -> None:
     """Per split: tasks added, removed and changed (by digest) from OLD to NEW."""
     import dataclasses
 
-    from taskpack.diff import diff as diff_versions
+    from taskpack.changes import diff as diff_versions
 
     changes = diff_versions(_open_any(old, registry), _open_any(new, registry))
     if as_json:

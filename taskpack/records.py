@@ -19,12 +19,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from taskpack._fs import write_atomic
 from taskpack.errors import TaskpackError
 
 FORMAT_VERSION: Literal[2] = 2
@@ -439,15 +439,7 @@ class Task(Record):
             target = parent / f.path.rsplit("/", 1)[-1]
             if target.is_dir() and not target.is_symlink():
                 raise TaskpackError(f"file {f.path!r}: {target} is a folder")
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(f.read_bytes())
-                os.chmod(tmp, f.mode)
-                os.replace(tmp, target)  # replaces a link at `target` itself, never follows it
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(target, f.read_bytes(), mode=f.mode)
         return root
 
 

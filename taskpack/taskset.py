@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import glob
 import json
 import os
 import re
-import shutil
 import socket
 import uuid
 from collections import OrderedDict
@@ -30,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from taskpack import records
-from taskpack._fs import check_regular, copy_atomic, write_atomic
+from taskpack._fs import check_regular, copy_atomic, remove_tree, write_atomic
 from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
 from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
 from taskpack.records import (
@@ -241,7 +239,7 @@ class _SplitWriter:
     def add_stored(self, ts: TaskSet, name: str) -> None:
         """Every row of split `name` of another task set, as stored (digests and large files
         too), after the rows already added; its rows must chain to its digest first."""
-        from taskpack.verify import check_split
+        from taskpack.integrity import check_split
 
         split = ts.split(name)
         if split.version != FORMAT_VERSION:
@@ -372,7 +370,7 @@ class TaskSetWriter:
             if exc_type is None:
                 self._commit(self._tmp)
         finally:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            remove_tree(self._tmp)
 
     @property
     def written(self) -> Mapping[str, SplitInfo]:
@@ -445,11 +443,13 @@ _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
 
 def _sweep(target: Path) -> None:
     """Remove the staging folders of `target` whose writer, on this machine, is gone."""
+    import glob
+
     for kind in ("tmp", "old"):
         for stale in target.parent.glob(f".{glob.escape(target.name)}.{kind}-{_HOST}-*-*"):
             pid = stale.name.rsplit("-", 2)[-2]
             if pid.isdigit() and not _alive(int(pid)):
-                shutil.rmtree(stale, ignore_errors=True)
+                remove_tree(stale)
 
 
 def _alive(pid: int) -> bool:
@@ -475,7 +475,7 @@ def _replace_dir(new: Path, target: Path) -> None:
             os.replace(old, target)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        remove_tree(old)
 
 
 @contextlib.contextmanager
@@ -488,7 +488,7 @@ def staged_output(target: Path, overwrite: bool) -> Iterator[Path]:
         yield tmp
         _replace_dir(tmp, target)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
 
 
 def write(

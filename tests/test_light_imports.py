@@ -50,9 +50,7 @@ print(json.dumps({"id": task.id, "instruction": task.instruction, "modules": sor
 EPISODE_MODULES = [
     "taskpack",
     "taskpack._fs",
-    "taskpack.diff",
     "taskpack.errors",
-    "taskpack.merge",
     "taskpack.objects",
     "taskpack.records",
     "taskpack.registry",
@@ -62,7 +60,6 @@ EPISODE_MODULES = [
     "taskpack.registry.location",
     "taskpack.registry.refs",
     "taskpack.taskset",
-    "taskpack.verify",
     "taskpack.views",
 ]
 EPISODE_THIRD_PARTY = {"cloudpickle", "numpy", "pyarrow", "taskpack"}

@@ -301,7 +301,7 @@ def test_a_shared_registry_folder_is_readable_as_the_umask_allows(tmp_path: Path
 
 
 def test_diff_names_the_fields_that_changed(tmp_path: Path) -> None:
-    from taskpack.diff import FieldChange
+    from taskpack.changes import FieldChange
 
     a = build(tmp_path / "a", "1.0.0")
     b = build(tmp_path / "b", "1.1.0", salt="x")

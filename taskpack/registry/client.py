@@ -98,7 +98,7 @@ class RegistryObjects:
         if self.cache.known(fact):
             return
         from taskpack._fs import file_lock
-        from taskpack.verify import check_split
+        from taskpack.integrity import check_split
 
         # One process checks while the others wait: 64 workers starting on a cold machine must
         # not each read the whole split.
@@ -233,8 +233,8 @@ def publish(
     modes, digests), so a version that could not be read back is never published (it would be
     immutable). `full_check` re-validates every task too (as `taskpack validate` does).
     """
+    from taskpack.integrity import verify, verify_objects, verify_readable
     from taskpack.progress import progress
-    from taskpack.verify import verify, verify_objects, verify_readable
 
     ts = source if isinstance(source, TaskSet) else open(source, registry=source_registry)
     dest = open_registry(registry)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
 import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -136,6 +135,8 @@ class LocalStore(Store):
             progress(path.stat().st_size)
 
     def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
+        import shutil
+
         try:
             shutil.copyfile(self._path(key), dest)
         except FileNotFoundError:
