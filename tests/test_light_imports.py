@@ -129,3 +129,24 @@ def test_a_missing_extra_is_named(tmp_path: Path, hidden: str, code: str, extra:
         [sys.executable, "-c", probe, str(tmp_path / "ts")], capture_output=True, text=True
     )
     assert f"pip install 'taskpack[{extra}]'" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_import_taskpack_loads_each_public_name_on_first_use() -> None:
+    """`import taskpack` alone imports no pyarrow (its names load with their modules); every
+    public name then resolves to the object its module defines."""
+    code = "import json, sys, taskpack; print(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = json.loads(proc.stdout)
+    assert [m for m in modules if m.startswith("taskpack")] == ["taskpack", "taskpack.errors"]
+    assert not [m for m in modules if m.split(".")[0] in ("pyarrow", "pydantic", "numpy")]
+    from taskpack import changes, integrity, merging, model, taskset
+    from taskpack.registry import client
+
+    homes = {"diff": changes, "verify": integrity, "merge": merging, "Task": model}
+    homes |= {"TaskSet": taskset, "write": taskset, "load": client, "publish": client}
+    for name, module in homes.items():
+        assert getattr(taskpack, name) is getattr(module, name)
+    assert set(taskpack.__all__) <= set(dir(taskpack))
+    assert all(getattr(taskpack, name) is not None for name in taskpack.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = taskpack.nothing  # type: ignore[attr-defined]
