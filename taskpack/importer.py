@@ -180,7 +180,7 @@ def _write_columns(
 ) -> SplitInfo | None:
     """The split read by the format's columnar reader; None when there is none or it gave up
     (its partial split is dropped, for the row path to write)."""
-    from taskpack.converters._columnar import NotColumnar
+    from taskpack.converters._columnar import NotColumnar, distinct_ids
 
     form = reader(fmt)
     read_columns = form.read_columns
@@ -189,7 +189,8 @@ def _write_columns(
 
     def rows() -> Iterator[None]:  # one tick per row, for the progress count
         with writer.split(split) as out:
-            for table in read_columns(uri, split, checked_options(form, options)):
+            tables = read_columns(uri, split, checked_options(form, options))
+            for table in distinct_ids(tables):
                 out.add_table(table)
                 yield from repeat(None, table.num_rows)
 

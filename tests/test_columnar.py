@@ -31,13 +31,14 @@ def outcome(tmp: Path, name: str, src: Path, fmt: str, options: dict[str, Any], 
     return result.manifest.digest, result.manifest.splits["test"].digest, table.to_pylist()
 
 
-def columnar_reads(src: Path, fmt: str) -> bool:
+def columnar_reads(src: Path, fmt: str, options: dict[str, Any] | None = None) -> bool:
     """Whether the format's columnar reader takes the whole source (not giving up)."""
-    read_columns = reader(fmt).read_columns
-    if read_columns is None:
+    form = reader(fmt)
+    if form.read_columns is None:
         return False
+    tables = form.read_columns(str(src), "test", form.read_options.model_validate(options or {}))
     try:
-        for _ in read_columns(str(src), "test", reader(fmt).read_options()):
+        for _ in _columnar.distinct_ids(tables):  # as the importer reads them
             pass
     except NotColumnar:
         return False
@@ -53,8 +54,11 @@ def test_both_paths_write_the_same_task_set(
     by_rows = outcome(tmp_path, "rows", src, fmt, options, columnar=False)
     by_columns = outcome(tmp_path, "columns", src, fmt, options, columnar=True)
     assert by_columns == by_rows
-    if fmt == "gsm8k":  # the real data takes the columnar path, not the fallback
-        assert columnar_reads(src, fmt)
+    if fmt in COLUMNAR:  # the real data takes the columnar path, not the fallback
+        assert columnar_reads(src, fmt, options)
+
+
+COLUMNAR = {"gsm8k", "humaneval", "kaggle"}
 
 
 GOOD = {"question": 'Q "quoted" \\ back\tslash \u0001 é\u2028', "answer": "x\n#### 1,234 "}
@@ -137,3 +141,180 @@ def test_a_split_spanning_batches_is_numbered_across_them(
     by_rows = outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
     assert by_columns == by_rows
     assert not isinstance(by_columns, str) and by_columns[2][2999]["id"] == "test-02999"
+
+
+def _both(tmp: Path, src: Path, fmt: str, options: dict[str, Any]) -> tuple[Any, Any]:
+    return (
+        outcome(tmp, "rows", src, fmt, options, columnar=False),
+        outcome(tmp, "columns", src, fmt, options, columnar=True),
+    )
+
+
+# Kaggle tables, as bytes: what Python's csv module and Arrow's CSV parser could read otherwise.
+HEAD = b"id,question,answer,extra\n"
+ROW_1 = b'1,"What, is ""it""?",42,x\n'
+ROW_2 = b"2,plain \xc3\xa9,7,y\n"
+CSV_EDGES: dict[str, tuple[bytes, bool]] = {  # text, whether the columnar reader takes it
+    "good": (HEAD + ROW_1 + ROW_2, True),
+    "crlf": ((HEAD + ROW_1 + ROW_2).replace(b"\n", b"\r\n"), True),
+    "bare cr": ((HEAD + ROW_1 + ROW_2).replace(b"\n", b"\r"), True),
+    "bom": (b"\xef\xbb\xbf" + HEAD + ROW_1, True),
+    "no final newline": (HEAD + ROW_1 + ROW_2.rstrip(), True),
+    "quoted newlines": (HEAD + b'3,"line 1\nline 2\r\nline 3",1,"a\rb"\n', True),
+    "empty cells": (HEAD + b"4,,,\n", True),
+    "blank line": (HEAD + ROW_1 + b"\n" + ROW_2, True),
+    "whitespace line": (HEAD + ROW_1 + b"  \n" + ROW_2, False),
+    "short row": (HEAD + ROW_1 + b"5,q\n", False),
+    "long row": (HEAD + ROW_1 + b"5,q,1,x,more\n", False),
+    "trailing delimiter": (HEAD + ROW_1 + b"5,q,1,x,\n", False),
+    "header only": (HEAD, False),
+    "empty file": (b"", False),
+    "unterminated quote": (HEAD + ROW_1 + b'6,"abc,1,x\n', False),
+    "quote in an unquoted cell": (HEAD + ROW_1 + b'6,ab"c,1,x\n', True),
+    "text after a closing quote": (HEAD + ROW_1 + b'7,"ab"c,1,x\n', True),
+    "not utf-8": (HEAD + ROW_1 + b"8,a\xff,1,x\n", False),
+    "empty id": (HEAD + ROW_1 + b",q,1,x\n", False),
+    "control character in an id": (HEAD + ROW_1 + b"\x01,q,1,x\n", False),
+    "duplicate id": (HEAD + ROW_1 + ROW_1, False),
+    "duplicate column": (b"id,question,id,extra\n1,q,2,x\n", False),
+    "missing column": (b"id,prompt,answer\n1,q,2\n", False),
+}
+SIMPLE = {"id_column": "id", "prompt_column": "question", "answer_column": "answer"}
+
+
+@pytest.mark.parametrize("case", sorted(CSV_EDGES))
+def test_csv_rows_come_out_as_the_row_path_has_them(tmp_path: Path, case: str) -> None:
+    text, takes = CSV_EDGES[case]
+    src = tmp_path / "src.csv"
+    src.write_bytes(text)
+    by_rows, by_columns = _both(tmp_path, src, "kaggle", SIMPLE)
+    assert by_columns == by_rows
+    assert columnar_reads(src, "kaggle", SIMPLE) == takes
+    if takes:
+        assert not isinstance(by_rows, str)
+
+
+def test_tsv_and_stripped_headers_come_out_as_the_row_path_has_them(tmp_path: Path) -> None:
+    src = tmp_path / "src.tsv"
+    src.write_bytes(b' id \t question \tanswer\textra\n1\tq, "a"\t2\tx\n2\tr\t3\ty\n')
+    options = {**SIMPLE, "strip_headers": True}
+    by_rows, by_columns = _both(tmp_path, src, "kaggle", options)
+    assert by_columns == by_rows and not isinstance(by_rows, str)
+    assert columnar_reads(src, "kaggle", options)
+
+
+MC = b'id,prompt,A,B,C,D,E,answer\n0,Which?,a,b,c,d,e,B\n1,"Two\nlines",1,2,3,4,5,E\n'
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "takes"),
+    [
+        ("good", MC, True),
+        ("an answer not among the choices", MC + b"2,q,a,b,c,d,e,F\n", False),
+        ("no answer column", b"id,prompt,A,B,C,D,E\n0,q,a,b,c,d,e\n", True),
+        ("an empty answer", MC + b"2,q,a,b,c,d,e,\n", False),
+    ],
+)
+def test_multiple_choice_tables_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, text: bytes, takes: bool
+) -> None:
+    src = tmp_path / "src.csv"
+    src.write_bytes(text)
+    options = {"preset": "multiple-choice"}
+    by_rows, by_columns = _both(tmp_path, src, "kaggle", options)
+    assert by_columns == by_rows
+    assert columnar_reads(src, "kaggle", options) == takes
+
+
+@pytest.mark.parametrize(
+    ("case", "table", "takes"),
+    [
+        ("text", {"id": ["a", "b"], "question": ["q", "r"], "answer": ["1", "2"]}, True),
+        ("a null", {"id": ["a", "b"], "question": ["q", None], "answer": ["1", "2"]}, False),
+        ("a number", {"id": ["a", "b"], "question": ["q", "r"], "answer": [1, 2]}, False),
+    ],
+)
+def test_parquet_tables_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, table: dict[str, list[Any]], takes: bool
+) -> None:
+    import pyarrow as pa
+
+    src = tmp_path / "src.parquet"
+    pq.write_table(pa.table(table), src)
+    by_rows, by_columns = _both(tmp_path, src, "kaggle", SIMPLE)
+    assert by_columns == by_rows
+    assert columnar_reads(src, "kaggle", SIMPLE) == takes
+
+
+HUMANEVAL = {
+    "task_id": "HumanEval/0",
+    "prompt": 'def f(x):\n    """Say "hi"."""\n',
+    "canonical_solution": "    return x\n",
+    "test": "def check(candidate):\n    assert candidate(1) == 1\n",
+    "entry_point": "f",
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "rows", "takes"),
+    [
+        ("good", [HUMANEVAL, {**HUMANEVAL, "task_id": "HumanEval/1"}], True),
+        ("an extra field", [HUMANEVAL, {**HUMANEVAL, "task_id": "x", "level": 2}], False),
+        ("a missing field", [{k: v for k, v in HUMANEVAL.items() if k != "test"}], False),
+        ("an empty id", [{**HUMANEVAL, "task_id": ""}], False),
+        ("an id too long", [{**HUMANEVAL, "task_id": "x" * 513}], False),
+        ("a duplicate id", [HUMANEVAL, HUMANEVAL], False),
+        ("a number", [{**HUMANEVAL, "entry_point": 3}], False),
+        ("an empty test", [{**HUMANEVAL, "test": ""}], True),
+    ],
+)
+def test_humaneval_rows_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, rows: list[dict[str, Any]], takes: bool
+) -> None:
+    import gzip
+
+    src = tmp_path / "src.jsonl.gz"
+    src.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    by_rows, by_columns = _both(tmp_path, src, "humaneval", {})
+    assert by_columns == by_rows
+    assert columnar_reads(src, "humaneval") == takes
+
+
+def test_a_template_fills_rows_as_the_row_path_writes_them() -> None:
+    """Two files per row (interleaved by row), a slot inside a longer text, the row number, a
+    constant solution: each filled row equals the row path's row of the same task."""
+    import pyarrow as pa
+
+    from taskpack.converters._columnar import ROW, Template, slot
+    from taskpack.model import Task
+    from taskpack.taskset import task_to_row
+
+    def fields(a: str, b: str, row: int) -> dict[str, Any]:
+        return {
+            "prompt": f"Use {a} and {b}.\n",
+            "solution": "const",
+            "files": [
+                {"path": "a.txt", "data": a.encode(), "role": "tests"},
+                {"path": "dir/b.txt", "data": b.encode(), "mode": 0o755},
+            ],
+            "source": {"format": "x", "row": row},
+            "metadata": {"b": b},
+        }
+
+    a_values, b_values = ["1", 'q"\n\\', "é"], ["", "x\ty", "\u2028"]
+    filled = Template(fields(slot("a"), slot("b"), ROW)).fill(
+        pa.array(["i0", "i1", "i2"]),
+        {"a": pa.array(a_values), "b": pa.array(b_values)},
+        pa.array([0, 1, 2], pa.int64()),
+    )
+    for n, stored in enumerate(filled.to_pylist()):
+        task = Task.model_validate({"id": f"i{n}", **fields(a_values[n], b_values[n], n)})
+        row, digest = task_to_row(task, lambda data, sha: None)
+        assert stored == {**row, "digest": digest}
+
+
+def test_a_template_refuses_a_slot_it_cannot_fill() -> None:
+    from taskpack.converters._columnar import ROW, Template
+
+    with pytest.raises(ValueError, match="not a whole value"):
+        Template({"prompt": f"row {ROW}"})

@@ -2,45 +2,234 @@
 
 The row path parses, maps, validates and serializes each row in Python (pydantic, json): about
 ten times the cost of a hand-written pyarrow script. A format may also offer `read_columns`:
-its source read by pyarrow's multithreaded parsers, mapped with pyarrow compute, checked a
-batch at a time, and written as the rows the row path would write (same JSON text, digests,
-ids). Whatever a batch check cannot vouch for (a null, a type the row path would refuse, a
-blank line, text a Python `strip` and an Arrow trim could treat differently) raises
-`NotColumnar`, and the importer reads that source row by row instead, so errors are the row
-path's own, word for word. `tests/test_columnar.py` compares both paths on every data set.
+its source read by pyarrow's multithreaded parsers, checked a batch at a time, and written as
+the rows the row path would write (same JSON text, digests, ids). The text comes from a
+`Template`: the row path's own mapping applied once to a row of slots, validated and serialized
+by the row path's own code, then cut at its slots and filled per batch with the escaped columns.
+Whatever a batch check cannot vouch for (a null, a type the row path would refuse, a blank
+line, text a Python `strip` and an Arrow trim could treat differently) raises `NotColumnar`, and
+the importer reads that source row by row instead, so errors are the row path's own, word for
+word. `tests/test_columnar.py` compares both paths on every data set.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
-import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from taskpack.converters._source import max_line_bytes
-from taskpack.taskset import _JSON_COLUMNS, SCHEMA
+from taskpack.converters._source import base_suffix, max_line_bytes, open_binary
+from taskpack.records import canonical_json
+from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
 
-# A part of a row: an array, or one text for every row (None: null).
-Column: TypeAlias = "pa.Array | pa.ChunkedArray | str | None"
-
-# The task's keys, sorted: its canonical JSON, which its digest covers, is the object of these.
-_DIGEST_KEYS = tuple(sorted((*_JSON_COLUMNS, "files", "id", "solution")))
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
 _BLOCK = 1 << 20
 _CONTROL = [chr(c) for c in range(0x20)]
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+# Slots: a private-use character around a column's name (text), and one number (the row's
+# ordinal among the source's rows); neither occurs in any constant a template holds.
+_MARK = "\ue000"
+ROW = 8_880_000_000_001
+_TEXT_SLOT = re.compile(f"{_MARK}([^{_MARK}]+){_MARK}")
+# The row number as a JSON number, not inside a string.
+_ROW_SLOT = f"(?<=[:,\\[]){ROW}(?=[,}}\\]])"
 
 
 class NotColumnar(Exception):
     """This source needs the row path (the columnar reader could not map it exactly)."""
+
+
+def slot(column: str) -> str:
+    """A text value, in a template's task mapping, filled per row from column `column`."""
+    return f"{_MARK}{column}{_MARK}"
+
+
+# A piece of a template's text: constant text, or (kind, column) filled per row.
+Piece: TypeAlias = "str | tuple[str, str]"
+
+
+class Template:
+    """The stored row of one task mapping whose per-row values are slots (`slot(column)`, and
+    `ROW` for the row number), serialized once by the row path's own code and cut at its slots.
+
+    A file whose bytes are `slot(column).encode()` takes each row's text of that column. The id
+    is always the slot `id`. `unchecked` top-level fields are set after validation: values the
+    model would check against others (an answer among the choices), which the reader checks
+    per batch instead."""
+
+    def __init__(self, task: Mapping[str, Any], unchecked: Mapping[str, str] | None = None):
+        from taskpack.model import Task
+        from taskpack.taskset import task_to_row
+
+        model = Task.model_validate({**task, "id": slot("id")})
+        model = model.model_copy(update=dict(unchecked or {}))
+        row, _ = task_to_row(model, lambda data, sha: None)
+        self.solution = _whole(row["solution"])
+        self.files: list[tuple[dict[str, Any], str]] = []  # (constant fields, data column)
+        file_pieces = {}
+        for f in row["files"]:
+            column = _whole(f["data"].decode("utf-8"))
+            if not isinstance(column, tuple):
+                raise ValueError(f"template file {f['path']!r}: its data must be a slot")
+            self.files.append(({k: f[k] for k in ("path", "role", "step", "mode")}, column[1]))
+            file_pieces[f'"sha256":"{f["sha256"]}","size":{f["size"]}'] = column[1]
+        self.columns = {
+            name: None if row[name] is None else _cut(row[name], {}) for name in _JSON_COLUMNS
+        }
+        self.canonical = _cut(canonical_json(model.canonical()).decode("utf-8"), file_pieces)
+
+    def fill(self, ids: pa.Array, columns: Mapping[str, pa.Array], rows: pa.Array) -> pa.Table:
+        """Stored rows (`taskset.SCHEMA`) of one batch: `ids`, each slot's column (text, never
+        null) and the rows' numbers."""
+        size = len(ids)
+        escaped: dict[str, Column] = {"id": json_escape(ids)}
+        row_text = pc.cast(rows, pa.string())
+        files = []
+        for fields, column in self.files:
+            data = columns[column].cast(pa.binary())
+            sizes = pc.binary_length(data)
+            if pc.max(sizes).as_py() > INLINE_MAX:
+                raise NotColumnar("a file too large to store inline")
+            sha = _sha256_each(data, "")
+            files.append((fields, data, sizes, sha))
+            escaped[f"file:{column}"] = pc.binary_join_element_wise(
+                '"sha256":"', sha, '","size":', pc.cast(sizes, pa.string()), ""
+            )
+
+        def text(pieces: list[Piece]) -> Column:
+            parts: list[Column] = []
+            for piece in pieces:
+                if isinstance(piece, str):
+                    parts.append(piece)
+                    continue
+                kind, name = piece
+                if kind == "row":
+                    parts.append(row_text)
+                    continue
+                key = name if kind == "text" else f"file:{name}"
+                if key not in escaped:
+                    escaped[key] = json_escape(columns[name])
+                parts.append(escaped[key])
+            if len(parts) == 1:
+                return parts[0]
+            return pc.binary_join_element_wise(*parts, "")
+
+        stored = {
+            name: _array(None if p is None else text(p), size) for name, p in self.columns.items()
+        }
+        solution = self.solution
+        if isinstance(solution, tuple):
+            solution = columns[solution[1]]
+        table = {
+            "id": ids,
+            "digest": _sha256_each(_array(text(self.canonical), size), "sha256:"),
+            "solution": _array(solution, size),
+            "files": _files(size, files),
+            **stored,
+        }
+        return pa.table([table[f.name] for f in SCHEMA], schema=SCHEMA)
+
+
+def distinct_ids(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    """The stored tables, given up on at the end if two rows share an id or there are none (the
+    row path names the first duplicate with its source line, or the empty source)."""
+    ids: list[pa.ChunkedArray] = []
+    for table in tables:
+        ids.append(table.column("id"))
+        yield table
+    every = pa.chunked_array([c for i in ids for c in i.chunks], pa.string())
+    if not len(every) or pc.count_distinct(every).as_py() != len(every):
+        raise NotColumnar("duplicate ids or no rows")
+
+
+def _whole(value: str | None) -> Piece | None:
+    """A value that is one slot, as ("text", column); any other value as it is."""
+    match = _TEXT_SLOT.fullmatch(value) if value is not None else None
+    return ("text", match.group(1)) if match else value
+
+
+def _cut(text: str, files: Mapping[str, str]) -> list[Piece]:
+    """`text` as constant pieces and slots: text slots, the row number, files' hash and size."""
+    alternatives = [_TEXT_SLOT.pattern, f"({_ROW_SLOT})", *(f"({re.escape(k)})" for k in files)]
+    pieces: list[Piece] = []
+    position = 0
+    for match in re.finditer("|".join(alternatives), text):
+        pieces.append(text[position : match.start()])
+        if match.group(1) is not None:
+            pieces.append(("text", match.group(1)))
+        elif match.group(2) is not None:
+            pieces.append(("row", ""))
+        else:
+            pieces.append(("file", files[match.group(0)]))
+        position = match.end()
+    pieces.append(text[position:])
+    constant = "".join(p for p in pieces if isinstance(p, str))
+    if _MARK in constant or str(ROW) in constant:
+        raise ValueError(f"template text with a slot that is not a whole value: {text!r}")
+    return [p for p in pieces if p != ""]
+
+
+def _files(size: int, files: list[tuple[dict[str, Any], pa.Array, pa.Array, pa.Array]]) -> pa.Array:
+    """The files column: each row's files, in the template's order."""
+    import numpy as np
+
+    per_row = len(files)
+    struct = SCHEMA.field("files").type.value_type
+    if not per_row:
+        none = pa.array(np.zeros(size + 1, np.int32))
+        return pa.ListArray.from_arrays(none, pa.array([], struct))
+    parts = []
+    for fields, data, sizes, sha in files:
+        parts.append(
+            pa.StructArray.from_arrays(
+                [
+                    pa.repeat(pa.scalar(fields["path"], pa.string()), size),
+                    pa.repeat(pa.scalar(fields["role"], pa.string()), size),
+                    pa.repeat(pa.scalar(fields["step"], pa.string()), size),
+                    pa.repeat(pa.scalar(fields["mode"], pa.int32()), size),
+                    pc.cast(sizes, pa.int64()),
+                    sha,
+                    data,
+                ],
+                fields=list(struct),
+            )
+        )
+    values = pa.concat_arrays(parts)
+    if per_row > 1:  # file k of row i is at k * size + i: interleave them by row
+        order = np.arange(size * per_row).reshape(per_row, size).T.ravel()
+        values = values.take(pa.array(order))
+    offsets = pa.array(np.arange(0, size * per_row + 1, per_row, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, values)
+
+
+# --- reading sources in batches ----------------------------------------------------------------
+
+
+def table_batches(
+    uri: str, delimiter: str | None = None, strip_headers: bool = False
+) -> Iterator[pa.Table]:
+    """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in batches of rows, each
+    exactly as the row path reads it, else `NotColumnar`."""
+    if "://" in uri or not Path(uri).is_file():
+        raise NotColumnar(uri)
+    suffix = base_suffix(uri)
+    if suffix == ".jsonl":
+        return jsonl_batches(uri)
+    if suffix in (".csv", ".tsv", ".txt"):
+        return csv_batches(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
+    if suffix == ".parquet":
+        return parquet_batches(uri)
+    raise NotColumnar(uri)
 
 
 def jsonl_batches(uri: str) -> Iterator[pa.Table]:
@@ -48,27 +237,21 @@ def jsonl_batches(uri: str) -> Iterator[pa.Table]:
     (memory stays flat however long the file), only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
     would do otherwise, so each piece's rows must be its lines."""
-    path = Path(uri)
-    if not uri.endswith(".jsonl") or not path.is_file():
+    if "://" in uri or base_suffix(uri) != ".jsonl" or not Path(uri).is_file():
         raise NotColumnar(uri)
     # Lines over 1 MiB fail Arrow's parser (and so fall back); a lower limit is checked here.
     longest = max_line_bytes()
     most = longest if longest < _BLOCK else None
-    rows = 0
-    with path.open("rb") as f:
+    with open_binary(uri) as f:
         rest = b""
         while chunk := f.read(_BLOCK):
             text = rest + chunk
             cut = text.rfind(b"\n") + 1
             piece, rest = text[:cut], text[cut:]
             if piece:
-                table = _parse(piece, most)
-                rows += table.num_rows
-                yield table
+                yield _parse(piece, most)
         if rest:
             yield _parse(rest, most)
-        elif not rows:
-            raise NotColumnar(f"{uri}: no rows")  # the row path names it
 
 
 def _parse(piece: bytes, most: int | None) -> pa.Table:
@@ -84,20 +267,94 @@ def _parse(piece: bytes, most: int | None) -> pa.Table:
     return table
 
 
+def csv_batches(uri: str, delimiter: str, strip_headers: bool) -> Iterator[pa.Table]:
+    """A CSV file as tables of text columns named by its header, as Python's `csv` reads it
+    (the row path's reader): the header is read by `csv` itself, the rows by Arrow's parser
+    with the same quoting; a row of another width, or anything Arrow would read otherwise,
+    gives up."""
+    import pyarrow.csv as pcsv
+
+    with open_binary(uri) as f:
+        text = io.TextIOWrapper(f, encoding="utf-8-sig", newline="")
+        try:
+            header = next(csv.reader(text, delimiter=delimiter))
+        except (StopIteration, UnicodeDecodeError, csv.Error):
+            raise NotColumnar(f"{uri}: no readable header") from None
+    names = [h.strip() for h in header] if strip_headers else header
+    if len(set(names)) != len(names) or len(delimiter) != 1:
+        raise NotColumnar("duplicate column names")
+    with open_binary(uri) as f:
+        try:
+            reader = pcsv.open_csv(
+                f,
+                read_options=pcsv.ReadOptions(
+                    column_names=names, skip_rows=1, block_size=_BLOCK, use_threads=True
+                ),
+                parse_options=pcsv.ParseOptions(
+                    delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=True
+                ),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={n: pa.string() for n in names},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+            for batch in reader:
+                yield pa.Table.from_batches([batch])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise NotColumnar(str(e)) from None
+
+
+def parquet_batches(uri: str) -> Iterator[pa.Table]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(uri)
+        for batch in pf.iter_batches(batch_size=64 * 1024):
+            yield pa.Table.from_batches([batch])
+    except (pa.ArrowInvalid, OSError) as e:
+        raise NotColumnar(str(e)) from None
+
+
+# --- batch checks and text --------------------------------------------------------------------
+
+
 def strings(table: pa.Table, *names: str) -> list[pa.Array]:
     """The table's columns `names`, which must be exactly its columns, strings, never null."""
     if sorted(table.schema.names) != sorted(names):
         raise NotColumnar(f"columns {table.schema.names}")
+    return text_columns(table, names)
+
+
+def text_columns(table: pa.Table, names: Sequence[str]) -> list[pa.Array]:
+    """Columns `names` of the table, each text and never null."""
     columns = [table.column(n).combine_chunks() for n in names]
     if any(not pa.types.is_string(c.type) or c.null_count for c in columns):
         raise NotColumnar("a null or a value that is not text")
     return columns
 
 
-def json_string(values: pa.Array) -> pa.Array:
-    """Each value as a JSON string literal, escaped as `json` and pydantic-core write it."""
+def task_ids(ids: pa.Array) -> pa.Array:
+    """`ids`, each one the model takes as a task id: 1 to 512 characters, none a control one."""
+    lengths = pc.utf8_length(ids)
+    if len(ids) and (pc.min(lengths).as_py() < 1 or pc.max(lengths).as_py() > 512):
+        raise NotColumnar("an empty or overlong id")
+    if pc.any(pc.match_substring_regex(ids, r"[\x00-\x1f\x7f]")).as_py():
+        raise NotColumnar("an id with a control character")
+    return ids
+
+
+def ordinal_ids(split: str, rows: pa.Array) -> pa.Array:
+    """`<split>-<row, 5 digits at least>`: the ids a reader gives rows that have none."""
+    return pc.binary_join_element_wise(
+        f"{split}-", pc.utf8_lpad(pc.cast(rows, pa.string()), 5, "0"), ""
+    )
+
+
+def json_escape(values: pa.Array) -> pa.Array:
+    """Each value escaped for a JSON string literal, as `json` and pydantic-core write it."""
     if not pc.any(pc.match_substring_regex(values, r'["\\\x00-\x1f]')).as_py():
-        return pc.binary_join_element_wise('"', values, '"', "")  # nothing to escape
+        return values  # nothing to escape
     out = pc.replace_substring(values, "\\", "\\\\")
     out = pc.replace_substring(out, '"', '\\"')
     for char, escaped in _SHORT.items():
@@ -106,68 +363,21 @@ def json_string(values: pa.Array) -> pa.Array:
         for char in _CONTROL:
             if char not in _SHORT:
                 out = pc.replace_substring(out, char, f"\\u{ord(char):04x}")
-    return pc.binary_join_element_wise('"', out, '"', "")
+    return out
 
 
-def text_json(value: object) -> str:
-    """A constant part of a row, as JSON text."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+# A part of a row: an array, or one text for every row (None: null).
+Column: TypeAlias = "pa.Array | pa.ChunkedArray | str | None"
 
 
-def task_rows(
-    size: int,
-    ids: pa.Array,
-    solution: pa.Array | None,
-    stored: Mapping[str, Column],
-    canonical: Mapping[str, Column],
-) -> pa.Table:
-    """Stored rows (`taskset.SCHEMA`) of `size` file-less tasks from their parts: `stored`, each
-    JSON column's text as the row path stores it (pydantic's field order); `canonical`, where it
-    differs, the field's canonical JSON (sorted keys), from which the digest is computed."""
-    texts = {name: _array(stored[name], size) for name in _JSON_COLUMNS}
-    body = ["{"]
-    for n, key in enumerate(_DIGEST_KEYS):
-        body.append(("," if n else "") + f'"{key}":')
-        if key == "id":
-            part: Column = json_string(ids)
-        elif key == "solution":
-            part = json_string(solution) if solution is not None else "null"
-        elif key == "files":
-            part = "[]"
-        else:
-            part = canonical.get(key, stored[key])
-        body.append("null" if part is None else part)
-    body.append("}")
-    merged: list[Column] = []  # runs of constant text joined once, not per row
-    for part in body:
-        if isinstance(part, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += part
-        else:
-            merged.append(part)
-    digests = _sha256_each(pc.binary_join_element_wise(*merged, ""))
-    files_type = SCHEMA.field("files").type
-    no_files = pa.ListArray.from_arrays(
-        pa.array([0] * (size + 1), pa.int32()), pa.array([], files_type.value_type)
-    )
-    columns = {
-        "id": ids,
-        "digest": digests,
-        "solution": solution if solution is not None else pa.nulls(size, pa.string()),
-        "files": no_files,
-        **texts,
-    }
-    return pa.table([columns[f.name] for f in SCHEMA], schema=SCHEMA)
-
-
-def _sha256_each(texts: pa.Array) -> pa.Array:
-    """`sha256:<hex>` of each value's bytes, read in place from the array's buffers."""
+def _sha256_each(texts: pa.Array, prefix: str) -> pa.Array:
+    """`<prefix><hex>` of each value's sha256, read in place from the array's buffers."""
     texts = texts.cast(pa.large_binary())  # 64-bit offsets, whatever the input had
     _, offsets, data = texts.buffers()
     ends = memoryview(offsets).cast("q")[texts.offset : texts.offset + len(texts) + 1].tolist()
-    view = memoryview(data)
+    view = memoryview(data) if data is not None else memoryview(b"")
     sha = hashlib.sha256
-    digests = ["sha256:" + sha(view[a:b]).hexdigest() for a, b in pairwise(ends)]
-    return pa.array(digests, pa.string())
+    return pa.array([prefix + sha(view[a:b]).hexdigest() for a, b in pairwise(ends)], pa.string())
 
 
 def _array(part: Column, size: int) -> pa.Array:

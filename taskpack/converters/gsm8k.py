@@ -13,13 +13,14 @@ from typing import Any
 import pyarrow as pa
 
 from taskpack.converters._columnar import (
+    ROW,
     NotColumnar,
-    json_string,
-    jsonl_batches,
+    Template,
+    ordinal_ids,
     row_numbers,
+    slot,
     strings,
-    task_rows,
-    text_json,
+    table_batches,
 )
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
@@ -35,16 +36,24 @@ def final_answer(solution: str) -> str:
     return final
 
 
+def _task(split: str, question: str, solution: str, final: str, row: int) -> dict[str, Any]:
+    """Task fields from a row's values: the row path's mapping, also the columnar template's."""
+    return {
+        "prompt": question,
+        "answer": final,
+        "solution": solution,
+        "reward": {"kind": "numeric_match"},
+        "source": {"format": "gsm8k", "split": split, "row": row},
+    }
+
+
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
         solution = need(row, "answer")
+        question = need(row, "question")
         return {
             "id": f"{split}-{ordinal:05d}",
-            "prompt": need(row, "question"),
-            "answer": final_answer(solution),
-            "solution": solution,
-            "reward": {"kind": "numeric_match"},
-            "source": {"format": "gsm8k", "split": split, "row": ordinal},
+            **_task(split, question, solution, final_answer(solution), ordinal),
             "metadata": {k: v for k, v in row.items() if k not in ("question", "answer")},
         }
 
@@ -52,12 +61,12 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
 
 
 def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
-    """`read`, a batch at a time (see `_columnar`): rows with exactly `question` and `answer`."""
+    """`read`, a batch at a time (see `_columnar`): rows of text `question` and `answer` only."""
     import pyarrow.compute as pc
 
+    template = Template(_task(split, slot("question"), slot("answer"), slot("final"), ROW))
     first = 0
-    where = text_json(split)
-    for table in jsonl_batches(uri):
+    for table in table_batches(uri):
         question, solution = strings(table, "question", "answer")
         if not pc.all(pc.match_substring(solution, "####")).as_py():
             raise NotColumnar("an answer without '####'")
@@ -70,50 +79,10 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
         final = pc.replace_substring(pc.ascii_trim_whitespace(tail), ",", "")
         if pc.any(pc.equal(pc.binary_length(final), 0)).as_py():
             raise NotColumnar("nothing after '####'")
-        size = table.num_rows
-        rows = pc.cast(row_numbers(first, size), pa.string())
-        ids = pc.binary_join_element_wise(f"{split}-", pc.utf8_lpad(rows, 5, "0"), "")
-        q = json_string(question)
-        stored: dict[str, Any] = {
-            "prompt": pc.binary_join_element_wise(
-                '[{"type":"message","role":"user","content":',
-                q,
-                ',"name":null,"tool_calls":null,"tool_call_id":null}]',
-                "",
-            ),
-            "answer": json_string(final),
-            "reward": '{"kind":"numeric_match","tolerance":0.0}',
-            "rewards": "{}",
-            "tools": "[]",
-            "steps": "[]",
-            "environment": None,
-            "limits": None,
-            "source": pc.binary_join_element_wise(
-                '{"format":"gsm8k","uri":null,"revision":null,"split":' + where + ',"row":',
-                rows,
-                "}",
-                "",
-            ),
-            "metadata": "{}",
-            "extras": "{}",
-        }
-        canonical = {
-            "prompt": pc.binary_join_element_wise(
-                '[{"content":',
-                q,
-                ',"name":null,"role":"user","tool_call_id":null,"tool_calls":null,'
-                '"type":"message"}]',
-                "",
-            ),
-            "source": pc.binary_join_element_wise(
-                '{"format":"gsm8k","revision":null,"row":',
-                rows,
-                ',"split":' + where + ',"uri":null}',
-                "",
-            ),
-        }
-        yield task_rows(size, ids, solution, stored, canonical)
-        first += size
+        rows = row_numbers(first, table.num_rows)
+        columns = {"question": question, "answer": solution, "final": final}
+        yield template.fill(ordinal_ids(split, rows), columns, rows)
+        first += table.num_rows
 
 
 def source_row(task: Task) -> dict[str, Any]:

@@ -10,6 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
+
+from taskpack.converters._columnar import (
+    ROW,
+    Template,
+    row_numbers,
+    slot,
+    strings,
+    table_batches,
+    task_ids,
+)
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, iter_table_rows, map_rows, need
 from taskpack.model import Task
@@ -18,24 +29,36 @@ TEST_FILE = "test.py"
 _MAPPED = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 
 
-def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
-        test = need(row, "test")
-        return {
-            "id": need(row, "task_id"),
-            "prompt": need(row, "prompt"),
-            "solution": need(row, "canonical_solution"),
-            "reward": {
-                "kind": "unit_tests",
-                "entry_point": need(row, "entry_point"),
-                "test_file": TEST_FILE,
-            },
-            "files": [{"path": TEST_FILE, "data": test.encode("utf-8"), "role": "tests"}],
-            "source": {"format": "humaneval", "split": split, "row": ordinal},
-            "metadata": {k: v for k, v in row.items() if k not in _MAPPED},
-        }
+def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
+    test = need(row, "test")
+    return {
+        "id": need(row, "task_id"),
+        "prompt": need(row, "prompt"),
+        "solution": need(row, "canonical_solution"),
+        "reward": {
+            "kind": "unit_tests",
+            "entry_point": need(row, "entry_point"),
+            "test_file": TEST_FILE,
+        },
+        "files": [{"path": TEST_FILE, "data": test.encode("utf-8"), "role": "tests"}],
+        "source": {"format": "humaneval", "split": split, "row": ordinal},
+        "metadata": {k: v for k, v in row.items() if k not in _MAPPED},
+    }
 
-    return map_rows(iter_table_rows(uri), convert)
+
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return map_rows(iter_table_rows(uri), lambda row, n: to_task(row, split, n))
+
+
+def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
+    """`read`, a batch at a time (see `_columnar`): rows of exactly the five fields, text."""
+    template = Template(to_task({k: slot(k) for k in _MAPPED}, split, ROW))
+    first = 0
+    for table in table_batches(uri):
+        columns = dict(zip(_MAPPED, strings(table, *_MAPPED), strict=True))
+        rows = row_numbers(first, table.num_rows)
+        yield template.fill(task_ids(columns["task_id"]), columns, rows)
+        first += table.num_rows
 
 
 def source_row(task: Task) -> dict[str, Any]:
@@ -55,4 +78,5 @@ FORMAT = Format(
     name="humaneval",
     summary="HumanEval JSONL: function stub, canonical body, check(candidate) tests.",
     read=read,
+    read_columns=read_columns,
 )

@@ -17,13 +17,31 @@ task's metadata, so the source row can be rebuilt exactly.
 from __future__ import annotations
 
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
+from taskpack.converters._columnar import (
+    ROW,
+    NotColumnar,
+    Template,
+    ordinal_ids,
+    row_numbers,
+    slot,
+    table_batches,
+    task_ids,
+    text_columns,
+)
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
+from taskpack.converters._source import (
+    Record,
+    RowError,
+    base_suffix,
+    iter_table_rows,
+    map_rows,
+)
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 
@@ -98,7 +116,11 @@ def _text(row: dict[str, Any], column: str, kept: dict[str, Any]) -> str:
     return str(value)
 
 
-def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
+def _mapping(
+    uri: str, split: str, options: KaggleOptions
+) -> Callable[[dict[str, Any], int], dict[str, Any]]:
+    """The task fields of a row (and its number): for every row on the row path, and once for
+    the columnar template."""
     id_col, prompt_col, template = options.id_column, options.prompt_column, options.prompt_template
     answer_col, answer_optional = options.answer_column, options.answer_optional
     choices = options.choice_columns
@@ -143,10 +165,46 @@ def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
         task["metadata"] = {k: v for k, v in row.items() if k not in verbatim} | kept
         return task
 
+    return convert
+
+
+def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
     rows = iter_table_rows(
         uri, member=options.member, delimiter=options.delimiter, strip_headers=options.strip_headers
     )
-    return map_rows(rows, convert)
+    return map_rows(rows, _mapping(uri, split, options))
+
+
+def read_columns(uri: str, split: str, options: KaggleOptions) -> Iterator[pa.Table]:
+    """`read`, a batch at a time (see `_columnar`), for CSV, TSV and Parquet tables of text
+    cells. (Not JSON Lines: each line's own key order orders its metadata, which Arrow's
+    columns do not keep.)"""
+    import pyarrow.compute as pc
+
+    if base_suffix(uri) not in (".csv", ".tsv", ".txt", ".parquet"):
+        raise NotColumnar(uri)
+    answer, labels = options.answer_column, options.choice_columns
+    template, unchecked = None, {}
+    first = 0
+    for table in table_batches(uri, options.delimiter, options.strip_headers):
+        names = table.schema.names
+        columns = dict(zip(names, text_columns(table, names), strict=True))
+        if template is None:
+            try:
+                fields = _mapping(uri, split, options)({n: slot(n) for n in names}, ROW)
+            except (TaskpackError, RowError) as e:
+                raise NotColumnar(str(e)) from None  # the row path says it, at its row
+            unchecked = {"answer": fields.pop("answer")} if "answer" in fields else {}
+            template = Template(fields, unchecked)
+        if unchecked and labels:
+            assert answer is not None
+            if not pc.all(pc.is_in(columns[answer], pa.array(labels))).as_py():
+                raise NotColumnar("an answer that is not one of the choices")
+        rows = row_numbers(first, table.num_rows)
+        id_col = options.id_column
+        ids = task_ids(columns[id_col]) if id_col else ordinal_ids(split, rows)
+        yield template.fill(ids, columns, rows)
+        first += table.num_rows
 
 
 def source_row(task: Task, **values: Any) -> dict[str, Any]:
@@ -169,5 +227,6 @@ FORMAT = Format(
     name="kaggle",
     summary="Any table (CSV, TSV, JSONL, Parquet, zip) mapped to tasks by column name.",
     read=read,
+    read_columns=read_columns,
     read_options=KaggleOptions,
 )
