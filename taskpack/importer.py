@@ -11,6 +11,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -180,7 +181,7 @@ def _write_columns(
 ) -> SplitInfo | None:
     """The split read by the format's columnar reader; None when there is none or it gave up
     (its partial split is dropped, for the row path to write)."""
-    from taskpack.converters._columnar import NotColumnar, distinct_ids
+    from taskpack.converters._columnar import NotColumnar
 
     form = reader(fmt)
     read_columns = form.read_columns
@@ -188,17 +189,27 @@ def _write_columns(
         return None
 
     def rows() -> Iterator[None]:  # one tick per row, for the progress count
-        with writer.split(split) as out:
-            tables = read_columns(uri, split, checked_options(form, options))
-            for table in distinct_ids(tables):
-                out.add_table(table)
-                yield from repeat(None, table.num_rows)
+        # Mapping (Arrow compute) and writing (Parquet) release the GIL: a batch is hashed and
+        # written on a second thread while the next one is mapped.
+        with writer.split(split) as out, ThreadPoolExecutor(1) as pool:
+            written: Future[None] | None = None
+            count = 0
+            for batch in read_columns(uri, split, checked_options(form, options)):
+                if written is not None:
+                    written.result()
+                written = pool.submit(lambda b: out.add_table(b.stored()), batch)
+                count += batch.table.num_rows
+                yield from repeat(None, batch.table.num_rows)
+            if written is not None:
+                written.result()
+            if not count:
+                raise NotColumnar("no rows")  # the row path names the empty source
 
     try:
         for _ in progress(rows(), split) if progress else rows():
             pass
-    except NotColumnar:
-        return None
+    except (NotColumnar, InvalidTask):  # InvalidTask: a duplicate id, found as the split
+        return None  # closes; the row path names it with its source line
     return writer.written[split]
 
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,8 +34,12 @@ from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
 _BLOCK = 1 << 20
-_CONTROL = [chr(c) for c in range(0x20)]
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_ESCAPES = {
+    "\\": "\\\\",
+    '"': '\\"',
+    **{chr(c): _SHORT.get(chr(c), f"\\u{c:04x}") for c in range(0x20)},
+}
 # Slots: a private-use character around a column's name (text), and one number (the row's
 # ordinal among the source's rows); neither occurs in any constant a template holds.
 _MARK = "\ue000"
@@ -88,9 +92,9 @@ class Template:
         }
         self.canonical = _cut(canonical_json(model.canonical()).decode("utf-8"), file_pieces)
 
-    def fill(self, ids: pa.Array, columns: Mapping[str, pa.Array], rows: pa.Array) -> pa.Table:
-        """Stored rows (`taskset.SCHEMA`) of one batch: `ids`, each slot's column (text, never
-        null) and the rows' numbers."""
+    def fill(self, ids: pa.Array, columns: Mapping[str, pa.Array], rows: pa.Array) -> Batch:
+        """The stored rows of one batch: `ids`, each slot's column (text, never null) and the
+        rows' numbers."""
         size = len(ids)
         escaped: dict[str, Column] = {"id": json_escape(ids)}
         row_text = pc.cast(rows, pa.string())
@@ -132,24 +136,29 @@ class Template:
             solution = columns[solution[1]]
         table = {
             "id": ids,
-            "digest": _sha256_each(_array(text(self.canonical), size), "sha256:"),
+            "digest": pa.nulls(size, pa.string()),
             "solution": _array(solution, size),
             "files": _files(size, files),
             **stored,
         }
-        return pa.table([table[f.name] for f in SCHEMA], schema=SCHEMA)
+        columns_in_order = [table[name] for name in SCHEMA.names]
+        return Batch(
+            pa.table(columns_in_order, names=SCHEMA.names), _array(text(self.canonical), size)
+        )
 
 
-def distinct_ids(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
-    """The stored tables, given up on at the end if two rows share an id or there are none (the
-    row path names the first duplicate with its source line, or the empty source)."""
-    ids: list[pa.ChunkedArray] = []
-    for table in tables:
-        ids.append(table.column("id"))
-        yield table
-    every = pa.chunked_array([c for i in ids for c in i.chunks], pa.string())
-    if not len(every) or pc.count_distinct(every).as_py() != len(every):
-        raise NotColumnar("duplicate ids or no rows")
+class Batch(NamedTuple):
+    """Stored rows but for their digests, and the canonical text each digest hashes: hashing,
+    the one step holding the GIL, can then run beside the mapping of the next batch."""
+
+    table: pa.Table
+    canonical: pa.Array
+
+    def stored(self) -> pa.Table:
+        """The rows as `taskset.SCHEMA` stores them, digests computed."""
+        digests = _sha256_each(self.canonical, "sha256:")
+        table = self.table.set_column(1, SCHEMA.field("digest"), digests)
+        return table.cast(SCHEMA)
 
 
 def _whole(value: str | None) -> Piece | None:
@@ -353,17 +362,24 @@ def ordinal_ids(split: str, rows: pa.Array) -> pa.Array:
 
 def json_escape(values: pa.Array) -> pa.Array:
     """Each value escaped for a JSON string literal, as `json` and pydantic-core write it."""
-    if not pc.any(pc.match_substring_regex(values, r'["\\\x00-\x1f]')).as_py():
-        return values  # nothing to escape
-    out = pc.replace_substring(values, "\\", "\\\\")
-    out = pc.replace_substring(out, '"', '\\"')
-    for char, escaped in _SHORT.items():
-        out = pc.replace_substring(out, char, escaped)
-    if pc.any(pc.match_substring_regex(out, r"[\x00-\x1f]")).as_py():
-        for char in _CONTROL:
-            if char not in _SHORT:
-                out = pc.replace_substring(out, char, f"\\u{ord(char):04x}")
+    out = values
+    present = _specials(values)
+    for char, escaped in _ESCAPES.items():  # the backslash first: others add backslashes
+        if char in present:
+            out = pc.replace_substring(out, char, escaped)
     return out
+
+
+def _specials(values: pa.Array) -> set[str]:
+    """Which characters needing an escape occur in `values`, found in its bytes at once (in
+    UTF-8 an ASCII byte is never part of another character)."""
+    import numpy as np
+
+    data = values.buffers()[2]
+    if data is None:
+        return set()
+    raw = np.frombuffer(data, np.uint8)
+    return {chr(b) for b in np.unique(raw[(raw < 0x20) | (raw == 0x22) | (raw == 0x5C)])}
 
 
 # A part of a row: an array, or one text for every row (None: null).
@@ -372,12 +388,18 @@ Column: TypeAlias = "pa.Array | pa.ChunkedArray | str | None"
 
 def _sha256_each(texts: pa.Array, prefix: str) -> pa.Array:
     """`<prefix><hex>` of each value's sha256, read in place from the array's buffers."""
+    import numpy as np
+
     texts = texts.cast(pa.large_binary())  # 64-bit offsets, whatever the input had
     _, offsets, data = texts.buffers()
     ends = memoryview(offsets).cast("q")[texts.offset : texts.offset + len(texts) + 1].tolist()
     view = memoryview(data) if data is not None else memoryview(b"")
     sha = hashlib.sha256
-    return pa.array([prefix + sha(view[a:b]).hexdigest() for a, b in pairwise(ends)], pa.string())
+    # The digests joined and hex-encoded at once, then cut in 64 characters each.
+    hexes = b"".join([sha(view[a:b]).digest() for a, b in pairwise(ends)]).hex().encode()
+    cuts = pa.py_buffer(np.arange(0, len(hexes) + 1, 64, dtype=np.int32))
+    digests = pa.Array.from_buffers(pa.string(), len(texts), [None, cuts, pa.py_buffer(hexes)])
+    return pc.binary_join_element_wise(prefix, digests, "") if prefix else digests
 
 
 def _array(part: Column, size: int) -> pa.Array:

@@ -21,7 +21,7 @@ from taskpack.errors import TaskpackError
 from taskpack.model import Task
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    from taskpack.converters._columnar import Batch
 
 
 class Options(BaseModel):
@@ -68,7 +68,7 @@ class Target:
 Reader = Callable[[str, str, Any], Iterator[Record]]
 # Stored rows (taskset.SCHEMA) a batch at a time; raises `_columnar.NotColumnar` for a source
 # only the row reader maps exactly.
-ColumnReader = Callable[[str, str, Any], Iterator["pa.Table"]]
+ColumnReader = Callable[[str, str, Any], Iterator["Batch"]]
 Writer = Callable[[Iterable[Task], Path, str, Target], list[Path]]
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
-
 from taskpack.converters._columnar import (
     ROW,
+    Batch,
     NotColumnar,
     Template,
     ordinal_ids,
@@ -60,7 +59,7 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return map_rows(iter_table_rows(uri), convert)
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
     """`read`, a batch at a time (see `_columnar`): rows of text `question` and `answer` only."""
     import pyarrow.compute as pc
 

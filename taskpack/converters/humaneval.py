@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
-
 from taskpack.converters._columnar import (
     ROW,
+    Batch,
     Template,
     row_numbers,
     slot,
@@ -50,7 +49,7 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return map_rows(iter_table_rows(uri), lambda row, n: to_task(row, split, n))
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[pa.Table]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
     """`read`, a batch at a time (see `_columnar`): rows of exactly the five fields, text."""
     template = Template(to_task({k: slot(k) for k in _MAPPED}, split, ROW))
     first = 0

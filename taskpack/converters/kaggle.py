@@ -25,6 +25,7 @@ from pydantic import Field, field_validator, model_validator
 
 from taskpack.converters._columnar import (
     ROW,
+    Batch,
     NotColumnar,
     Template,
     ordinal_ids,
@@ -175,7 +176,7 @@ def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
     return map_rows(rows, _mapping(uri, split, options))
 
 
-def read_columns(uri: str, split: str, options: KaggleOptions) -> Iterator[pa.Table]:
+def read_columns(uri: str, split: str, options: KaggleOptions) -> Iterator[Batch]:
     """`read`, a batch at a time (see `_columnar`), for CSV, TSV and Parquet tables of text
     cells. (Not JSON Lines: each line's own key order orders its metadata, which Arrow's
     columns do not keep.)"""
