@@ -320,3 +320,79 @@ def test_a_template_refuses_a_slot_it_cannot_fill() -> None:
 
     with pytest.raises(ValueError, match="not a whole value"):
         Template({"prompt": f"row {ROW}"})
+
+
+MBPP = {
+    "task_id": 11,
+    "text": 'Remove "code": the first and last occurrence.',
+    "code": "def remove_Occ(s,ch): \r\n    return s",
+    "test_list": ['assert remove_Occ("hello","l") == "heo"', "", "assert remove_Occ('a','a')"],
+    "test_setup_code": "",
+    "challenge_test_list": [],
+}
+SANITIZED = {
+    "source_file": "x.py",
+    "task_id": 2,
+    "prompt": "Write f.",
+    "code": "def f(): pass",
+    "test_imports": ["import math"],
+    "test_list": ["assert not math.isclose(f(), 1)"],
+}
+
+
+def _mbpp(**changes: Any) -> dict[str, Any]:
+    return {**MBPP, "task_id": 12, **changes}
+
+
+@pytest.mark.parametrize(
+    ("case", "lines", "takes"),
+    [
+        ("good", [MBPP, _mbpp(test_setup_code="import math", challenge_test_list=["a"])], True),
+        ("sanitized", [SANITIZED, {**SANITIZED, "task_id": 3}], True),
+        ("a null setup", [MBPP, _mbpp(test_setup_code=None)], True),
+        ("text and prompt", [{**MBPP, "prompt": "p"}], True),
+        ("keys in another order", [MBPP, {"code": "c", **_mbpp()}], False),
+        ("a key spaced from its colon", [MBPP, json.dumps(_mbpp()).replace('": ', '" : ')], False),
+        ("a boolean task_id", [MBPP, _mbpp(task_id=True)], False),
+        ("a float task_id", [MBPP, _mbpp(task_id=12.0)], False),
+        ("an empty test_list", [MBPP, _mbpp(test_list=[])], False),
+        ("no assert", [MBPP, _mbpp(test_list=["print(f(1))"])], False),
+        ("a non-ASCII first test", [MBPP, _mbpp(test_list=["assert\u00a0f(1)"])], False),
+        ("a vertical tab", [MBPP, _mbpp(test_list=["assert\x0bf(1)"])], False),
+        ("not f but not_f", [MBPP, _mbpp(test_list=["assert not_f(1)"])], True),
+        ("a float field", [MBPP, _mbpp(score=0.5)], False),
+        (
+            "a field missing",
+            [MBPP, {k: v for k, v in _mbpp().items() if k != "test_setup_code"}],
+            False,
+        ),
+        ("a duplicate id", [MBPP, MBPP], False),
+    ],
+)
+def test_mbpp_rows_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, lines: list[Any], takes: bool
+) -> None:
+    src = tmp_path / "src.jsonl"
+    _write(src, lines, "\n")
+    by_rows, by_columns = _both(tmp_path, src, "mbpp", {})
+    assert by_columns == by_rows
+    assert columnar_reads(src, "mbpp") == takes
+    if takes:
+        assert not isinstance(by_rows, str)
+
+
+def test_kaggle_json_lines_in_one_key_order_come_out_as_the_row_path_has_them(
+    tmp_path: Path,
+) -> None:
+    rows = [{"id": "a", "question": "q", "answer": "1", "note": "x"}] * 2
+    orders = {
+        "one order": ([rows[0], {**rows[1], "id": "b"}], True),
+        "two orders": ([rows[0], {"note": "x", "id": "b", "question": "q", "answer": "1"}], False),
+    }
+    for case, (lines, takes) in orders.items():
+        (tmp_path / case).mkdir()
+        src = tmp_path / case / "src.jsonl"
+        _write(src, lines, "\n")
+        by_rows, by_columns = _both(tmp_path / case, src, "kaggle", SIMPLE)
+        assert by_columns == by_rows and not isinstance(by_rows, str)
+        assert columnar_reads(src, "kaggle", SIMPLE) == takes  # metadata keeps a line's order

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
@@ -44,7 +45,9 @@ _ESCAPES = {
 # ordinal among the source's rows); neither occurs in any constant a template holds.
 _MARK = "\ue000"
 ROW = 8_880_000_000_001
-_TEXT_SLOT = re.compile(f"{_MARK}([^{_MARK}]+){_MARK}")
+_TEXT_SLOT = re.compile(f"{_MARK}([^{_MARK}=][^{_MARK}]*){_MARK}")
+# A JSON value: its slot text, quotes and all, stands for the column's JSON text.
+_JSON_SLOT = f'"{_MARK}=([^{_MARK}]+){_MARK}"'
 # The row number as a JSON number, not inside a string.
 _ROW_SLOT = f"(?<=[:,\\[]){ROW}(?=[,}}\\]])"
 
@@ -56,6 +59,12 @@ class NotColumnar(Exception):
 def slot(column: str) -> str:
     """A text value, in a template's task mapping, filled per row from column `column`."""
     return f"{_MARK}{column}{_MARK}"
+
+
+def json_slot(column: str) -> str:
+    """Any JSON value, in a template's task mapping, filled per row from column `column`, which
+    holds each value's JSON text (see `json_values`)."""
+    return f"{_MARK}={column}{_MARK}"
 
 
 # A piece of a template's text: constant text, or (kind, column) filled per row.
@@ -120,6 +129,9 @@ class Template:
                 if kind == "row":
                     parts.append(row_text)
                     continue
+                if kind == "json":
+                    parts.append(columns[name])
+                    continue
                 key = name if kind == "text" else f"file:{name}"
                 if key not in escaped:
                     escaped[key] = json_escape(columns[name])
@@ -168,15 +180,23 @@ def _whole(value: str | None) -> Piece | None:
 
 
 def _cut(text: str, files: Mapping[str, str]) -> list[Piece]:
-    """`text` as constant pieces and slots: text slots, the row number, files' hash and size."""
-    alternatives = [_TEXT_SLOT.pattern, f"({_ROW_SLOT})", *(f"({re.escape(k)})" for k in files)]
+    """`text` as constant pieces and slots: JSON and text slots, the row number, files' hash and
+    size."""
+    alternatives = [
+        _JSON_SLOT,
+        _TEXT_SLOT.pattern,
+        f"({_ROW_SLOT})",
+        *(f"({re.escape(k)})" for k in files),
+    ]
     pieces: list[Piece] = []
     position = 0
     for match in re.finditer("|".join(alternatives), text):
         pieces.append(text[position : match.start()])
         if match.group(1) is not None:
-            pieces.append(("text", match.group(1)))
+            pieces.append(("json", match.group(1)))
         elif match.group(2) is not None:
+            pieces.append(("text", match.group(2)))
+        elif match.group(3) is not None:
             pieces.append(("row", ""))
         else:
             pieces.append(("file", files[match.group(0)]))
@@ -225,15 +245,16 @@ def _files(size: int, files: list[tuple[dict[str, Any], pa.Array, pa.Array, pa.A
 
 
 def table_batches(
-    uri: str, delimiter: str | None = None, strip_headers: bool = False
+    uri: str, delimiter: str | None = None, strip_headers: bool = False, keyed: bool = False
 ) -> Iterator[pa.Table]:
     """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in batches of rows, each
-    exactly as the row path reads it, else `NotColumnar`."""
+    exactly as the row path reads it, else `NotColumnar`. `keyed`: every row's keys come in
+    its table's column order (see `jsonl_batches`)."""
     if "://" in uri or not Path(uri).is_file():
         raise NotColumnar(uri)
     suffix = base_suffix(uri)
     if suffix == ".jsonl":
-        return jsonl_batches(uri)
+        return jsonl_batches(uri, keyed)
     if suffix in (".csv", ".tsv", ".txt"):
         return csv_batches(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
     if suffix == ".parquet":
@@ -241,11 +262,15 @@ def table_batches(
     raise NotColumnar(uri)
 
 
-def jsonl_batches(uri: str) -> Iterator[pa.Table]:
+def jsonl_batches(uri: str, keyed: bool = False) -> Iterator[pa.Table]:
     """A local JSON Lines file as tables of whole lines, `_BLOCK` bytes of text at a time
     (memory stays flat however long the file), only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
-    would do otherwise, so each piece's rows must be its lines."""
+    would do otherwise, so each piece's rows must be its lines.
+
+    `keyed`: and only if each line holds its keys in the table's column order, for a reader
+    that keeps a row's fields as they come (the row path's dicts keep each line's own order;
+    Arrow's columns keep the first line's)."""
     if "://" in uri or base_suffix(uri) != ".jsonl" or not Path(uri).is_file():
         raise NotColumnar(uri)
     # Lines over 1 MiB fail Arrow's parser (and so fall back); a lower limit is checked here.
@@ -258,12 +283,12 @@ def jsonl_batches(uri: str) -> Iterator[pa.Table]:
             cut = text.rfind(b"\n") + 1
             piece, rest = text[:cut], text[cut:]
             if piece:
-                yield _parse(piece, most)
+                yield _parse(piece, most, keyed)
         if rest:
-            yield _parse(rest, most)
+            yield _parse(rest, most, keyed)
 
 
-def _parse(piece: bytes, most: int | None) -> pa.Table:
+def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
     if most is not None and max(map(len, piece.split(b"\n"))) >= most:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
     try:
@@ -273,7 +298,29 @@ def _parse(piece: bytes, most: int | None) -> pa.Table:
         raise NotColumnar(str(e)) from None
     if table.num_rows != piece.count(b"\n") + (not piece.endswith(b"\n")):
         raise NotColumnar("blank lines or more than one object on a line")
+    if keyed:
+        _check_key_order(piece, table.schema.names)
     return table
+
+
+def _check_key_order(piece: bytes, names: list[str]) -> None:
+    """Every line holds `"<name>":` once for each name, in this order. A key is written so
+    wherever it is (no space before a colon, else this gives up), and a string cannot hold it
+    (its quotes would be escaped), so one occurrence is the top-level key itself."""
+    lines = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
+    if pc.any(pc.match_substring_regex(lines, r'"[ \t\r]+:')).as_py():
+        raise NotColumnar("a key spaced from its colon")
+    before = None
+    for name in names:
+        key = f'"{name}":'
+        if json.dumps(name) != f'"{name}"':
+            raise NotColumnar(f"a key to escape: {name!r}")
+        if not pc.all(pc.equal(pc.count_substring(lines, key), 1)).as_py():
+            raise NotColumnar(f"key {name!r} more than once on a line, or missing")
+        at = pc.find_substring(lines, key)
+        if before is not None and not pc.all(pc.less(before, at)).as_py():
+            raise NotColumnar("keys in another order than the columns")
+        before = at
 
 
 def csv_batches(uri: str, delimiter: str, strip_headers: bool) -> Iterator[pa.Table]:
@@ -358,6 +405,33 @@ def ordinal_ids(split: str, rows: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(
         f"{split}-", pc.utf8_lpad(pc.cast(rows, pa.string()), 5, "0"), ""
     )
+
+
+def json_values(values: pa.Array) -> pa.Array:
+    """Each value's JSON text as the row path writes it: text, whole numbers, booleans, lists
+    of text, nulls (anything else gives up: a float's text could differ from Python's)."""
+    kind = values.type
+    if pa.types.is_string(kind):
+        text = pc.binary_join_element_wise('"', json_escape(values), '"', "")
+    elif pa.types.is_integer(kind):
+        text = pc.cast(values, pa.string())
+    elif pa.types.is_boolean(kind):
+        text = pc.if_else(values, "true", "false")
+    elif pa.types.is_list(kind) and pa.types.is_null(kind.value_type):  # only empty lists
+        if len(values.flatten()):
+            raise NotColumnar("a list of nulls")
+        text = pa.repeat(pa.scalar("[]"), len(values))
+    elif pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        items = values.values.slice(values.offsets[0].as_py(), len(values.flatten()))
+        if items.null_count:
+            raise NotColumnar("a null inside a list")
+        offsets = pc.subtract(values.offsets, values.offsets[0])
+        quoted = pc.binary_join_element_wise('"', json_escape(items), '"', "")
+        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, quoted), ",")
+        text = pc.binary_join_element_wise("[", joined, "]", "")
+    else:
+        raise NotColumnar(f"a {kind} value")
+    return pc.if_else(pc.is_null(values), "null", text) if values.null_count else text
 
 
 def json_escape(values: pa.Array) -> pa.Array:

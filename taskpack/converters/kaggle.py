@@ -36,13 +36,7 @@ from taskpack.converters._columnar import (
     text_columns,
 )
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import (
-    Record,
-    RowError,
-    base_suffix,
-    iter_table_rows,
-    map_rows,
-)
+from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 
@@ -177,17 +171,15 @@ def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
 
 
 def read_columns(uri: str, split: str, options: KaggleOptions) -> Iterator[Batch]:
-    """`read`, a batch at a time (see `_columnar`), for CSV, TSV and Parquet tables of text
-    cells. (Not JSON Lines: each line's own key order orders its metadata, which Arrow's
-    columns do not keep.)"""
+    """`read`, a batch at a time (see `_columnar`), for tables of text cells."""
     import pyarrow.compute as pc
 
-    if base_suffix(uri) not in (".csv", ".tsv", ".txt", ".parquet"):
-        raise NotColumnar(uri)
     answer, labels = options.answer_column, options.choice_columns
-    template, unchecked = None, {}
+    template, unchecked, names = None, {}, None
     first = 0
-    for table in table_batches(uri, options.delimiter, options.strip_headers):
+    for table in table_batches(uri, options.delimiter, options.strip_headers, keyed=True):
+        if names not in (None, table.schema.names):
+            raise NotColumnar("fields that change between rows")
         names = table.schema.names
         columns = dict(zip(names, text_columns(table, names), strict=True))
         if template is None:

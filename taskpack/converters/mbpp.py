@@ -13,12 +13,49 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from taskpack.converters._columnar import (
+    ROW,
+    Batch,
+    NotColumnar,
+    Template,
+    json_slot,
+    json_values,
+    row_numbers,
+    slot,
+    table_batches,
+    task_ids,
+    text_columns,
+)
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
 from taskpack.model import Task
 
 TEST_FILE = "test.py"
+_TESTS_FOLLOW = "\nYour code should pass these tests:\n\n"
 _CALL = re.compile(r"assert\s+\(?\s*(?:not\s+)?(?:math\.isclose\()?\s*([A-Za-z_]\w*)\s*\(")
+
+
+def _task(
+    split: str,
+    row: int,
+    prompt: str,
+    code: str,
+    entry_point: str,
+    test_code: str,
+    metadata: dict[str, Any],
+) -> dict[str, Any]:
+    """Task fields from a row's values: the row path's mapping, also the columnar template's."""
+    return {
+        "prompt": prompt,
+        "solution": code,
+        "reward": {"kind": "unit_tests", "entry_point": entry_point, "test_file": TEST_FILE},
+        "files": [{"path": TEST_FILE, "data": test_code.encode("utf-8"), "role": "tests"}],
+        "source": {"format": "mbpp", "split": split, "row": row},
+        "metadata": metadata,
+    }
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
@@ -34,15 +71,102 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
         test_code = "".join(f"{line}\n" for line in [setup, *tests] if line)
         return {
             "id": f"mbpp-{need(row, 'task_id', int)}",
-            "prompt": f"{text}\nYour code should pass these tests:\n\n" + "\n".join(tests),
-            "solution": need(row, "code"),
-            "reward": {"kind": "unit_tests", "entry_point": match.group(1), "test_file": TEST_FILE},
-            "files": [{"path": TEST_FILE, "data": test_code.encode("utf-8"), "role": "tests"}],
-            "source": {"format": "mbpp", "split": split, "row": ordinal},
-            "metadata": {k: v for k, v in row.items() if k != "code"},
+            **_task(
+                split,
+                ordinal,
+                f"{text}{_TESTS_FOLLOW}" + "\n".join(tests),
+                need(row, "code"),
+                match.group(1),
+                test_code,
+                {k: v for k, v in row.items() if k != "code"},
+            ),
         }
 
     return map_rows(iter_table_rows(uri), convert)
+
+
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+    """`read`, a batch at a time (see `_columnar`): rows with `task_id` (a whole number),
+    `code` and `text` or `prompt` (text), `test_list` (a list of text), and further fields of
+    text, whole numbers, booleans or lists of text; first tests in plain ASCII."""
+    template, names, first = None, None, 0
+    for table in table_batches(uri, keyed=True):
+        if template is None:
+            names = table.schema.names
+            needed = {"task_id", "code", "test_list"}
+            if not needed <= set(names) or not {"text", "prompt"} & set(names):
+                raise NotColumnar(f"columns {names}")
+            if any(n.startswith("#") for n in names):  # the template's own slots
+                raise NotColumnar(f"columns {names}")
+            template = Template(
+                _task(
+                    split,
+                    ROW,
+                    slot("#prompt"),
+                    slot("code"),
+                    slot("#entry_point"),
+                    slot("#test_code"),
+                    {n: json_slot(n) for n in names if n != "code"},
+                )
+            )
+        if table.schema.names != names:
+            raise NotColumnar("fields that change between rows")
+        text_name = "text" if "text" in names else "prompt"
+        code, text = text_columns(table, ["code", text_name])
+        task_id = table.column("task_id").combine_chunks()
+        if not pa.types.is_integer(task_id.type) or task_id.null_count:
+            raise NotColumnar("a task_id that is not a whole number")
+        tests = table.column("test_list").combine_chunks()
+        test_code, entry_point = _tests(table, tests)
+        columns = {
+            "code": code,
+            "#prompt": pc.binary_join_element_wise(
+                text, pc.binary_join(tests, "\n"), _TESTS_FOLLOW
+            ),
+            "#entry_point": entry_point,
+            "#test_code": test_code,
+            **{n: json_values(table.column(n).combine_chunks()) for n in names if n != "code"},
+        }
+        ids = pc.binary_join_element_wise("mbpp-", pc.cast(task_id, pa.string()), "")
+        yield template.fill(task_ids(ids), columns, row_numbers(first, table.num_rows))
+        first += table.num_rows
+
+
+# The entry-point pattern for RE2, on text Python's `_CALL` reads alike: with no form feed,
+# vertical tab or \x1c-\x1f, `\s` is these four characters; on ASCII, `\w` is this class.
+_CALL_RE2 = (
+    r"assert[ \t\n\r]+\(?[ \t\n\r]*(?:not[ \t\n\r]+)?(?:math\.isclose\()?[ \t\n\r]*"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t\n\r]*\("
+)
+
+
+def _tests(table: pa.Table, tests: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Each row's test file text and entry point, as `read` makes them."""
+    if not pa.types.is_list(tests.type) or not pa.types.is_string(tests.type.value_type):
+        raise NotColumnar("a test_list that is not a list of text")
+    if tests.null_count or pc.min(pc.list_value_length(tests)).as_py() < 1:
+        raise NotColumnar("an empty test_list")
+    items = tests.values.slice(tests.offsets[0].as_py(), len(tests.flatten()))
+    if items.null_count:
+        raise NotColumnar("a test that is not text")
+    head = pc.list_element(tests, 0)
+    if not pc.all(pc.match_substring_regex(head, r"^[\t\n\r -~]*$")).as_py():
+        raise NotColumnar("a first test that is not plain ASCII")
+    found = pc.extract_regex(head, _CALL_RE2)
+    if found.null_count:
+        raise NotColumnar("a first test without `assert f(...)`")
+    # Each non-empty test and the setup code (when there is some), each with its newline.
+    lines = pc.if_else(pc.equal(items, ""), "", pc.binary_join_element_wise(items, "\n", ""))
+    offsets = pc.subtract(tests.offsets, tests.offsets[0])
+    body = pc.binary_join(pa.ListArray.from_arrays(offsets, lines), "")
+    setup: pa.Array | str = ""
+    if "test_setup_code" in table.schema.names:
+        code = table.column("test_setup_code").combine_chunks()
+        if not pa.types.is_string(code.type):
+            raise NotColumnar("a test_setup_code that is not text")
+        code = pc.fill_null(code, "")
+        setup = pc.if_else(pc.equal(code, ""), "", pc.binary_join_element_wise(code, "\n", ""))
+    return pc.binary_join_element_wise(setup, body, ""), pc.struct_field(found, "name")
 
 
 def source_row(task: Task) -> dict[str, Any]:
@@ -50,5 +174,8 @@ def source_row(task: Task) -> dict[str, Any]:
 
 
 FORMAT = Format(
-    name="mbpp", summary="MBPP JSONL: problem text, reference code, assert tests.", read=read
+    name="mbpp",
+    summary="MBPP JSONL: problem text, reference code, assert tests.",
+    read=read,
+    read_columns=read_columns,
 )
