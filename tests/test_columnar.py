@@ -15,6 +15,7 @@ from taskpack.converters._columnar import NotColumnar
 from taskpack.errors import TaskpackError
 from taskpack.importer import import_sources
 
+from .conftest import DATA
 from .test_records import SOURCES, _id
 
 
@@ -60,7 +61,7 @@ def test_both_paths_write_the_same_task_set(
         assert columnar_reads(src, fmt, options)
 
 
-COLUMNAR = {"gsm8k", "humaneval", "kaggle"}
+COLUMNAR = {"gsm8k", "humaneval", "kaggle", "swebench"}
 
 
 GOOD = {"question": 'Q "quoted" \\ back\tslash \u0001 é\u2028', "answer": "x\n#### 1,234 "}
@@ -396,3 +397,50 @@ def test_kaggle_json_lines_in_one_key_order_come_out_as_the_row_path_has_them(
         by_rows, by_columns = _both(tmp_path / case, src, "kaggle", SIMPLE)
         assert by_columns == by_rows and not isinstance(by_rows, str)
         assert columnar_reads(src, "kaggle", SIMPLE) == takes  # metadata keeps a line's order
+
+
+SWE = json.loads((DATA / "swebench" / "swebench_lite_test.jsonl").open().readline())
+
+
+def _swe(**changes: Any) -> dict[str, Any]:
+    return {**SWE, "instance_id": "other__other-1", **changes}
+
+
+@pytest.mark.parametrize(
+    ("case", "lines", "takes"),
+    [
+        ("good", [SWE, _swe()], True),
+        ("a null setup commit", [SWE, _swe(environment_setup_commit=None)], True),
+        ("empty test lists", [_swe(FAIL_TO_PASS="[]", PASS_TO_PASS="[]")], True),
+        ("compact test lists", [SWE, _swe(FAIL_TO_PASS='["a","b"]')], False),
+        ("a test list that is no list", [SWE, _swe(FAIL_TO_PASS='"a"')], False),
+        ("a test list that is no JSON", [SWE, _swe(FAIL_TO_PASS="[a")], False),
+        ("a real list", [SWE, _swe(FAIL_TO_PASS=["a"])], False),
+        ("a non-ASCII test name", [SWE, _swe(FAIL_TO_PASS=json.dumps(["t\u00e9"]))], False),
+        ("a float version", [SWE, _swe(version=0.2)], False),
+        ("a date-like text", [SWE, _swe(created_at="2020-01-01")], True),
+        ("a nested field", [SWE, _swe(hints_text={"a": 1})], False),
+        ("an empty patch", [SWE, _swe(patch="")], True),
+    ],
+)
+def test_swebench_rows_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, lines: list[Any], takes: bool
+) -> None:
+    src = tmp_path / "src.jsonl"
+    _write(src, lines, "\n")
+    by_rows, by_columns = _both(tmp_path, src, "swebench", {})
+    assert by_columns == by_rows
+    assert columnar_reads(src, "swebench") == takes
+    if takes:
+        assert not isinstance(by_rows, str)
+
+
+def test_swebench_without_a_setup_commit_field_comes_out_as_the_row_path_has_it(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "src.jsonl"
+    rows = [{k: v for k, v in r.items() if k != "environment_setup_commit"} for r in (SWE, _swe())]
+    _write(src, rows, "\n")
+    by_rows, by_columns = _both(tmp_path, src, "swebench", {})
+    assert by_columns == by_rows and not isinstance(by_rows, str)
+    assert columnar_reads(src, "swebench")

@@ -293,6 +293,14 @@ def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
     try:
         table = pj.read_json(io.BytesIO(piece))
+        dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]
+        if dated:  # Arrow reads text that looks like a date as one; it is text here
+            schema = pa.schema(
+                [f.with_type(pa.string()) if f.name in dated else f for f in table.schema]
+            )
+            table = pj.read_json(
+                io.BytesIO(piece), parse_options=pj.ParseOptions(explicit_schema=schema)
+            )
         table.validate(full=True)  # the parser passes bytes that are not UTF-8 through
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise NotColumnar(str(e)) from None
@@ -304,12 +312,10 @@ def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
 
 
 def _check_key_order(piece: bytes, names: list[str]) -> None:
-    """Every line holds `"<name>":` once for each name, in this order. A key is written so
-    wherever it is (no space before a colon, else this gives up), and a string cannot hold it
-    (its quotes would be escaped), so one occurrence is the top-level key itself."""
+    """Every line holds `"<name>":` once for each name, in this order, and never `"<name>" :`.
+    A string cannot hold `"<name>":` (its quotes would be escaped), so then that one
+    occurrence is the top-level key itself."""
     lines = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
-    if pc.any(pc.match_substring_regex(lines, r'"[ \t\r]+:')).as_py():
-        raise NotColumnar("a key spaced from its colon")
     before = None
     for name in names:
         key = f'"{name}":'
@@ -317,6 +323,8 @@ def _check_key_order(piece: bytes, names: list[str]) -> None:
             raise NotColumnar(f"a key to escape: {name!r}")
         if not pc.all(pc.equal(pc.count_substring(lines, key), 1)).as_py():
             raise NotColumnar(f"key {name!r} more than once on a line, or missing")
+        if pc.any(pc.match_substring_regex(lines, f'"{re.escape(name)}"[ \\t\\r]+:')).as_py():
+            raise NotColumnar(f"key {name!r} spaced from its colon")
         at = pc.find_substring(lines, key)
         if before is not None and not pc.all(pc.less(before, at)).as_py():
             raise NotColumnar("keys in another order than the columns")
@@ -417,21 +425,24 @@ def json_values(values: pa.Array) -> pa.Array:
         text = pc.cast(values, pa.string())
     elif pa.types.is_boolean(kind):
         text = pc.if_else(values, "true", "false")
-    elif pa.types.is_list(kind) and pa.types.is_null(kind.value_type):  # only empty lists
-        if len(values.flatten()):
-            raise NotColumnar("a list of nulls")
-        text = pa.repeat(pa.scalar("[]"), len(values))
-    elif pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
-        items = values.values.slice(values.offsets[0].as_py(), len(values.flatten()))
-        if items.null_count:
-            raise NotColumnar("a null inside a list")
-        offsets = pc.subtract(values.offsets, values.offsets[0])
-        quoted = pc.binary_join_element_wise('"', json_escape(items), '"', "")
-        joined = pc.binary_join(pa.ListArray.from_arrays(offsets, quoted), ",")
-        text = pc.binary_join_element_wise("[", joined, "]", "")
+    elif pa.types.is_list(kind):
+        text = pc.binary_join_element_wise("[", json_items(values), "]", "")
     else:
         raise NotColumnar(f"a {kind} value")
     return pc.if_else(pc.is_null(values), "null", text) if values.null_count else text
+
+
+def json_items(values: pa.Array, separator: str = ",") -> pa.Array:
+    """Each list's items, all text, as JSON strings joined by `separator` (no brackets)."""
+    kind = values.type
+    items = values.flatten()
+    if pa.types.is_null(kind.value_type) and not len(items):  # only empty lists
+        return pc.if_else(pc.is_null(values), pa.scalar(None, pa.string()), "")
+    if not pa.types.is_string(kind.value_type) or items.null_count:
+        raise NotColumnar("a list of something other than text")
+    offsets = pc.subtract(values.offsets, values.offsets[0])
+    quoted = pc.binary_join_element_wise('"', json_escape(items), '"', "")
+    return pc.binary_join(pa.ListArray.from_arrays(offsets, quoted), separator)
 
 
 def json_escape(values: pa.Array) -> pa.Array:

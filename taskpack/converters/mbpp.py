@@ -146,7 +146,7 @@ def _tests(table: pa.Table, tests: pa.Array) -> tuple[pa.Array, pa.Array]:
         raise NotColumnar("a test_list that is not a list of text")
     if tests.null_count or pc.min(pc.list_value_length(tests)).as_py() < 1:
         raise NotColumnar("an empty test_list")
-    items = tests.values.slice(tests.offsets[0].as_py(), len(tests.flatten()))
+    items = tests.flatten()
     if items.null_count:
         raise NotColumnar("a test that is not text")
     head = pc.list_element(tests, 0)

@@ -14,6 +14,22 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
+
+from taskpack.converters._columnar import (
+    ROW,
+    Batch,
+    NotColumnar,
+    Template,
+    json_items,
+    json_slot,
+    json_values,
+    row_numbers,
+    slot,
+    table_batches,
+    task_ids,
+    text_columns,
+)
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
 from taskpack.model import Task
@@ -81,6 +97,65 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return map_rows(iter_table_rows(uri), lambda row, n: to_task(row, split, n))
 
 
+_TEXT = ("instance_id", "problem_statement", "patch", "test_patch", "repo", "base_commit")
+
+
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+    """`read`, a batch at a time (see `_columnar`): rows whose mapped fields are text, whose
+    test lists are JSON text as `json.dumps` writes it (then nothing is kept raw) of plain-ASCII
+    test names, and whose other fields are text, whole numbers, booleans or lists of text."""
+    template, names, first = None, None, 0
+    for table in table_batches(uri, keyed=True):
+        if names not in (None, table.schema.names):
+            raise NotColumnar("fields that change between rows")
+        names = table.schema.names
+        if not {*_TEXT, *_TEST_LISTS} <= set(names) or any(n.startswith("#") for n in names):
+            raise NotColumnar(f"columns {names}")
+        if template is None:
+            row: dict[str, Any] = {n: json_slot(n) for n in names}
+            row |= {n: slot(n) for n in _TEXT}
+            row |= {key: json.dumps([json_slot(f"#{key}")]) for key in _TEST_LISTS}
+            template = Template(to_task(row, split, ROW))
+        columns = dict(zip(_TEXT, text_columns(table, _TEXT), strict=True))
+        for key in _TEST_LISTS:
+            columns[f"#{key}"] = _test_names(text_columns(table, [key])[0])
+        others = [n for n in names if n not in _TEXT and n not in _TEST_LISTS]
+        columns |= {n: json_values(table.column(n).combine_chunks()) for n in others}
+        ids = task_ids(columns["instance_id"])
+        yield template.fill(ids, columns, row_numbers(first, table.num_rows))
+        first += table.num_rows
+
+
+def _test_names(raw: pa.Array) -> pa.Array:
+    """The test names in each JSON list, as JSON strings joined by commas, where the list's
+    text is exactly `json.dumps` of plain-ASCII names (as upstream writes it)."""
+    import io
+
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    if pc.any(pc.match_substring(raw, "\n")).as_py():
+        raise NotColumnar("a test list over several lines")
+    lines = pc.binary_join_element_wise('{"t":', raw, "}", "")
+    one = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+    try:
+        parsed = pj.read_json(io.BytesIO(pc.binary_join(one, "\n")[0].as_buffer()))
+    except pa.ArrowInvalid as e:
+        raise NotColumnar(str(e)) from None
+    if parsed.num_rows != len(raw) or not pa.types.is_list(parsed.schema.field("t").type):
+        raise NotColumnar("a test list that is not a JSON list")
+    names = parsed.column("t").combine_chunks()
+    if names.null_count:
+        raise NotColumnar("a null test list")
+    written = json_items(names, ", ")
+    if not pc.all(pc.equal(pc.binary_join_element_wise("[", written, "]", ""), raw)).as_py():
+        raise NotColumnar("a test list that json.dumps would write otherwise")
+    items = names.flatten()
+    if len(items) and not pc.all(pc.string_is_ascii(items)).as_py():
+        raise NotColumnar("a test name that is not plain ASCII")
+    return json_items(names)
+
+
 def source_row(task: Task) -> dict[str, Any]:
     reward, env = task.reward, task.environment
     assert reward is not None and reward.kind == "swe_tests" and env is not None
@@ -104,4 +179,5 @@ FORMAT = Format(
     name="swebench",
     summary="SWE-bench instances (Lite, Verified, full): problem statement, patches, test lists.",
     read=read,
+    read_columns=read_columns,
 )
