@@ -61,7 +61,7 @@ def test_both_paths_write_the_same_task_set(
         assert columnar_reads(src, fmt, options)
 
 
-COLUMNAR = {"gsm8k", "humaneval", "kaggle", "swebench"}
+COLUMNAR = {"gsm8k", "humaneval", "kaggle", "skyrl", "swebench"}
 
 
 GOOD = {"question": 'Q "quoted" \\ back\tslash \u0001 é\u2028', "answer": "x\n#### 1,234 "}
@@ -444,3 +444,43 @@ def test_swebench_without_a_setup_commit_field_comes_out_as_the_row_path_has_it(
     by_rows, by_columns = _both(tmp_path, src, "swebench", {})
     assert by_columns == by_rows and not isinstance(by_rows, str)
     assert columnar_reads(src, "swebench")
+
+
+SKYRL = pq.read_table(DATA / "peers" / "skyrl" / "gsm8k" / "validation.parquet").slice(0, 3)
+
+
+def _skyrl(**columns: Any) -> Any:
+    """The first SkyRL rows with some columns replaced (row 1's value first, then row 0's)."""
+    import pyarrow as pa
+
+    rows = SKYRL.to_pylist()
+    for name, value in columns.items():
+        rows[1][name] = value
+    return pa.Table.from_pylist(rows)
+
+
+@pytest.mark.parametrize(
+    ("case", "columns", "takes"),
+    [
+        ("as SkyRL writes it", {}, True),
+        ("data_source skyrl", {"data_source": "skyrl"}, False),
+        ("another env_class", {"env_class": "multiply"}, False),
+        ("another method", {"reward_spec": {"method": "x", "ground_truth": "1"}}, False),
+        ("a null ground truth", {"reward_spec": {"method": "rule", "ground_truth": None}}, False),
+        ("another role", {"prompt": [{"role": "system", "content": "q"}]}, False),
+        ("two messages", {"prompt": [{"role": "user", "content": "q"}] * 2}, False),
+        ("a null content", {"prompt": [{"role": "user", "content": None}]}, False),
+        ("an id", {"extra_info": {"split": "t", "index": 1, "answer": "a", "id": "x"}}, False),
+        ("a float", {"extra_info": {"split": "t", "index": 1.5, "answer": "a"}}, False),
+        ("a null field", {"extra_info": {"split": None, "index": 1, "answer": "a"}}, True),
+        ("an embedded task", {"extra_info": {"split": "t", "taskpack": "{}"}}, False),
+    ],
+)
+def test_skyrl_rows_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, columns: dict[str, Any], takes: bool
+) -> None:
+    src = tmp_path / "src.parquet"
+    pq.write_table(_skyrl(**columns), src)
+    by_rows, by_columns = _both(tmp_path, src, "skyrl", {})
+    assert by_columns == by_rows
+    assert columnar_reads(src, "skyrl") == takes

@@ -36,7 +36,7 @@ def read_rows(
     `embedded(row)` returns the whole task when the row carries one (written with `embed`);
     it is then taken as is.
     """
-    probe = Target(fmt.write_options(), Losses(fmt.name))
+    probe = _probe(fmt)
     for ordinal, record in enumerate(records):
         row = record.task
         if isinstance(row, dict):
@@ -50,6 +50,18 @@ def read_rows(
             except RowError as e:
                 record.task, record.error = None, str(e)
         yield record
+
+
+def native_task(
+    fmt: Format, row: dict[str, Any], ordinal: int, to_task: ToTask, to_row: ToRow
+) -> Task:
+    """The task of one native row, its residue in `extras.<format>` (as `read_rows` reads it)."""
+    return _native(fmt, row, ordinal, to_task, to_row, _probe(fmt))
+
+
+def _probe(fmt: Format) -> Target:
+    """Where `to_row` writes when a residue is computed (its losses are not the reader's)."""
+    return Target(fmt.write_options(), Losses(fmt.name))
 
 
 def _native(

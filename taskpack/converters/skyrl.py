@@ -17,15 +17,29 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pydantic import Field
 
 from taskpack import records
 from taskpack.converters import swebench
 from taskpack.converters._chat import read_messages, text_messages
+from taskpack.converters._columnar import (
+    ROW,
+    Batch,
+    NotColumnar,
+    Template,
+    json_slot,
+    json_values,
+    ordinal_ids,
+    row_numbers,
+    slot,
+    table_batches,
+    text_columns,
+)
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rowfile import write_parquet_rows
-from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._rows import Hints, native_task, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Task
 
@@ -147,10 +161,120 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     )
 
 
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+    """`read`, a batch at a time (see `_columnar`), for rows as SkyRL's dataset scripts write
+    them: exactly `data_source` (text, not "skyrl"), `env_class` and `reward_spec.method` (one
+    text each for the whole source), `reward_spec.ground_truth` (text), `prompt` (the same
+    roles in every row, text contents) and `extra_info` (JSON values, no id, no embedded task).
+    The residue is the row path's, computed once on a row of slots: with these checks its
+    comparisons come out the same for every row."""
+    import pyarrow.compute as pc
+
+    template: Template | None = None
+    constants: dict[str, Any] = {}
+    first = 0
+    for table in table_batches(uri, keyed=True):
+        names = table.schema.names
+        if sorted(names) != sorted(_SHAPE) or table.num_rows == 0:
+            raise NotColumnar(f"columns {names}")
+        shape = _shape(table)
+        if template is None:
+            constants = shape
+            row = {
+                "data_source": slot("#data_source"),
+                "prompt": [
+                    {"role": role, "content": slot(f"#content{k}")}
+                    for k, role in enumerate(shape["roles"])
+                ],
+                "env_class": shape["env_class"],
+                "reward_spec": {"method": shape["method"], "ground_truth": slot("#answer")},
+                "extra_info": {n: json_slot(f"#extra.{n}") for n in shape["extra"]},
+            }
+            ordered = {n: row[n] for n in names}
+            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
+            template = Template(task.model_dump(mode="json"))
+        if shape != constants:
+            raise NotColumnar("a shape that changes between rows")
+        data_source = text_columns(table, ["data_source"])[0]
+        if pc.any(pc.equal(data_source, "skyrl")).as_py():
+            raise NotColumnar("data_source 'skyrl'")
+        prompt = table.column("prompt").combine_chunks()
+        spec = table.column("reward_spec").combine_chunks()
+        extra = table.column("extra_info").combine_chunks()
+        columns = {
+            "#data_source": data_source,
+            "#answer": _text(pc.struct_field(spec, "ground_truth")),
+            **{
+                f"#content{k}": _text(pc.struct_field(pc.list_element(prompt, k), "content"))
+                for k in range(len(shape["roles"]))
+            },
+            **{f"#extra.{n}": json_values(pc.struct_field(extra, n)) for n in shape["extra"]},
+        }
+        rows = row_numbers(first, table.num_rows)
+        yield template.fill(ordinal_ids(split, rows), columns, rows)
+        first += table.num_rows
+
+
+_SHAPE = ("data_source", "prompt", "env_class", "reward_spec", "extra_info")
+
+
+def _shape(table: pa.Table) -> dict[str, Any]:
+    """What must be the same in every row of the source for one template to serve: the roles
+    of the prompt, `env_class`, the reward method and the fields of `extra_info`."""
+    import pyarrow.compute as pc
+
+    prompt = table.column("prompt").combine_chunks()
+    spec = table.column("reward_spec").combine_chunks()
+    extra = table.column("extra_info").combine_chunks()
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    kinds = (prompt.type, spec.type, extra.type)
+    if kinds[0] != pa.list_(message) and kinds[0] != pa.large_list(message):
+        raise NotColumnar(f"prompt of type {kinds[0]}")
+    if not pa.types.is_struct(kinds[1]) or sorted(f.name for f in kinds[1]) != [
+        "ground_truth",
+        "method",
+    ]:
+        raise NotColumnar(f"reward_spec of type {kinds[1]}")
+    if not pa.types.is_struct(kinds[2]) or {"id", PAYLOAD_KEY} & {f.name for f in kinds[2]}:
+        raise NotColumnar(f"extra_info of type {kinds[2]}")
+    if prompt.null_count or spec.null_count or extra.null_count:
+        raise NotColumnar("a null prompt, reward_spec or extra_info")
+    lengths = pc.list_value_length(prompt)
+    if pc.min(lengths).as_py() != pc.max(lengths).as_py():
+        raise NotColumnar("prompts of different lengths")
+    roles = []
+    for k in range(pc.min(lengths).as_py()):
+        role = pc.struct_field(pc.list_element(prompt, k), "role")
+        roles.append(_one(role))
+    return {
+        "roles": roles,
+        "env_class": _one(text_columns(table, ["env_class"])[0]),
+        "method": _one(pc.struct_field(spec, "method")),
+        "extra": [f.name for f in kinds[2]],
+    }
+
+
+def _one(values: pa.Array) -> str:
+    """The one text every value is."""
+    import pyarrow.compute as pc
+
+    values = _text(values)
+    if pc.count_distinct(values).as_py() != 1:
+        raise NotColumnar("a value that changes between rows")
+    return str(values[0].as_py())
+
+
+def _text(values: pa.Array) -> pa.Array:
+    if not pa.types.is_string(values.type) or values.null_count:
+        raise NotColumnar("a null or a value that is not text")
+    return values
+
+
 FORMAT = Format(
     name="skyrl",
     summary="SkyRL training Parquet: data_source, prompt, env_class, reward_spec, extra_info.",
     read=read,
+    read_columns=read_columns,
     write=write,
     write_options=SkyrlWriteOptions,
     carries=lambda task: _SWE_CARRIES if isinstance(task.reward, records.SweTests) else _CARRIES,
