@@ -57,11 +57,11 @@ def test_both_paths_write_the_same_task_set(
     by_rows = outcome(tmp_path, "rows", src, fmt, options, columnar=False)
     by_columns = outcome(tmp_path, "columns", src, fmt, options, columnar=True)
     assert by_columns == by_rows
-    if fmt in COLUMNAR:  # the real data takes the columnar path, not the fallback
+    if fmt in COLUMNAR and src.is_file():  # real files take the columnar path, no fallback
         assert columnar_reads(src, fmt, options)
 
 
-COLUMNAR = {"gsm8k", "humaneval", "kaggle", "skyrl", "swebench"}
+COLUMNAR = {"gsm8k", "humaneval", "kaggle", "skyrl", "swebench", "verifiers"}
 
 
 GOOD = {"question": 'Q "quoted" \\ back\tslash \u0001 é\u2028', "answer": "x\n#### 1,234 "}
@@ -484,3 +484,58 @@ def test_skyrl_rows_come_out_as_the_row_path_has_them(
     by_rows, by_columns = _both(tmp_path, src, "skyrl", {})
     assert by_columns == by_rows
     assert columnar_reads(src, "skyrl") == takes
+
+
+VERIFIERS = pq.read_table(DATA / "peers" / "verifiers" / "gsm8k" / "test.parquet").slice(0, 3)
+
+
+@pytest.mark.parametrize(
+    ("case", "change", "takes"),
+    [
+        ("as Verifiers writes it", {}, True),
+        ("one question not the user message", {"question": "other"}, False),
+        ("a negative example_id", {"example_id": -1}, False),
+        ("a duplicate example_id", {"example_id": 0}, False),
+        ("a null answer", {"answer": None}, False),
+        ("another role", {"prompt": [{"role": "user", "content": "q"}]}, False),
+        ("no user message", {"prompt": [{"role": "system", "content": "s"}] * 2}, False),
+    ],
+)
+def test_verifiers_rows_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, change: dict[str, Any], takes: bool
+) -> None:
+    import pyarrow as pa
+
+    rows = VERIFIERS.to_pylist()
+    rows[1].update(change)
+    if case == "no user message":
+        for row in rows:
+            row.update(change)
+    src = tmp_path / "src.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), src)
+    by_rows, by_columns = _both(tmp_path, src, "verifiers", {})
+    assert by_columns == by_rows
+    assert columnar_reads(src, "verifiers") == takes
+
+
+@pytest.mark.parametrize(
+    ("case", "table", "takes"),
+    [
+        ("questions never the user message", {"question": ["a", "b"]}, True),
+        ("an example_id as text", {"example_id": ["0", "1"]}, False),
+        ("an info column", {"info": ["{}", "{}"]}, False),
+    ],
+)
+def test_verifiers_tables_of_another_shape_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, table: dict[str, Any], takes: bool
+) -> None:
+    import pyarrow as pa
+
+    prompt = [[{"role": "system", "content": "s"}, {"role": "user", "content": q}] for q in "xy"]
+    columns = {"question": ["x", "y"], "answer": ["1", "2"], "example_id": [0, 1]}
+    columns |= {"prompt": prompt, **table}
+    src = tmp_path / "src.parquet"
+    pq.write_table(pa.table(columns), src)
+    by_rows, by_columns = _both(tmp_path, src, "verifiers", {})
+    assert by_columns == by_rows and not isinstance(by_rows, str)
+    assert columnar_reads(src, "verifiers") == takes

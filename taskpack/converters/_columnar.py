@@ -392,10 +392,37 @@ def strings(table: pa.Table, *names: str) -> list[pa.Array]:
 
 def text_columns(table: pa.Table, names: Sequence[str]) -> list[pa.Array]:
     """Columns `names` of the table, each text and never null."""
-    columns = [table.column(n).combine_chunks() for n in names]
-    if any(not pa.types.is_string(c.type) or c.null_count for c in columns):
+    return [text(table.column(n).combine_chunks()) for n in names]
+
+
+def text(values: pa.Array) -> pa.Array:
+    """`values`, which must be text and never null."""
+    if not pa.types.is_string(values.type) or values.null_count:
         raise NotColumnar("a null or a value that is not text")
-    return columns
+    return values
+
+
+def messages(prompt: pa.Array | pa.ChunkedArray) -> tuple[list[str], list[pa.Array]]:
+    """The roles and the content columns of chat prompts that hold the same roles in every
+    row, each message exactly a role and a text content (as the frameworks' scripts write)."""
+    prompt = prompt.combine_chunks() if isinstance(prompt, pa.ChunkedArray) else prompt
+    message = pa.struct([("role", pa.string()), ("content", pa.string())])
+    if prompt.type not in (pa.list_(message), pa.large_list(message)) or prompt.null_count:
+        raise NotColumnar(f"a prompt of type {prompt.type}, or none")
+    lengths = pc.list_value_length(prompt)
+    count = pc.min(lengths).as_py() if len(prompt) else 0
+    if count != pc.max(lengths).as_py():
+        raise NotColumnar("prompts of different lengths")
+    items = [pc.list_element(prompt, k) for k in range(count)]
+    roles = [one_text(pc.struct_field(item, "role")) for item in items]
+    return roles, [text(pc.struct_field(item, "content")) for item in items]
+
+
+def one_text(values: pa.Array) -> str:
+    """The one text every value is (a constant of the template)."""
+    if pc.count_distinct(text(values)).as_py() != 1:
+        raise NotColumnar("a value that changes between rows")
+    return str(values[0].as_py())
 
 
 def task_ids(ids: pa.Array) -> pa.Array:

@@ -30,11 +30,13 @@ from taskpack.converters._columnar import (
     Template,
     json_slot,
     json_values,
+    messages,
+    one_text,
     ordinal_ids,
     row_numbers,
     slot,
     table_batches,
-    text_columns,
+    text,
 )
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
@@ -171,15 +173,16 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
     import pyarrow.compute as pc
 
     template: Template | None = None
-    constants: dict[str, Any] = {}
+    constants: tuple[Any, ...] = ()
     first = 0
     for table in table_batches(uri, keyed=True):
         names = table.schema.names
         if sorted(names) != sorted(_SHAPE) or table.num_rows == 0:
             raise NotColumnar(f"columns {names}")
         shape = _shape(table)
+        kept = (shape["roles"], shape["env_class"], shape["method"], list(shape["extra"]))
         if template is None:
-            constants = shape
+            constants = kept
             row = {
                 "data_source": slot("#data_source"),
                 "prompt": [
@@ -193,22 +196,16 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             ordered = {n: row[n] for n in names}
             task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
             template = Template(task.model_dump(mode="json"))
-        if shape != constants:
+        if kept != constants:
             raise NotColumnar("a shape that changes between rows")
-        data_source = text_columns(table, ["data_source"])[0]
+        data_source = text(table.column("data_source").combine_chunks())
         if pc.any(pc.equal(data_source, "skyrl")).as_py():
             raise NotColumnar("data_source 'skyrl'")
-        prompt = table.column("prompt").combine_chunks()
-        spec = table.column("reward_spec").combine_chunks()
-        extra = table.column("extra_info").combine_chunks()
         columns = {
             "#data_source": data_source,
-            "#answer": _text(pc.struct_field(spec, "ground_truth")),
-            **{
-                f"#content{k}": _text(pc.struct_field(pc.list_element(prompt, k), "content"))
-                for k in range(len(shape["roles"]))
-            },
-            **{f"#extra.{n}": json_values(pc.struct_field(extra, n)) for n in shape["extra"]},
+            "#answer": shape["ground_truth"],
+            **{f"#content{k}": c for k, c in enumerate(shape["contents"])},
+            **{f"#extra.{n}": values for n, values in shape["extra"].items()},
         }
         rows = row_numbers(first, table.num_rows)
         yield template.fill(ordinal_ids(split, rows), columns, rows)
@@ -223,51 +220,24 @@ def _shape(table: pa.Table) -> dict[str, Any]:
     of the prompt, `env_class`, the reward method and the fields of `extra_info`."""
     import pyarrow.compute as pc
 
-    prompt = table.column("prompt").combine_chunks()
     spec = table.column("reward_spec").combine_chunks()
     extra = table.column("extra_info").combine_chunks()
-    message = pa.struct([("role", pa.string()), ("content", pa.string())])
-    kinds = (prompt.type, spec.type, extra.type)
-    if kinds[0] != pa.list_(message) and kinds[0] != pa.large_list(message):
-        raise NotColumnar(f"prompt of type {kinds[0]}")
-    if not pa.types.is_struct(kinds[1]) or sorted(f.name for f in kinds[1]) != [
-        "ground_truth",
-        "method",
-    ]:
-        raise NotColumnar(f"reward_spec of type {kinds[1]}")
-    if not pa.types.is_struct(kinds[2]) or {"id", PAYLOAD_KEY} & {f.name for f in kinds[2]}:
-        raise NotColumnar(f"extra_info of type {kinds[2]}")
-    if prompt.null_count or spec.null_count or extra.null_count:
-        raise NotColumnar("a null prompt, reward_spec or extra_info")
-    lengths = pc.list_value_length(prompt)
-    if pc.min(lengths).as_py() != pc.max(lengths).as_py():
-        raise NotColumnar("prompts of different lengths")
-    roles = []
-    for k in range(pc.min(lengths).as_py()):
-        role = pc.struct_field(pc.list_element(prompt, k), "role")
-        roles.append(_one(role))
+    fields = [f.name for f in spec.type] if pa.types.is_struct(spec.type) else []
+    if sorted(fields) != ["ground_truth", "method"] or spec.null_count:
+        raise NotColumnar(f"reward_spec of type {spec.type}")
+    if not pa.types.is_struct(extra.type) or extra.null_count:
+        raise NotColumnar(f"extra_info of type {extra.type}")
+    if {"id", PAYLOAD_KEY} & {f.name for f in extra.type}:
+        raise NotColumnar("an id or a whole task in extra_info")
+    roles, contents = messages(table.column("prompt"))
     return {
         "roles": roles,
-        "env_class": _one(text_columns(table, ["env_class"])[0]),
-        "method": _one(pc.struct_field(spec, "method")),
-        "extra": [f.name for f in kinds[2]],
+        "contents": contents,
+        "env_class": one_text(table.column("env_class").combine_chunks()),
+        "method": one_text(pc.struct_field(spec, "method")),
+        "ground_truth": text(pc.struct_field(spec, "ground_truth")),
+        "extra": {f.name: json_values(pc.struct_field(extra, f.name)) for f in extra.type},
     }
-
-
-def _one(values: pa.Array) -> str:
-    """The one text every value is."""
-    import pyarrow.compute as pc
-
-    values = _text(values)
-    if pc.count_distinct(values).as_py() != 1:
-        raise NotColumnar("a value that changes between rows")
-    return str(values[0].as_py())
-
-
-def _text(values: pa.Array) -> pa.Array:
-    if not pa.types.is_string(values.type) or values.null_count:
-        raise NotColumnar("a null or a value that is not text")
-    return values
 
 
 FORMAT = Format(

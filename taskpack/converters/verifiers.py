@@ -20,12 +20,25 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
+from taskpack.converters._columnar import (
+    ROW,
+    Batch,
+    NotColumnar,
+    Template,
+    messages,
+    row_numbers,
+    slot,
+    table_batches,
+    text_columns,
+)
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rowfile import write_parquet_rows
-from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._rows import Hints, native_task, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.errors import require
 from taskpack.model import Task
@@ -143,10 +156,67 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return read_rows(FORMAT, _rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded)
 
 
+_COLUMNS = ("question", "answer", "example_id", "prompt")
+
+
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+    """`read`, a batch at a time (see `_columnar`), for files as `vf.SingleTurnEnv` datasets
+    hold them: exactly `question` and `answer` (text), `example_id` (a whole number, not
+    negative) and `prompt` (the same roles in every row, a user one among them, text contents),
+    the question either always or never the last user message. The residue is the row path's,
+    computed once on a row of slots that these checks keep true for every row."""
+    import pyarrow.compute as pc
+
+    template: Template | None = None
+    constants: tuple[Any, ...] = ()
+    first = 0
+    for table in table_batches(uri, keyed=True):
+        names = table.schema.names
+        if sorted(names) != sorted(_COLUMNS) or table.num_rows == 0:
+            raise NotColumnar(f"columns {names}")
+        roles, contents = messages(table.column("prompt"))
+        if "user" not in roles:
+            raise NotColumnar("a prompt without a user message")
+        last = len(roles) - 1 - roles[::-1].index("user")
+        question, answer = text_columns(table, ["question", "answer"])
+        asked = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
+        if asked not in (0, table.num_rows):
+            raise NotColumnar("a question that is the last user message only in some rows")
+        example_id = table.column("example_id").combine_chunks()
+        if not pa.types.is_integer(example_id.type) or example_id.null_count:
+            raise NotColumnar("an example_id that is not a whole number")
+        if pc.min(example_id).as_py() < 0:
+            raise NotColumnar("a negative example_id")  # its id is no number to write back
+        if template is None:
+            constants = (roles, asked)
+            row = {
+                "question": slot(f"#content{last}" if asked else "question"),
+                "answer": slot("answer"),
+                "example_id": 0,  # a number: the id is written back as it
+                "prompt": [
+                    {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
+                ],
+            }
+            ordered = {n: row[n] for n in names}
+            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
+            template = Template(task.model_dump(mode="json"))
+        if (roles, asked) != constants:
+            raise NotColumnar("a shape that changes between rows")
+        columns = {
+            "question": question,
+            "answer": answer,
+            **{f"#content{k}": c for k, c in enumerate(contents)},
+        }
+        ids = pc.cast(example_id, pa.string())
+        yield template.fill(ids, columns, row_numbers(first, table.num_rows))
+        first += table.num_rows
+
+
 FORMAT = Format(
     name="verifiers",
     summary="Verifiers 0.3 datasets (SingleTurnEnv): prompt, question, answer, example_id, info.",
     read=read,
+    read_columns=read_columns,
     write=write,
     carries=lambda task: _CARRIES | ({"files"} if _only_test_file(task) else set()),
 )
