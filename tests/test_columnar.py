@@ -539,3 +539,54 @@ def test_verifiers_tables_of_another_shape_come_out_as_the_row_path_has_them(
     by_rows, by_columns = _both(tmp_path, src, "verifiers", {})
     assert by_columns == by_rows and not isinstance(by_rows, str)
     assert columnar_reads(src, "verifiers") == takes
+
+
+@pytest.mark.parametrize(
+    ("case", "table", "takes"),
+    [
+        ("problem and answer", {"problem": ["1+1?", "2+2?"], "answer": ["2", "4"]}, True),
+        ("question and answer", {"question": ["a?", "b?"], "answer": ["x", ""]}, True),
+        (
+            "both, the same",
+            {"problem": ["p", "q"], "question": ["p", "q"], "answer": ["1", "2"]},
+            True,
+        ),
+        (
+            "both, never the same",
+            {"problem": ["p", "q"], "question": ["x", "y"], "answer": ["1", "2"]},
+            True,
+        ),
+        (
+            "both, once the same",
+            {"problem": ["p", "q"], "question": ["p", "y"], "answer": ["1", "2"]},
+            False,
+        ),
+        (
+            "text ids and more",
+            {"id": ["a", "b"], "problem": ["p", "q"], "answer": ["1", "2"], "level": [1, 2]},
+            True,
+        ),
+        ("whole-number ids", {"id": [7, 8], "problem": ["p", "q"], "answer": ["1", "2"]}, False),
+        (
+            "an empty problem",
+            {"problem": ["", "q"], "question": ["x", "y"], "answer": ["1", "2"]},
+            False,
+        ),
+        ("a null answer", {"problem": ["p", "q"], "answer": ["1", None]}, False),
+        (
+            "a float column",
+            {"problem": ["p", "q"], "answer": ["1", "2"], "score": [0.5, 1.0]},
+            False,
+        ),
+    ],
+)
+def test_gem_tables_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, table: dict[str, Any], takes: bool
+) -> None:
+    import pyarrow as pa
+
+    src = tmp_path / "src.parquet"
+    pq.write_table(pa.table(table), src)
+    by_rows, by_columns = _both(tmp_path, src, "gem", {})
+    assert by_columns == by_rows
+    assert columnar_reads(src, "gem") == takes

@@ -14,9 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from taskpack import records
+from taskpack.converters._columnar import (
+    ROW,
+    Batch,
+    NotColumnar,
+    Template,
+    json_slot,
+    json_values,
+    ordinal_ids,
+    row_numbers,
+    slot,
+    table_batches,
+    task_ids,
+    text_columns,
+)
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
-from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._rows import Hints, native_task, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Task
 
@@ -75,10 +89,53 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     )
 
 
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+    """`read`, a batch at a time (see `_columnar`), for tables of `problem` and/or `question`
+    (text, the first one never empty), `answer` (text), an optional text `id`, and other
+    columns of JSON values; with both texts, the question either always or never the problem.
+    The residue is the row path's, computed once on a row of slots these checks keep true."""
+    import pyarrow.compute as pc
+
+    template: Template | None = None
+    constants: tuple[Any, ...] = ()
+    first = 0
+    for table in table_batches(uri, keyed=True):
+        names = table.schema.names
+        texts = [n for n in ("problem", "question") if n in names]
+        if not texts or "answer" not in names or PAYLOAD_KEY in names or not table.num_rows:
+            raise NotColumnar(f"columns {names}")
+        if any(n.startswith("#") for n in names):  # the template's own slots
+            raise NotColumnar(f"columns {names}")
+        asked = text_columns(table, [*texts, "answer", *(["id"] if "id" in names else [])])
+        if pc.any(pc.equal(asked[0], "")).as_py():
+            raise NotColumnar(f"an empty {texts[0]}")  # the row path then asks the next one
+        same = len(texts) == 2 and pc.all(pc.equal(asked[0], asked[1])).as_py()
+        if len(texts) == 2 and not same and pc.any(pc.equal(asked[0], asked[1])).as_py():
+            raise NotColumnar("a question that is the problem only in some rows")
+        others = [n for n in names if n not in ("problem", "question", "answer", "id")]
+        if template is None:
+            constants = (names, same)
+            row: dict[str, Any] = {n: json_slot(n) for n in others}
+            row |= {n: slot(texts[0] if same else n) for n in texts}
+            row |= {n: slot(n) for n in ("answer", "id") if n in names}
+            ordered = {n: row[n] for n in names}
+            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
+            template = Template(task.model_dump(mode="json"))
+        if (names, same) != constants:
+            raise NotColumnar("a shape that changes between rows")
+        columns = dict(zip([*texts, "answer"], asked, strict=False))
+        columns |= {n: json_values(table.column(n).combine_chunks()) for n in others}
+        rows = row_numbers(first, table.num_rows)
+        ids = task_ids(asked[-1]) if "id" in names else ordinal_ids(split, rows)
+        yield template.fill(ids, columns, rows)
+        first += table.num_rows
+
+
 FORMAT = Format(
     name="gem",
     summary="GEM rows (Parquet): problem, question, answer.",
     read=read,
+    read_columns=read_columns,
     write=write,
     carries=frozenset({"prompt", "answer", "reward"}),
 )
