@@ -42,7 +42,7 @@ from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rowfile import write_parquet_rows
 from taskpack.converters._rows import Hints, native_task, read_rows, write_row
-from taskpack.converters._source import Record, iter_table_rows
+from taskpack.converters._source import Record, base_suffix, iter_table_rows
 from taskpack.model import Task
 
 ENV_CLASSES = {"numeric_match": "gsm8k"}
@@ -164,18 +164,20 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
 
 
 def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
-    """`read`, a batch at a time (see `_columnar`), for rows as SkyRL's dataset scripts write
-    them: exactly `data_source` (text, not "skyrl"), `env_class` and `reward_spec.method` (one
+    """`read`, a batch at a time (see `_columnar`), for Parquet as SkyRL's dataset scripts write
+    it: exactly `data_source` (text, not "skyrl"), `env_class` and `reward_spec.method` (one
     text each for the whole source), `reward_spec.ground_truth` (text), `prompt` (the same
     roles in every row, text contents) and `extra_info` (JSON values, no id, no embedded task).
     The residue is the row path's, computed once on a row of slots: with these checks its
     comparisons come out the same for every row."""
     import pyarrow.compute as pc
 
+    if base_suffix(uri) != ".parquet":  # in JSON Lines, extra_info's key order may vary
+        raise NotColumnar(uri)
     template: Template | None = None
     constants: tuple[Any, ...] = ()
     first = 0
-    for table in table_batches(uri, keyed=True):
+    for table in table_batches(uri):
         names = table.schema.names
         if sorted(names) != sorted(_SHAPE) or table.num_rows == 0:
             raise NotColumnar(f"columns {names}")
