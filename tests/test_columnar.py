@@ -590,3 +590,84 @@ def test_gem_tables_come_out_as_the_row_path_has_them(
     by_rows, by_columns = _both(tmp_path, src, "gem", {})
     assert by_columns == by_rows
     assert columnar_reads(src, "gem") == takes
+
+
+NEMO_COLUMNAR = [
+    "equivalence_llm_judge",
+    "openclaw_agent",
+    "prime_agent_math",
+    "ruler",
+    "swebench",
+    "text_to_sql",
+]
+
+
+@pytest.mark.parametrize("name", NEMO_COLUMNAR)
+def test_nemo_files_of_one_flat_shape_take_the_columnar_path(tmp_path: Path, name: str) -> None:
+    """NeMo Gym files whose rows are flat (no objects but the request, no floats) are read
+    columnar, to the same task set; the others fall back (both paths on all 71 files above)."""
+    src = DATA / "peers" / "nemo_gym" / f"{name}.jsonl"
+    by_rows, by_columns = _both(tmp_path, src, "nemo", {})
+    assert by_columns == by_rows and not isinstance(by_rows, str)
+    assert columnar_reads(src, "nemo")
+
+
+def _nemo(**fields: Any) -> dict[str, Any]:
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    return {"responses_create_params": {"input": messages}, "expected_answer": "1", **fields}
+
+
+@pytest.mark.parametrize(
+    ("case", "lines", "takes"),
+    [
+        ("flat", [_nemo(), _nemo(expected_answer="2")], True),
+        ("question the user message", [_nemo(question="q"), _nemo(question="q")], True),
+        ("question never it", [_nemo(question="a"), _nemo(question="b")], True),
+        ("question once it", [_nemo(question="q"), _nemo(question="b")], False),
+        ("own ids", [_nemo(id=7), _nemo(id="x")], False),
+        ("own text ids", [_nemo(id="x"), _nemo(id="y")], True),
+        ("an own id the task id", [_nemo(id="test-00000"), _nemo(id="y")], False),
+        ("a null answer", [_nemo(), _nemo(expected_answer=None)], False),
+        ("a list answer", [_nemo(expected_answer=["a"]), _nemo(expected_answer=[])], True),
+        ("a number answer", [_nemo(expected_answer=3), _nemo(expected_answer=4)], True),
+        (
+            "an empty user message",
+            [
+                _nemo(),
+                {
+                    "responses_create_params": {
+                        "input": [
+                            {"role": "system", "content": "s"},
+                            {"role": "user", "content": ""},
+                        ]
+                    },
+                    "expected_answer": "1",
+                },
+            ],
+            False,
+        ),
+        (
+            "a temperature",
+            [
+                _nemo(),
+                {
+                    **_nemo(),
+                    "responses_create_params": {
+                        "input": [{"role": "user", "content": "q"}],
+                        "temperature": 0.5,
+                    },
+                },
+            ],
+            False,
+        ),
+        ("input as text", [{"responses_create_params": {"input": "q"}}] * 2, False),
+    ],
+)
+def test_nemo_rows_come_out_as_the_row_path_has_them(
+    tmp_path: Path, case: str, lines: list[Any], takes: bool
+) -> None:
+    src = tmp_path / "src.jsonl"
+    _write(src, lines, "\n")
+    by_rows, by_columns = _both(tmp_path, src, "nemo", {})
+    assert by_columns == by_rows
+    assert columnar_reads(src, "nemo") == takes

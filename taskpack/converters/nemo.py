@@ -16,10 +16,26 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from taskpack import records
+from taskpack.converters._columnar import (
+    ROW,
+    Batch,
+    NotColumnar,
+    Template,
+    json_slot,
+    json_values,
+    messages,
+    ordinal_ids,
+    row_numbers,
+    slot,
+    table_batches,
+    text,
+)
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
-from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._rows import Hints, native_task, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows
 from taskpack.model import Item, Part, Task, Tool
 
@@ -228,10 +244,76 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     )
 
 
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+    """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
+    holds only `input`, messages of the same roles in every row with text contents (a user
+    one never empty), whose `expected_answer` and other fields are JSON values of one shape
+    (text, whole numbers, booleans, lists of text; never null), with `question` always or never
+    the last user message and an own `id` never the task id. The residue (`extras.nemo`) is
+    the row path's, computed once on a row of slots these checks keep true for every row."""
+    import pyarrow.compute as pc
+
+    template: Template | None = None
+    constants: tuple[Any, ...] = ()
+    first = 0
+    for table in table_batches(uri, keyed=True):
+        names = table.schema.names
+        params = table.column(PARAMS).combine_chunks() if PARAMS in names else None
+        if params is None or not pa.types.is_struct(params.type) or params.null_count:
+            raise NotColumnar(f"columns {names}")
+        if [f.name for f in params.type] != ["input"] or PAYLOAD_KEY in names:
+            raise NotColumnar(f"{PARAMS} fields {params.type}")
+        if any(n.startswith("#") for n in names):  # the template's own slots
+            raise NotColumnar(f"columns {names}")
+        roles, contents = messages(pc.struct_field(params, "input"))
+        last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
+        if last is not None and pc.any(pc.equal(contents[last], "")).as_py():
+            raise NotColumnar("an empty user message")  # then the row has no question
+        others = [n for n in names if n != PARAMS]
+        columns = {n: json_values(table.column(n).combine_chunks()) for n in others}
+        if any(columns[n].null_count or table.column(n).null_count for n in others):
+            raise NotColumnar("a null field")
+        rows = row_numbers(first, table.num_rows)
+        ids = ordinal_ids(split, rows)
+        if "id" in names and pc.any(pc.equal(columns["id"], _quoted(ids))).as_py():
+            raise NotColumnar("an own id that is the task id")
+        asked = 0
+        if "question" in names and last is not None:
+            question = text(table.column("question").combine_chunks())
+            asked = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
+            if asked not in (0, table.num_rows):
+                raise NotColumnar("a question that is the last user message only in some rows")
+        if template is None:
+            constants = (names, roles, asked)
+            row: dict[str, Any] = {n: json_slot(n) for n in others}
+            if asked:
+                row["question"] = slot(f"#content{last}")
+            row[PARAMS] = {
+                "input": [
+                    {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
+                ]
+            }
+            ordered = {n: row[n] for n in names}
+            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
+            template = Template(task.model_dump(mode="json"))
+        if (names, roles, asked) != constants:
+            raise NotColumnar("a shape that changes between rows")
+        columns |= {f"#content{k}": c for k, c in enumerate(contents)}
+        yield template.fill(ids, columns, rows)
+        first += table.num_rows
+
+
+def _quoted(ids: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.binary_join_element_wise('"', ids, '"', "")
+
+
 FORMAT = Format(
     name="nemo",
     summary="NeMo Gym JSONL: responses_create_params (input, tools), expected_answer, agent_ref.",
     read=read,
+    read_columns=read_columns,
     write=write,
     write_options=NemoWriteOptions,
     carries=frozenset({"prompt", "answer", "tools"}),
