@@ -425,6 +425,12 @@ def one_text(values: pa.Array) -> str:
     return str(values[0].as_py())
 
 
+def own_names(names: Sequence[str]) -> None:
+    """Source fields named like the slots readers make up themselves (`#prompt`) give up."""
+    if any(n.startswith("#") for n in names):
+        raise NotColumnar(f"columns {list(names)}")
+
+
 def task_ids(ids: pa.Array) -> pa.Array:
     """`ids`, each one the model takes as a task id: 1 to 512 characters, none a control one."""
     lengths = pc.utf8_length(ids)

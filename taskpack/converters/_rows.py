@@ -8,7 +8,7 @@ that the model has no field for (NeMo's `input` as a bare string) travel as `hin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -17,6 +17,9 @@ from taskpack.converters._residue import apply, residue
 from taskpack.converters._source import Record, RowError
 from taskpack.errors import describe_error
 from taskpack.model import Task
+
+if TYPE_CHECKING:
+    from taskpack.converters._columnar import Template
 
 STYLE = "$style"
 Hints = dict[str, Any]
@@ -52,11 +55,16 @@ def read_rows(
         yield record
 
 
-def native_task(
-    fmt: Format, row: dict[str, Any], ordinal: int, to_task: ToTask, to_row: ToRow
-) -> Task:
-    """The task of one native row, its residue in `extras.<format>` (as `read_rows` reads it)."""
-    return _native(fmt, row, ordinal, to_task, to_row, _probe(fmt))
+def native_template(
+    fmt: Format, row: dict[str, Any], names: list[str], to_task: ToTask, to_row: ToRow
+) -> Template:
+    """The columnar template of a native row of slots (its fields in the source's order
+    `names`): its task, residue in `extras.<format>` and all, as `read_rows` reads a row."""
+    from taskpack.converters._columnar import ROW, Template
+
+    ordered = {n: row[n] for n in names}
+    task = _native(fmt, ordered, ROW, to_task, to_row, _probe(fmt))
+    return Template(task.model_dump(mode="json"))
 
 
 def _probe(fmt: Format) -> Target:

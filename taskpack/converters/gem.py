@@ -15,13 +15,13 @@ from typing import Any
 
 from taskpack import records
 from taskpack.converters._columnar import (
-    ROW,
     Batch,
     NotColumnar,
     Template,
     json_slot,
     json_values,
     ordinal_ids,
+    own_names,
     row_numbers,
     slot,
     table_batches,
@@ -30,7 +30,7 @@ from taskpack.converters._columnar import (
 )
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
-from taskpack.converters._rows import Hints, native_task, read_rows, write_row
+from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Task
 
@@ -104,8 +104,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         texts = [n for n in ("problem", "question") if n in names]
         if not texts or "answer" not in names or PAYLOAD_KEY in names or not table.num_rows:
             raise NotColumnar(f"columns {names}")
-        if any(n.startswith("#") for n in names):  # the template's own slots
-            raise NotColumnar(f"columns {names}")
+        own_names(names)
         asked = text_columns(table, [*texts, "answer", *(["id"] if "id" in names else [])])
         if pc.any(pc.equal(asked[0], "")).as_py():
             raise NotColumnar(f"an empty {texts[0]}")  # the row path then asks the next one
@@ -118,9 +117,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             row: dict[str, Any] = {n: json_slot(n) for n in others}
             row |= {n: slot(texts[0] if same else n) for n in texts}
             row |= {n: slot(n) for n in ("answer", "id") if n in names}
-            ordered = {n: row[n] for n in names}
-            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
-            template = Template(task.model_dump(mode="json"))
+            template = native_template(
+                FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
+            )
         if (names, same) != constants:
             raise NotColumnar("a shape that changes between rows")
         columns = dict(zip([*texts, "answer"], asked, strict=False))

@@ -23,6 +23,7 @@ from taskpack.converters._columnar import (
     Template,
     json_slot,
     json_values,
+    own_names,
     row_numbers,
     slot,
     table_batches,
@@ -96,8 +97,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             needed = {"task_id", "code", "test_list"}
             if not needed <= set(names) or not {"text", "prompt"} & set(names):
                 raise NotColumnar(f"columns {names}")
-            if any(n.startswith("#") for n in names):  # the template's own slots
-                raise NotColumnar(f"columns {names}")
+            own_names(names)
             template = Template(
                 _task(
                     split,

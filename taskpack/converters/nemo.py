@@ -20,7 +20,6 @@ import pyarrow as pa
 
 from taskpack import records
 from taskpack.converters._columnar import (
-    ROW,
     Batch,
     NotColumnar,
     Template,
@@ -28,6 +27,7 @@ from taskpack.converters._columnar import (
     json_values,
     messages,
     ordinal_ids,
+    own_names,
     row_numbers,
     slot,
     table_batches,
@@ -35,7 +35,7 @@ from taskpack.converters._columnar import (
 )
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
-from taskpack.converters._rows import Hints, native_task, read_rows, write_row
+from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows
 from taskpack.model import Item, Part, Task, Tool
 
@@ -263,8 +263,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             raise NotColumnar(f"columns {names}")
         if [f.name for f in params.type] != ["input"] or PAYLOAD_KEY in names:
             raise NotColumnar(f"{PARAMS} fields {params.type}")
-        if any(n.startswith("#") for n in names):  # the template's own slots
-            raise NotColumnar(f"columns {names}")
+        own_names(names)
         roles, contents = messages(pc.struct_field(params, "input"))
         last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
         if last is not None and pc.any(pc.equal(contents[last], "")).as_py():
@@ -293,9 +292,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
                     {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
                 ]
             }
-            ordered = {n: row[n] for n in names}
-            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
-            template = Template(task.model_dump(mode="json"))
+            template = native_template(
+                FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
+            )
         if (names, roles, asked) != constants:
             raise NotColumnar("a shape that changes between rows")
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}

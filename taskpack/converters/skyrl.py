@@ -24,7 +24,6 @@ from taskpack import records
 from taskpack.converters import swebench
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
-    ROW,
     Batch,
     NotColumnar,
     Template,
@@ -41,7 +40,7 @@ from taskpack.converters._columnar import (
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rowfile import write_parquet_rows
-from taskpack.converters._rows import Hints, native_task, read_rows, write_row
+from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, base_suffix, iter_table_rows
 from taskpack.model import Task
 
@@ -195,9 +194,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
                 "reward_spec": {"method": shape["method"], "ground_truth": slot("#answer")},
                 "extra_info": {n: json_slot(f"#extra.{n}") for n in shape["extra"]},
             }
-            ordered = {n: row[n] for n in names}
-            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
-            template = Template(task.model_dump(mode="json"))
+            template = native_template(
+                FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
+            )
         if kept != constants:
             raise NotColumnar("a shape that changes between rows")
         data_source = text(table.column("data_source").combine_chunks())

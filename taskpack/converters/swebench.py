@@ -24,6 +24,7 @@ from taskpack.converters._columnar import (
     json_items,
     json_slot,
     json_values,
+    own_names,
     row_numbers,
     slot,
     table_batches,
@@ -109,8 +110,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         if names not in (None, table.schema.names):
             raise NotColumnar("fields that change between rows")
         names = table.schema.names
-        if not {*_TEXT, *_TEST_LISTS} <= set(names) or any(n.startswith("#") for n in names):
+        if not {*_TEXT, *_TEST_LISTS} <= set(names):
             raise NotColumnar(f"columns {names}")
+        own_names(names)
         if template is None:
             row: dict[str, Any] = {n: json_slot(n) for n in names}
             row |= {n: slot(n) for n in _TEXT}

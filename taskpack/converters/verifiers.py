@@ -25,7 +25,6 @@ import pyarrow as pa
 from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
-    ROW,
     Batch,
     NotColumnar,
     Template,
@@ -38,7 +37,7 @@ from taskpack.converters._columnar import (
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rowfile import write_parquet_rows
-from taskpack.converters._rows import Hints, native_task, read_rows, write_row
+from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.errors import require
 from taskpack.model import Task
@@ -197,9 +196,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
                     {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
                 ],
             }
-            ordered = {n: row[n] for n in names}
-            task = native_task(FORMAT, ordered, ROW, lambda r, n: to_task(r, split, n), to_row)
-            template = Template(task.model_dump(mode="json"))
+            template = native_template(
+                FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
+            )
         if (roles, asked) != constants:
             raise NotColumnar("a shape that changes between rows")
         columns = {
