@@ -180,8 +180,12 @@ def _write_columns(
     progress: Callable[[Iterator[Any], str], Iterator[Any]] | None,
 ) -> SplitInfo | None:
     """The split read by the format's columnar reader; None when there is none or it gave up
-    (its partial split is dropped, for the row path to write)."""
+    on the first batch (its partial split is dropped, for the row path to write).
+
+    Where a source's rows are its lines (JSON Lines, Parquet), a batch the reader gives up on
+    and all after it are read row by row, after the batches already written."""
     from taskpack.converters._columnar import NotColumnar
+    from taskpack.converters._source import base_suffix
 
     form = reader(fmt)
     read_columns = form.read_columns
@@ -194,12 +198,23 @@ def _write_columns(
         with writer.split(split) as out, ThreadPoolExecutor(1) as pool:
             written: Future[None] | None = None
             count = 0
-            for batch in read_columns(uri, split, checked_options(form, options)):
+            try:
+                for batch in read_columns(uri, split, checked_options(form, options)):
+                    if written is not None:
+                        written.result()
+                    written = pool.submit(lambda b: out.add_table(b.stored()), batch)
+                    count += batch.table.num_rows
+                    yield from repeat(None, batch.table.num_rows)
+            except NotColumnar:
+                if not count or base_suffix(uri) not in (".jsonl", ".parquet"):
+                    raise
                 if written is not None:
                     written.result()
-                written = pool.submit(lambda b: out.add_table(b.stored()), batch)
-                count += batch.table.num_rows
-                yield from repeat(None, batch.table.num_rows)
+                # Rows 1..count are lines 1..count (each batch checked so): go on from there.
+                for task in split_tasks([uri], fmt, split, options, None, (count + 1, _END)):
+                    out.add(task)
+                    count += 1
+                    yield None
             if written is not None:
                 written.result()
             if not count:
@@ -211,6 +226,9 @@ def _write_columns(
     except (NotColumnar, InvalidTask):  # InvalidTask: a duplicate id, found as the split
         return None  # closes; the row path names it with its source line
     return writer.written[split]
+
+
+_END = 2**63  # past any line
 
 
 def _write_report(path: Path, skipped: list[dict[str, Any]]) -> None:

@@ -671,3 +671,41 @@ def test_nemo_rows_come_out_as_the_row_path_has_them(
     by_rows, by_columns = _both(tmp_path, src, "nemo", {})
     assert by_columns == by_rows
     assert columnar_reads(src, "nemo") == takes
+
+
+@pytest.mark.parametrize("odd", ["an extra field", "no ####", "a duplicate id"])
+def test_batches_after_one_the_reader_gives_up_on_are_read_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str
+) -> None:
+    """The batches before it stay columnar; the task set (or the error) is the row path's."""
+    from taskpack.taskset import _SplitWriter
+
+    rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
+    rows[2900] = {
+        "an extra field": {**rows[2900], "level": 1},
+        "no ####": {"question": "q", "answer": "42"},
+        "a duplicate id": {**rows[2900], "id": "x"},
+    }[odd]
+    fmt = "gsm8k"
+    if odd == "a duplicate id":  # HumanEval rows carry their ids
+        rows = [{**HUMANEVAL, "task_id": f"H/{i}"} for i in range(3000)]
+        rows[2900] = {**HUMANEVAL, "task_id": "H/5", "level": 2}
+        fmt = "humaneval"
+    src = tmp_path / "src.jsonl"
+    _write(src, rows, "\n")
+    monkeypatch.setattr(_columnar, "_BLOCK", 4096)
+    tables, added = [], []
+    add_table, add = _SplitWriter.add_table, _SplitWriter.add
+    monkeypatch.setattr(
+        _SplitWriter, "add_table", lambda self, t: (tables.append(t), add_table(self, t))
+    )
+    monkeypatch.setattr(_SplitWriter, "add", lambda self, t: (added.append(1), add(self, t))[1])
+    by_columns = outcome(tmp_path, "columns", src, fmt, {}, columnar=True)
+    assert tables  # the batches before the odd row were written columnar
+    if odd == "an extra field":  # and only the rest row by row, once
+        assert sum(t.num_rows for t in tables) + len(added) == 3000
+    assert by_columns == outcome(tmp_path, "rows", src, fmt, {}, columnar=False)
+    if odd == "an extra field":
+        assert not isinstance(by_columns, str) and len(by_columns[2]) == 3000
+    else:
+        assert isinstance(by_columns, str)
