@@ -93,3 +93,26 @@ def test_row_files_written_in_batches_equal_one_table_of_every_row(
     assert got.to_pylist() == whole.to_pylist()
     assert got.schema.equals(whole.schema)
     assert [p.name for p in tmp_path.iterdir()] == ["batched.parquet"]  # parts removed
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_row_files_stream_batches_that_agree_and_join_from_the_first_that_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late: bool
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from taskpack.converters import _rowfile
+
+    rows: list[dict[str, object]] = [{"id": str(i), "answer": str(i)} for i in range(8)]
+    if late:  # three batches agree; the fourth's answers are all null (a null column)
+        rows[6]["answer"] = rows[7]["answer"] = None
+    joined: list[object] = []
+    monkeypatch.setattr(_rowfile, "BATCH_ROWS", 2)
+    monkeypatch.setattr(_rowfile, "_conform", lambda t, s: joined.append(1) or t.cast(s))
+    _rowfile.write_parquet_rows(iter(rows), tmp_path / "out.parquet")
+    got = pq.read_table(tmp_path / "out.parquet")
+    whole = pa.Table.from_pylist(rows)
+    assert got.to_pylist() == whole.to_pylist() and got.schema.equals(whole.schema)
+    assert bool(joined) == late  # one pass when every batch agrees
+    assert [p.name for p in tmp_path.iterdir()] == ["out.parquet"]

@@ -1,14 +1,14 @@
 """Row formats written to Parquet a batch at a time, so a million-task export holds one batch
 in memory, not the split. Each batch's types are inferred as `pa.Table.from_pylist` infers
-them for the whole split; when batches disagree (a column null in one, text in another; a key
-some rows lack), the parts are joined under their unified schema, so the file is the one a
-single `from_pylist` of every row would give."""
+them for the whole split; while batches agree they stream into one file; when they disagree
+(a column null in one, text in another; a key some rows lack), the parts are joined under
+their unified schema, so the file is the one a single `from_pylist` of every row would give."""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,34 +22,50 @@ def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
     parts_dir = path.with_name(f".{path.name}.parts")
     parts_dir.mkdir()
     try:
+        # Batches go into one file as long as their types agree (the usual case: one pass,
+        # memory flat); from the first that disagrees, each is a part of its own, to join.
+        streamed = parts_dir / "0.parquet"
+        writer: pq.ParquetWriter | None = None
         parts: list[Path] = []
-        batch: list[dict[str, Any]] = []
-        for row in rows:
-            batch.append(row)
-            if len(batch) == BATCH_ROWS:
-                parts.append(_write_part(batch, parts_dir / f"{len(parts)}.parquet"))
-                batch = []
-        if batch or not parts:
-            parts.append(_write_part(batch, parts_dir / f"{len(parts)}.parquet"))
+        for batch in _batches(rows):
+            table = pa.Table.from_pylist(batch)
+            if not parts and writer is None:
+                writer = pq.ParquetWriter(streamed, table.schema)
+            if not parts and writer is not None and table.schema.equals(writer.schema):
+                writer.write_table(table)
+                continue
+            if writer is not None:
+                writer.close()
+                writer, parts = None, [streamed]
+            parts.append(parts_dir / f"{len(parts)}.parquet")
+            pq.write_table(table, parts[-1])
+        if writer is not None:
+            writer.close()
+            parts = [streamed]
         if len(parts) == 1:
             os.replace(parts[0], path)
             return
         schemas = [pq.read_schema(p) for p in parts]
         schema = pa.unify_schemas(schemas, promote_options="permissive")
-        with pq.ParquetWriter(path, schema) as writer:
+        with pq.ParquetWriter(path, schema) as joined:
             for part in parts:
                 for chunk in pq.ParquetFile(part).iter_batches():
-                    writer.write_table(_conform(pa.Table.from_batches([chunk]), schema))
+                    joined.write_table(_conform(pa.Table.from_batches([chunk]), schema))
     finally:
         shutil.rmtree(parts_dir, ignore_errors=True)
 
 
-def _write_part(rows: list[dict[str, Any]], path: Path) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return path
+def _batches(rows: Iterable[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """`rows` in lists of BATCH_ROWS (at least one list, empty when there are no rows)."""
+    batch: list[dict[str, Any]] = []
+    sent = False
+    for row in rows:
+        batch.append(row)
+        if len(batch) == BATCH_ROWS:
+            yield batch
+            batch, sent = [], True
+    if batch or not sent:
+        yield batch
 
 
 def _conform(table: Any, schema: Any) -> Any:
