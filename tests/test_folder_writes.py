@@ -88,10 +88,13 @@ def test_row_files_written_in_batches_equal_one_table_of_every_row(
     ]
     monkeypatch.setattr(_rowfile, "BATCH_ROWS", 2)
     _rowfile.write_parquet_rows(iter(rows), tmp_path / "batched.parquet")
-    whole = pa.Table.from_pylist(rows)
+    # One table of every row, with every key (`from_pylist` would keep the first row's only).
+    names = ["id", "answer", "extra", "more"]
+    whole = pa.table({n: [row.get(n) for row in rows] for n in names})
     got = pq.read_table(tmp_path / "batched.parquet")
     assert got.to_pylist() == whole.to_pylist()
     assert got.schema.equals(whole.schema)
+    assert got.column("more").to_pylist() == [None, None, None, True, None]
     assert [p.name for p in tmp_path.iterdir()] == ["batched.parquet"]  # parts removed
 
 
@@ -116,3 +119,28 @@ def test_row_files_stream_batches_that_agree_and_join_from_the_first_that_does_n
     assert got.to_pylist() == whole.to_pylist() and got.schema.equals(whole.schema)
     assert bool(joined) == late  # one pass when every batch agrees
     assert [p.name for p in tmp_path.iterdir()] == ["out.parquet"]
+
+
+def test_a_skyrl_export_keeps_the_fields_only_later_rows_have(tmp_path: Path) -> None:
+    """A GSM8K-shaped task first, then SWE-bench ones (whose rows carry `instance` and the
+    instance fields): every row keeps its fields, and the SWE-bench tasks read back whole."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    import taskpack
+    from taskpack.exporter import export
+    from taskpack.importer import read_source
+
+    from .conftest import DATA
+
+    swe = list(read_source(DATA / "swebench" / "swebench_verified_sample50.jsonl", "swebench"))
+    simple = {"id": "g0", "prompt": "1+1?", "answer": "2", "reward": {"kind": "numeric_match"}}
+    taskpack.write(tmp_path / "ts", {"train": [simple, *swe[:2]]}, name="mixed")
+    export(taskpack.open(tmp_path / "ts"), "skyrl", tmp_path / "out")
+    rows = pq.read_table(tmp_path / "out" / "train.parquet").to_pylist()
+    assert rows[0]["instance"] is None and rows[1]["instance"]["instance_id"] == swe[0].id
+    assert json.loads(rows[2]["FAIL_TO_PASS"]) == swe[1].reward.fail_to_pass  # type: ignore[union-attr]
+    back = list(read_source(tmp_path / "out" / "train.parquet", "skyrl"))
+    assert [t.reward.kind for t in back if t.reward] == ["numeric_match", "swe_tests", "swe_tests"]
+    assert back[1].file("test.patch").read_bytes() == swe[0].file("test.patch").read_bytes()

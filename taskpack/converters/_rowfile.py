@@ -1,8 +1,8 @@
 """Row formats written to Parquet a batch at a time, so a million-task export holds one batch
-in memory, not the split. Each batch's types are inferred as `pa.Table.from_pylist` infers
-them for the whole split; while batches agree they stream into one file; when they disagree
-(a column null in one, text in another; a key some rows lack), the parts are joined under
-their unified schema, so the file is the one a single `from_pylist` of every row would give."""
+in memory, not the split. Each batch is a table of every key its rows have, typed as
+`pa.table` infers them; while batches agree they stream into one file; when they disagree (a
+column null in one, text in another; a key some rows lack), the parts are joined under their
+unified schema, so the file is the one table of every row and every key would give."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
         writer: pq.ParquetWriter | None = None
         parts: list[Path] = []
         for batch in _batches(rows):
-            table = pa.Table.from_pylist(batch)
+            table = _table(batch)
             if not parts and writer is None:
                 writer = pq.ParquetWriter(streamed, table.schema)
             if not parts and writer is not None and table.schema.equals(writer.schema):
@@ -53,6 +53,16 @@ def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
                     joined.write_table(_conform(pa.Table.from_batches([chunk]), schema))
     finally:
         shutil.rmtree(parts_dir, ignore_errors=True)
+
+
+def _table(rows: list[dict[str, Any]]) -> Any:
+    """The rows as a table with every key any of them has, in order of appearance (a row
+    without one gets null there): `pa.Table.from_pylist` takes the first row's keys only, and
+    would drop the others silently."""
+    import pyarrow as pa
+
+    names = list(dict.fromkeys(key for row in rows for key in row))
+    return pa.table({name: [row.get(name) for row in rows] for name in names})
 
 
 def _batches(rows: Iterable[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

@@ -30,6 +30,7 @@ from taskpack.converters._columnar import (
 )
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
+from taskpack.converters._rowfile import write_parquet_rows
 from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Task
@@ -65,17 +66,15 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    def rows() -> Iterator[dict[str, Any]]:
+        for task in tasks:
+            row = write_row(FORMAT, task, to_row, target)
+            if target.options.embed:
+                row[PAYLOAD_KEY] = payload_json(task)
+            yield row
 
-    rows = []
-    for task in tasks:
-        row = write_row(FORMAT, task, to_row, target)
-        if target.options.embed:
-            row[PAYLOAD_KEY] = payload_json(task)
-        rows.append(row)
     path = out / f"{split}.parquet"
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    write_parquet_rows(rows(), path)
     return [path]
 
 
