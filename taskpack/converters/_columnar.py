@@ -8,8 +8,9 @@ the rows the row path would write (same JSON text, digests, ids). The text comes
 by the row path's own code, then cut at its slots and filled per batch with the escaped columns.
 Whatever a batch check cannot vouch for (a null, a type the row path would refuse, a blank
 line, text a Python `strip` and an Arrow trim could treat differently) raises `NotColumnar`, and
-the importer reads that source row by row instead, so errors are the row path's own, word for
-word. `tests/test_columnar.py` compares both paths on every data set.
+the importer reads the rest of that source row by row (the whole source where rows are not
+lines, as in CSV), so errors are the row path's own, word for word. `tests/test_columnar.py`
+compares both paths on every data set.
 """
 
 from __future__ import annotations
@@ -102,8 +103,8 @@ class Template:
         self.canonical = _cut(canonical_json(model.canonical()).decode("utf-8"), file_pieces)
 
     def fill(self, ids: pa.Array, columns: Mapping[str, pa.Array], rows: pa.Array) -> Batch:
-        """The stored rows of one batch: `ids`, each slot's column (text, never null) and the
-        rows' numbers."""
+        """The stored rows of one batch: `ids`, each slot's column (text never null; for a JSON
+        slot, each value's JSON text) and the rows' numbers."""
         size = len(ids)
         escaped: dict[str, Column] = {"id": json_escape(ids)}
         row_text = pc.cast(rows, pa.string())
@@ -271,8 +272,6 @@ def jsonl_batches(uri: str, keyed: bool = False) -> Iterator[pa.Table]:
     `keyed`: and only if each line holds its keys in the table's column order, for a reader
     that keeps a row's fields as they come (the row path's dicts keep each line's own order;
     Arrow's columns keep the first line's)."""
-    if "://" in uri or base_suffix(uri) != ".jsonl" or not Path(uri).is_file():
-        raise NotColumnar(uri)
     # Lines over 1 MiB fail Arrow's parser (and so fall back); a lower limit is checked here.
     longest = max_line_bytes()
     most = longest if longest < _BLOCK else None
@@ -346,7 +345,7 @@ def csv_batches(uri: str, delimiter: str, strip_headers: bool) -> Iterator[pa.Ta
             raise NotColumnar(f"{uri}: no readable header") from None
     names = [h.strip() for h in header] if strip_headers else header
     if len(set(names)) != len(names) or len(delimiter) != 1:
-        raise NotColumnar("duplicate column names")
+        raise NotColumnar("duplicate column names, or a delimiter of several characters")
     with open_binary(uri) as f:
         try:
             reader = pcsv.open_csv(
