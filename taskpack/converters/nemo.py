@@ -274,7 +274,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             raise NotColumnar("a null field")
         rows = row_numbers(first, table.num_rows)
         ids = ordinal_ids(split, rows)
-        if "id" in names and pc.any(pc.equal(columns["id"], _quoted(ids))).as_py():
+        if "id" in names and pc.any(pc.equal(columns["id"], json_values(ids))).as_py():
             raise NotColumnar("an own id that is the task id")
         asked = 0
         if "question" in names and last is not None:
@@ -300,12 +300,6 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
         yield template.fill(ids, columns, rows)
         first += table.num_rows
-
-
-def _quoted(ids: pa.Array) -> pa.Array:
-    import pyarrow.compute as pc
-
-    return pc.binary_join_element_wise('"', ids, '"', "")
 
 
 FORMAT = Format(
