@@ -146,11 +146,15 @@ def test_a_split_spanning_batches_is_numbered_across_them(
     assert not isinstance(by_columns, str) and by_columns[2][2999]["id"] == "test-02999"
 
 
-def _both(tmp: Path, src: Path, fmt: str, options: dict[str, Any]) -> tuple[Any, Any]:
-    return (
-        outcome(tmp, "rows", src, fmt, options, columnar=False),
-        outcome(tmp, "columns", src, fmt, options, columnar=True),
-    )
+def same_both_ways(tmp: Path, src: Path, fmt: str, options: dict[str, Any], takes: bool) -> None:
+    """Import `src` both ways: the same task set or the same error; the columnar reader takes
+    the whole source exactly when `takes` (and then the source imports)."""
+    by_rows = outcome(tmp, "rows", src, fmt, options, columnar=False)
+    assert outcome(tmp, "columns", src, fmt, options, columnar=True) == by_rows
+    assert columnar_reads(src, fmt, options) == takes
+    if takes:
+        assert not isinstance(by_rows, str)
+    return by_rows
 
 
 # Kaggle tables, as bytes: what Python's csv module and Arrow's CSV parser could read otherwise.
@@ -190,20 +194,14 @@ def test_csv_rows_come_out_as_the_row_path_has_them(tmp_path: Path, case: str) -
     text, takes = CSV_EDGES[case]
     src = tmp_path / "src.csv"
     src.write_bytes(text)
-    by_rows, by_columns = _both(tmp_path, src, "kaggle", SIMPLE)
-    assert by_columns == by_rows
-    assert columnar_reads(src, "kaggle", SIMPLE) == takes
-    if takes:
-        assert not isinstance(by_rows, str)
+    same_both_ways(tmp_path, src, "kaggle", SIMPLE, takes)
 
 
 def test_tsv_and_stripped_headers_come_out_as_the_row_path_has_them(tmp_path: Path) -> None:
     src = tmp_path / "src.tsv"
     src.write_bytes(b' id \t question \tanswer\textra\n1\tq, "a"\t2\tx\n2\tr\t3\ty\n')
     options = {**SIMPLE, "strip_headers": True}
-    by_rows, by_columns = _both(tmp_path, src, "kaggle", options)
-    assert by_columns == by_rows and not isinstance(by_rows, str)
-    assert columnar_reads(src, "kaggle", options)
+    same_both_ways(tmp_path, src, "kaggle", options, True)
 
 
 MC = b'id,prompt,A,B,C,D,E,answer\n0,Which?,a,b,c,d,e,B\n1,"Two\nlines",1,2,3,4,5,E\n'
@@ -224,9 +222,7 @@ def test_multiple_choice_tables_come_out_as_the_row_path_has_them(
     src = tmp_path / "src.csv"
     src.write_bytes(text)
     options = {"preset": "multiple-choice"}
-    by_rows, by_columns = _both(tmp_path, src, "kaggle", options)
-    assert by_columns == by_rows
-    assert columnar_reads(src, "kaggle", options) == takes
+    same_both_ways(tmp_path, src, "kaggle", options, takes)
 
 
 @pytest.mark.parametrize(
@@ -244,9 +240,7 @@ def test_parquet_tables_come_out_as_the_row_path_has_them(
 
     src = tmp_path / "src.parquet"
     pq.write_table(pa.table(table), src)
-    by_rows, by_columns = _both(tmp_path, src, "kaggle", SIMPLE)
-    assert by_columns == by_rows
-    assert columnar_reads(src, "kaggle", SIMPLE) == takes
+    same_both_ways(tmp_path, src, "kaggle", SIMPLE, takes)
 
 
 HUMANEVAL = {
@@ -278,9 +272,7 @@ def test_humaneval_rows_come_out_as_the_row_path_has_them(
 
     src = tmp_path / "src.jsonl.gz"
     src.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
-    by_rows, by_columns = _both(tmp_path, src, "humaneval", {})
-    assert by_columns == by_rows
-    assert columnar_reads(src, "humaneval") == takes
+    same_both_ways(tmp_path, src, "humaneval", {}, takes)
 
 
 def test_a_template_fills_rows_as_the_row_path_writes_them() -> None:
@@ -375,11 +367,7 @@ def test_mbpp_rows_come_out_as_the_row_path_has_them(
 ) -> None:
     src = tmp_path / "src.jsonl"
     _write(src, lines, "\n")
-    by_rows, by_columns = _both(tmp_path, src, "mbpp", {})
-    assert by_columns == by_rows
-    assert columnar_reads(src, "mbpp") == takes
-    if takes:
-        assert not isinstance(by_rows, str)
+    same_both_ways(tmp_path, src, "mbpp", {}, takes)
 
 
 def test_kaggle_json_lines_in_one_key_order_come_out_as_the_row_path_has_them(
@@ -394,9 +382,9 @@ def test_kaggle_json_lines_in_one_key_order_come_out_as_the_row_path_has_them(
         (tmp_path / case).mkdir()
         src = tmp_path / case / "src.jsonl"
         _write(src, lines, "\n")
-        by_rows, by_columns = _both(tmp_path / case, src, "kaggle", SIMPLE)
-        assert by_columns == by_rows and not isinstance(by_rows, str)
-        assert columnar_reads(src, "kaggle", SIMPLE) == takes  # metadata keeps a line's order
+        # metadata keeps a line's order: the reader takes one order only
+        imported = same_both_ways(tmp_path / case, src, "kaggle", SIMPLE, takes)
+        assert not isinstance(imported, str)
 
 
 SWE = json.loads((DATA / "swebench" / "swebench_lite_test.jsonl").open().readline())
@@ -428,11 +416,7 @@ def test_swebench_rows_come_out_as_the_row_path_has_them(
 ) -> None:
     src = tmp_path / "src.jsonl"
     _write(src, lines, "\n")
-    by_rows, by_columns = _both(tmp_path, src, "swebench", {})
-    assert by_columns == by_rows
-    assert columnar_reads(src, "swebench") == takes
-    if takes:
-        assert not isinstance(by_rows, str)
+    same_both_ways(tmp_path, src, "swebench", {}, takes)
 
 
 def test_swebench_without_a_setup_commit_field_comes_out_as_the_row_path_has_it(
@@ -441,9 +425,7 @@ def test_swebench_without_a_setup_commit_field_comes_out_as_the_row_path_has_it(
     src = tmp_path / "src.jsonl"
     rows = [{k: v for k, v in r.items() if k != "environment_setup_commit"} for r in (SWE, _swe())]
     _write(src, rows, "\n")
-    by_rows, by_columns = _both(tmp_path, src, "swebench", {})
-    assert by_columns == by_rows and not isinstance(by_rows, str)
-    assert columnar_reads(src, "swebench")
+    same_both_ways(tmp_path, src, "swebench", {}, True)
 
 
 SKYRL = pq.read_table(DATA / "peers" / "skyrl" / "gsm8k" / "validation.parquet").slice(0, 3)
@@ -481,9 +463,7 @@ def test_skyrl_rows_come_out_as_the_row_path_has_them(
 ) -> None:
     src = tmp_path / "src.parquet"
     pq.write_table(_skyrl(**columns), src)
-    by_rows, by_columns = _both(tmp_path, src, "skyrl", {})
-    assert by_columns == by_rows
-    assert columnar_reads(src, "skyrl") == takes
+    same_both_ways(tmp_path, src, "skyrl", {}, takes)
 
 
 VERIFIERS = pq.read_table(DATA / "peers" / "verifiers" / "gsm8k" / "test.parquet").slice(0, 3)
@@ -513,9 +493,7 @@ def test_verifiers_rows_come_out_as_the_row_path_has_them(
             row.update(change)
     src = tmp_path / "src.parquet"
     pq.write_table(pa.Table.from_pylist(rows), src)
-    by_rows, by_columns = _both(tmp_path, src, "verifiers", {})
-    assert by_columns == by_rows
-    assert columnar_reads(src, "verifiers") == takes
+    same_both_ways(tmp_path, src, "verifiers", {}, takes)
 
 
 @pytest.mark.parametrize(
@@ -536,9 +514,8 @@ def test_verifiers_tables_of_another_shape_come_out_as_the_row_path_has_them(
     columns |= {"prompt": prompt, **table}
     src = tmp_path / "src.parquet"
     pq.write_table(pa.table(columns), src)
-    by_rows, by_columns = _both(tmp_path, src, "verifiers", {})
-    assert by_columns == by_rows and not isinstance(by_rows, str)
-    assert columnar_reads(src, "verifiers") == takes
+    imported = same_both_ways(tmp_path, src, "verifiers", {}, takes)
+    assert not isinstance(imported, str)
 
 
 @pytest.mark.parametrize(
@@ -587,9 +564,7 @@ def test_gem_tables_come_out_as_the_row_path_has_them(
 
     src = tmp_path / "src.parquet"
     pq.write_table(pa.table(table), src)
-    by_rows, by_columns = _both(tmp_path, src, "gem", {})
-    assert by_columns == by_rows
-    assert columnar_reads(src, "gem") == takes
+    same_both_ways(tmp_path, src, "gem", {}, takes)
 
 
 NEMO_COLUMNAR = [
@@ -607,9 +582,7 @@ def test_nemo_files_of_one_flat_shape_take_the_columnar_path(tmp_path: Path, nam
     """NeMo Gym files whose rows are flat (no objects but the request, no floats) are read
     columnar, to the same task set; the others fall back (both paths on all 71 files above)."""
     src = DATA / "peers" / "nemo_gym" / f"{name}.jsonl"
-    by_rows, by_columns = _both(tmp_path, src, "nemo", {})
-    assert by_columns == by_rows and not isinstance(by_rows, str)
-    assert columnar_reads(src, "nemo")
+    same_both_ways(tmp_path, src, "nemo", {}, True)
 
 
 def _nemo(**fields: Any) -> dict[str, Any]:
@@ -668,9 +641,7 @@ def test_nemo_rows_come_out_as_the_row_path_has_them(
 ) -> None:
     src = tmp_path / "src.jsonl"
     _write(src, lines, "\n")
-    by_rows, by_columns = _both(tmp_path, src, "nemo", {})
-    assert by_columns == by_rows
-    assert columnar_reads(src, "nemo") == takes
+    same_both_ways(tmp_path, src, "nemo", {}, takes)
 
 
 @pytest.mark.parametrize("odd", ["an extra field", "no ####", "a duplicate id"])
