@@ -10,6 +10,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,16 +46,40 @@ def build_taskset(path: Path, count: int) -> Path:
     return path
 
 
-def fresh_process(code: str, *args: str, env: dict[str, str] | None = None) -> float:
-    """Wall seconds of `python -c code args` in a new interpreter, as a user would run it."""
+def fresh_process(
+    code: str, *args: str, env: dict[str, str] | None = None, quiet: bool = False
+) -> float:
+    """Wall seconds of `python -c code args` in a new interpreter, as a user would run it
+    (`quiet`: its stderr, such as an export's loss report, not shown)."""
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-c", code, *args],
         check=True,
         env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL if quiet else None,
     )
     return time.perf_counter() - start
+
+
+# Appended to a measured process: its own high-water RSS, written where the parent reads it.
+_REPORT_PEAK = """
+import atexit as _atexit
+_atexit.register(lambda: open({path!r}, "w").write(open("/proc/self/status").read()))
+"""
+
+
+def peak_process(code: str, *args: str, quiet: bool = False) -> tuple[float, float]:
+    """Wall seconds and peak RSS in MiB of `python -c code args` in a new interpreter.
+
+    The peak is the process's own VmHWM, read as it exits: `ru_maxrss` from `wait4` also holds
+    the parent's RSS at fork (Linux keeps the memory before exec in it), so a benchmark that
+    had built a big task set reported its own size for every child."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "status"
+        seconds = fresh_process(_REPORT_PEAK.format(path=str(report)) + code, *args, quiet=quiet)
+        hwm = next(line for line in report.read_text().splitlines() if line.startswith("VmHWM"))
+    return seconds, int(hwm.split()[1]) / 1024
 
 
 def alternate(contenders: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+from common import peak_process
 
 OURS = """
 import sys
@@ -63,17 +61,6 @@ def make_source(path: Path, rows: int) -> None:
             f.write(json.dumps({"question": question, "answer": answer}) + "\n")
 
 
-def run(script: str, source: Path, out: Path) -> tuple[float, float]:
-    """Seconds and peak RSS in MiB of one fresh process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", script, str(source), str(out)])
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"benchmark process failed with status {status}")
-    return elapsed, usage.ru_maxrss / 1024
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="10000,1000000")
@@ -90,7 +77,7 @@ def main() -> None:
             for r in range(args.rounds):
                 for name, script in (("taskpack", OURS), ("pyarrow script", BASELINE)):
                     out = Path(tmp) / f"out-{name.split()[0]}-{rows}-{r}"
-                    seconds, peak = run(script, source, out)
+                    seconds, peak = peak_process(script, str(source), str(out))
                     times[name].append(seconds)
                     peaks[name].append(peak)
             results[rows] = {
