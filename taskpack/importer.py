@@ -58,15 +58,12 @@ class ImportResult:
 
 def _tasks(
     records: Iterable[Record],
-    uri: str,
     split: str,
     skipped: list[dict[str, Any]] | None,
     seen: set[str],
 ) -> Iterator[Task]:
     """Validated tasks from records; bad ones raise, or are listed in `skipped` when given."""
-    empty = True
     for record in records:
-        empty = False
         try:
             if record.error is not None:
                 raise InvalidTask(record.where, record.error)
@@ -93,6 +90,14 @@ def _tasks(
             )
             continue
         yield task
+
+
+def _rows_of(records: Iterable[Record], uri: str) -> Iterator[Record]:
+    """A source's records; none is an error (an empty file is a mistake, not a split)."""
+    empty = True
+    for record in records:
+        empty = False
+        yield record
     if empty:
         raise TaskpackError(f"{uri}: no rows (empty source)")
 
@@ -113,7 +118,7 @@ def split_tasks(
         if lines is not None:
             first, last = lines
             records = (r for r in records if r.line is not None and first <= r.line <= last)
-        yield from _tasks(records, uri, split, skipped, seen)
+        yield from _tasks(_rows_of(records, uri), split, skipped, seen)
 
 
 def read_source(
@@ -121,7 +126,7 @@ def read_source(
 ) -> Iterator[Task]:
     """Yield the tasks of one source, one at a time; the first bad row raises `InvalidTask`."""
     uri = os.fspath(source)
-    yield from _tasks(read_records(uri, fmt, split, options), uri, split, None, set())
+    yield from _tasks(_rows_of(read_records(uri, fmt, split, options), uri), split, None, set())
 
 
 def import_sources(
@@ -179,13 +184,11 @@ def _write_columns(
     options: dict[str, Any],
     progress: Callable[[Iterator[Any], str], Iterator[Any]] | None,
 ) -> SplitInfo | None:
-    """The split read by the format's columnar reader; None when there is none or it gave up
-    on the first batch (its partial split is dropped, for the row path to write).
-
-    Where a source's rows are its lines (JSON Lines, Parquet), a batch the reader gives up on
-    and all after it are read row by row, after the batches already written."""
-    from taskpack.converters._columnar import NotColumnar
-    from taskpack.converters._source import base_suffix
+    """The split read by the format's columnar reader, batches its checks refuse by the row
+    path (see `_columnar.mapped`); None when there is no such reader, it gives up on the
+    source, or a row is invalid (the partial split is dropped, for the row path to write the
+    whole source and name the row as it always does)."""
+    from taskpack.converters._columnar import Batch, NotColumnar
 
     form = reader(fmt)
     read_columns = form.read_columns
@@ -198,20 +201,16 @@ def _write_columns(
         with writer.split(split) as out, ThreadPoolExecutor(1) as pool:
             written: Future[None] | None = None
             count = 0
-            try:
-                for batch in read_columns(uri, split, checked_options(form, options)):
-                    if written is not None:
-                        written.result()
-                    written = pool.submit(lambda b: out.add_table(b.stored()), batch)
-                    count += batch.table.num_rows
-                    yield from repeat(None, batch.table.num_rows)
-            except NotColumnar:
-                if not count or base_suffix(uri) not in (".jsonl", ".parquet"):
-                    raise
+            for item in read_columns(uri, split, checked_options(form, options)):
                 if written is not None:
-                    written.result()
-                # Rows 1..count are lines 1..count (each batch checked so): go on from there.
-                for task in split_tasks([uri], fmt, split, options, None, (count + 1, _END)):
+                    written.result()  # rows go in source order
+                    written = None
+                if isinstance(item, Batch):
+                    written = pool.submit(lambda b: out.add_table(b.stored()), item)
+                    count += item.table.num_rows
+                    yield from repeat(None, item.table.num_rows)
+                    continue
+                for task in _tasks(item, split, None, set()):
                     out.add(task)
                     count += 1
                     yield None
@@ -223,12 +222,9 @@ def _write_columns(
     try:
         for _ in progress(rows(), split) if progress else rows():
             pass
-    except (NotColumnar, InvalidTask):  # InvalidTask: a duplicate id, found as the split
-        return None  # closes; the row path names it with its source line
+    except (NotColumnar, InvalidTask):  # InvalidTask: a bad row or a duplicate id (at close)
+        return None
     return writer.written[split]
-
-
-_END = 2**63  # past any line
 
 
 def _write_report(path: Path, skipped: list[dict[str, Any]]) -> None:

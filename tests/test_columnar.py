@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -33,7 +34,8 @@ def outcome(tmp: Path, name: str, src: Path, fmt: str, options: dict[str, Any], 
 
 
 def columnar_reads(src: Path, fmt: str, options: dict[str, Any] | None = None) -> bool:
-    """Whether the format's columnar reader takes the whole source (not giving up)."""
+    """Whether the format's columnar reader takes the whole source (no rows for the row
+    path)."""
     form = reader(fmt)
     if form.read_columns is None:
         return False
@@ -42,6 +44,8 @@ def columnar_reads(src: Path, fmt: str, options: dict[str, Any] | None = None) -
         for batch in form.read_columns(
             str(src), "test", form.read_options.model_validate(options or {})
         ):
+            if not isinstance(batch, _columnar.Batch):
+                return False  # rows the batch checks refused, for the row path
             ids.extend(batch.table.column("id").to_pylist())
     except NotColumnar:
         return False
@@ -139,7 +143,7 @@ def test_a_split_spanning_batches_is_numbered_across_them(
     src = tmp_path / "src.jsonl"
     _write(src, [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)], "\n")
     monkeypatch.setattr(_columnar, "_BLOCK", 4096)
-    assert len(list(_columnar.jsonl_batches(str(src)))) > 10
+    assert len(list(_columnar.jsonl_chunks(str(src)))) > 10
     by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
     by_rows = outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
     assert by_columns == by_rows
@@ -644,39 +648,81 @@ def test_nemo_rows_come_out_as_the_row_path_has_them(
     same_both_ways(tmp_path, src, "nemo", {}, takes)
 
 
-@pytest.mark.parametrize("odd", ["an extra field", "no ####", "a duplicate id"])
-def test_batches_after_one_the_reader_gives_up_on_are_read_row_by_row(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str
-) -> None:
-    """The batches before it stay columnar; the task set (or the error) is the row path's."""
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """What the split writer takes, in order: the rows of each columnar batch, -1 per task."""
     from taskpack.taskset import _SplitWriter
 
-    rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
-    rows[2900] = {
-        "an extra field": {**rows[2900], "level": 1},
-        "no ####": {"question": "q", "answer": "42"},
-        "a duplicate id": {**rows[2900], "id": "x"},
-    }[odd]
-    fmt = "gsm8k"
-    if odd == "a duplicate id":  # HumanEval rows carry their ids
-        rows = [{**HUMANEVAL, "task_id": f"H/{i}"} for i in range(3000)]
-        rows[2900] = {**HUMANEVAL, "task_id": "H/5", "level": 2}
-        fmt = "humaneval"
-    src = tmp_path / "src.jsonl"
-    _write(src, rows, "\n")
-    monkeypatch.setattr(_columnar, "_BLOCK", 4096)
-    tables, added = [], []
+    written: list[int] = []
     add_table, add = _SplitWriter.add_table, _SplitWriter.add
     monkeypatch.setattr(
-        _SplitWriter, "add_table", lambda self, t: (tables.append(t), add_table(self, t))
+        _SplitWriter, "add_table", lambda self, t: (written.append(t.num_rows), add_table(self, t))
     )
-    monkeypatch.setattr(_SplitWriter, "add", lambda self, t: (added.append(1), add(self, t))[1])
-    by_columns = outcome(tmp_path, "columns", src, fmt, {}, columnar=True)
-    assert tables  # the batches before the odd row were written columnar
-    if odd == "an extra field":  # and only the rest row by row, once
-        assert sum(t.num_rows for t in tables) + len(added) == 3000
-    assert by_columns == outcome(tmp_path, "rows", src, fmt, {}, columnar=False)
-    if odd == "an extra field":
-        assert not isinstance(by_columns, str) and len(by_columns[2]) == 3000
+    monkeypatch.setattr(_SplitWriter, "add", lambda self, t: (written.append(-1), add(self, t))[1])
+    return written
+
+
+def _runs(written: list[int]) -> list[tuple[str, int]]:
+    """The writes as runs: ("columns", rows) and ("rows", rows), in order."""
+    runs: list[tuple[str, int]] = []
+    for n in written:
+        kind, rows = ("rows", 1) if n < 0 else ("columns", n)
+        if runs and runs[-1][0] == kind:
+            runs[-1] = (kind, runs[-1][1] + rows)
+        else:
+            runs.append((kind, rows))
+    return runs
+
+
+ODD = {"question": "q", "answer": "#### \u00a012\u3000"}  # fine, but no batch check takes it
+
+
+@pytest.mark.parametrize(
+    ("odd", "suffix"),
+    [
+        (odd, suffix)
+        for odd in ("one odd row", "a blank line", "odd rows in a row", "no ####", "a duplicate id")
+        for suffix in (".jsonl", ".parquet")
+        if (odd, suffix) != ("a blank line", ".parquet")  # Parquet has no lines
+    ],
+)
+def test_only_the_batch_a_check_refuses_goes_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str, suffix: str
+) -> None:
+    """Batches before and after it stay columnar; the task set (or the error) is the row
+    path's. Two refused in a row send the rest of the source row by row."""
+    rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
+    fmt = "gsm8k"
+    if odd == "one odd row":
+        rows[1500] = ODD
+    elif odd == "a blank line":  # the row path skips it: the ids after it move up by one
+        rows[1500] = None
+    elif odd == "odd rows in a row":
+        rows[1500:1900] = [ODD] * 400
+    elif odd == "no ####":
+        rows[1500] = {"question": "q", "answer": "42"}
+    else:  # HumanEval rows carry their ids
+        rows = [{**HUMANEVAL, "task_id": f"H/{i}"} for i in range(3000)]
+        rows[1500] = {**HUMANEVAL, "task_id": "H/5", "level": 2}
+        fmt = "humaneval"
+    src = tmp_path / f"src{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(pa.Table.from_pylist(rows), src)
     else:
+        _write(src, rows, "\n")
+    monkeypatch.setattr(_columnar, "_BLOCK", 4096)  # about 90 lines a batch
+    monkeypatch.setattr(_columnar, "_PARQUET_ROWS", 90)
+    written = _spy(monkeypatch)
+    by_columns = outcome(tmp_path, "columns", src, fmt, {}, columnar=True)
+    runs = _runs(written)
+    assert by_columns == outcome(tmp_path, "rows", src, fmt, {}, columnar=False)
+    if odd in ("no ####", "a duplicate id"):  # the whole source again, row by row
         assert isinstance(by_columns, str)
+        return
+    assert not isinstance(by_columns, str)
+    assert len(by_columns[2]) == 3000 - (odd == "a blank line")
+    kinds = [kind for kind, _ in runs]
+    if odd == "odd rows in a row":  # two batches refused: the rest without trying
+        assert kinds == ["columns", "rows"] and runs[0][1] <= 1500
+    else:  # one batch row by row, around the odd row
+        assert kinds == ["columns", "rows", "columns"]
+        assert 0 < runs[1][1] <= 100 and runs[0][1] <= 1500 <= runs[0][1] + runs[1][1]

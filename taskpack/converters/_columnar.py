@@ -20,7 +20,8 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias
@@ -29,13 +30,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from taskpack.converters._source import base_suffix, max_line_bytes, open_binary
+from taskpack.converters._source import (
+    Record,
+    base_suffix,
+    json_lines,
+    max_line_bytes,
+    open_binary,
+    parquet_records,
+)
 from taskpack.records import canonical_json
 from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
 
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
 _BLOCK = 1 << 20
+_PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 _ESCAPES = {
     "\\": "\\\\",
@@ -245,49 +254,108 @@ def _files(size: int, files: list[tuple[dict[str, Any], pa.Array, pa.Array, pa.A
 # --- reading sources in batches ----------------------------------------------------------------
 
 
-def table_batches(
+class Chunk(NamedTuple):
+    """Some consecutive rows of a source, two ways: `table()`, as Arrow reads them (raises
+    `NotColumnar` where that could differ from the row path), and `records()`, as the row path
+    reads the very same rows, numbered as in the whole source; None where rows are not lines
+    (CSV's quoted newlines): there only the whole source can go row by row."""
+
+    table: Callable[[], pa.Table]
+    records: Callable[[], Iterator[Record]] | None
+
+
+# Reader's own row mapping, from the ordinal of the first record given (`map_rows`, `read_rows`).
+RowMapping: TypeAlias = Callable[[Iterator[Record], int], Iterator[Record]]
+# Chunks refused in a row before the rest of a source goes row by row without trying: a source
+# of a shape no check takes would otherwise pay for both paths.
+_REFUSALS = 2
+
+
+def mapped(
+    chunks: Iterator[Chunk], batch: Callable[[pa.Table, int], Batch], rows: RowMapping
+) -> Iterator[Batch | Iterator[Record]]:
+    """A reader's `read_columns`: each chunk as a `Batch` of stored rows by `batch` (its table
+    and the ordinal of its first row), or, where a batch check refuses it, as the row path's
+    records of that chunk's own rows, mapped by the reader's `rows`; per-row Python only where
+    a batch needs it. The caller reads each records iterator to its end before the next item
+    (their count numbers what follows)."""
+    first, refused = 0, 0
+    for chunk in chunks:
+        if refused < _REFUSALS or chunk.records is None:
+            try:
+                out = batch(chunk.table(), first)
+            except NotColumnar:
+                if chunk.records is None:
+                    raise
+                refused += 1
+            else:
+                refused = 0
+                yield out
+                first += out.table.num_rows
+                continue
+        tally = [0]
+        yield rows(_counted(chunk.records(), tally), first)
+        first += tally[0]
+
+
+def _counted(records: Iterator[Record], tally: list[int]) -> Iterator[Record]:
+    for record in records:
+        tally[0] += 1
+        yield record
+
+
+def table_chunks(
     uri: str, delimiter: str | None = None, strip_headers: bool = False, keyed: bool = False
-) -> Iterator[pa.Table]:
-    """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in batches of rows, each
-    exactly as the row path reads it, else `NotColumnar`. `keyed`: every row's keys come in
-    its table's column order (see `jsonl_batches`)."""
+) -> Iterator[Chunk]:
+    """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in chunks of rows (see
+    `Chunk`), else `NotColumnar`. `keyed`: every row's keys come in its table's column order
+    (see `_parse`)."""
     if "://" in uri or not Path(uri).is_file():
         raise NotColumnar(uri)
     suffix = base_suffix(uri)
     if suffix == ".jsonl":
-        return jsonl_batches(uri, keyed)
+        return jsonl_chunks(uri, keyed)
     if suffix in (".csv", ".tsv", ".txt"):
-        return csv_batches(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
+        return csv_chunks(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
     if suffix == ".parquet":
-        return parquet_batches(uri)
+        return parquet_chunks(uri)
     raise NotColumnar(uri)
 
 
-def jsonl_batches(uri: str, keyed: bool = False) -> Iterator[pa.Table]:
-    """A local JSON Lines file as tables of whole lines, `_BLOCK` bytes of text at a time
-    (memory stays flat however long the file), only if every line is one JSON object: the row
+def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
+    """A local JSON Lines file in pieces of whole lines, `_BLOCK` bytes of text at a time
+    (memory stays flat however long the file). A line longer than the row path reads gives up
+    on the source (the row path names it)."""
+    longest = max_line_bytes()
+    most = longest if longest < _BLOCK else None
+    with open_binary(uri) as f:
+        rest, line = b"", 1
+        while True:
+            data = f.read(_BLOCK)
+            text = rest + data
+            cut = text.rfind(b"\n") + 1 if data else len(text)
+            piece, rest = text[:cut], text[cut:]
+            if piece:
+                yield Chunk(
+                    partial(_parse, piece, most, keyed),
+                    partial(json_lines, io.BytesIO(piece), uri, line),
+                )
+                line += piece.count(b"\n") + (not piece.endswith(b"\n"))
+            if not data:
+                return
+            if len(rest) > longest:
+                raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
+
+
+def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
+    """A piece of JSON Lines as one table, only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
-    would do otherwise, so each piece's rows must be its lines.
+    would do otherwise, so the piece's rows must be its lines.
 
     `keyed`: and only if each line holds its keys in the table's column order, for a reader
     that keeps a row's fields as they come (the row path's dicts keep each line's own order;
     Arrow's columns keep the first line's)."""
-    # Lines over 1 MiB fail Arrow's parser (and so fall back); a lower limit is checked here.
-    longest = max_line_bytes()
-    most = longest if longest < _BLOCK else None
-    with open_binary(uri) as f:
-        rest = b""
-        while chunk := f.read(_BLOCK):
-            text = rest + chunk
-            cut = text.rfind(b"\n") + 1
-            piece, rest = text[:cut], text[cut:]
-            if piece:
-                yield _parse(piece, most, keyed)
-        if rest:
-            yield _parse(rest, most, keyed)
-
-
-def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
+    # Lines over 1 MiB fail Arrow's parser (and so go row by row); a lower limit is checked here.
     if most is not None and max(map(len, piece.split(b"\n"))) >= most:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
     try:
@@ -330,11 +398,11 @@ def _check_key_order(piece: bytes, names: list[str]) -> None:
         before = at
 
 
-def csv_batches(uri: str, delimiter: str, strip_headers: bool) -> Iterator[pa.Table]:
+def csv_chunks(uri: str, delimiter: str, strip_headers: bool) -> Iterator[Chunk]:
     """A CSV file as tables of text columns named by its header, as Python's `csv` reads it
     (the row path's reader): the header is read by `csv` itself, the rows by Arrow's parser
     with the same quoting; a row of another width, or anything Arrow would read otherwise,
-    gives up."""
+    gives up on the source."""
     import pyarrow.csv as pcsv
 
     with open_binary(uri) as f:
@@ -363,18 +431,22 @@ def csv_batches(uri: str, delimiter: str, strip_headers: bool) -> Iterator[pa.Ta
                 ),
             )
             for batch in reader:
-                yield pa.Table.from_batches([batch])
+                yield Chunk(partial(pa.Table.from_batches, [batch]), None)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise NotColumnar(str(e)) from None
 
 
-def parquet_batches(uri: str) -> Iterator[pa.Table]:
+def parquet_chunks(uri: str) -> Iterator[Chunk]:
     import pyarrow.parquet as pq
 
+    first = 0
     try:
         pf = pq.ParquetFile(uri)
-        for batch in pf.iter_batches(batch_size=64 * 1024):
-            yield pa.Table.from_batches([batch])
+        for batch in pf.iter_batches(batch_size=_PARQUET_ROWS):
+            table = partial(pa.Table.from_batches, [batch])
+            pieces = table().to_batches(max_chunksize=1024)  # the row path's batch size
+            yield Chunk(table, partial(parquet_records, pieces, uri, first))
+            first += batch.num_rows
     except (pa.ArrowInvalid, OSError) as e:
         raise NotColumnar(str(e)) from None
 

@@ -66,9 +66,10 @@ class Target:
 
 
 Reader = Callable[[str, str, Any], Iterator[Record]]
-# Stored rows (taskset.SCHEMA) a batch at a time; raises `_columnar.NotColumnar` for a source
-# only the row reader maps exactly.
-ColumnReader = Callable[[str, str, Any], Iterator["Batch"]]
+# Stored rows (taskset.SCHEMA) a batch at a time, or the row path's records for a batch the
+# checks refused (see `_columnar.mapped`); raises `_columnar.NotColumnar` for a source only the
+# row reader maps exactly.
+ColumnReader = Callable[[str, str, Any], Iterator["Batch | Iterator[Record]"]]
 Writer = Callable[[Iterable[Task], Path, str, Target], list[Path]]
 
 

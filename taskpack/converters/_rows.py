@@ -33,14 +33,15 @@ def read_rows(
     to_task: ToTask,
     to_row: ToRow,
     embedded: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    first: int = 0,
 ) -> Iterator[Record]:
     """Tasks from native rows, each with its residue in `extras.<format>`.
 
     `embedded(row)` returns the whole task when the row carries one (written with `embed`);
-    it is then taken as is.
+    it is then taken as is. `first`: the ordinal of the first record (see `map_rows`).
     """
     probe = _probe(fmt)
-    for ordinal, record in enumerate(records):
+    for ordinal, record in enumerate(records, start=first):
         row = record.task
         if isinstance(row, dict):
             try:

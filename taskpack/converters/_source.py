@@ -13,7 +13,7 @@ import io
 import json
 import os
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -47,13 +47,16 @@ def need(row: dict[str, Any], key: str, kind: type = str) -> Any:
 
 
 def map_rows(
-    records: Iterator[Record], convert: Callable[[dict[str, Any], int], dict[str, Any]]
+    records: Iterator[Record],
+    convert: Callable[[dict[str, Any], int], dict[str, Any]],
+    first: int = 0,
 ) -> Iterator[Record]:
     """Turn each good record's source row into a task mapping; a RowError marks the record bad.
 
-    `convert` gets the row and its ordinal among the source's rows, for stable generated ids.
+    `convert` gets the row and its ordinal among the source's rows, for stable generated ids
+    (`first`: the ordinal of the first record, when they start past the source's first row).
     """
-    for ordinal, record in enumerate(records):
+    for ordinal, record in enumerate(records, start=first):
         if record.task is not None:
             try:
                 record.task = convert(record.task, ordinal)
@@ -183,9 +186,10 @@ def parse_json(raw: bytes | str) -> Any:
         raise ValueError(f"not valid JSON ({e})") from None
 
 
-def _json_lines(stream: IO[bytes], uri: str) -> Iterator[Record]:
+def json_lines(stream: IO[bytes], uri: str, first: int = 1) -> Iterator[Record]:
+    """The JSON Lines records of `stream`, its first line being line `first` of `uri`."""
     most = max_line_bytes()
-    for number, raw in enumerate(_lines(stream, most), start=1):
+    for number, raw in enumerate(_lines(stream, most), start=first):
         where = f"{uri}:{number}"
         if raw is None:
             error = f"line longer than {most} bytes (raise TASKPACK_MAX_LINE_BYTES to allow it)"
@@ -210,8 +214,14 @@ def _object(row: Any, where: str, line: int) -> Record:
 def _parquet_rows(stream: IO[bytes], where: str) -> Iterator[Record]:
     import pyarrow.parquet as pq
 
-    number = 0
-    for batch in pq.ParquetFile(stream).iter_batches(batch_size=1024):
+    yield from parquet_records(pq.ParquetFile(stream).iter_batches(batch_size=1024), where)
+
+
+def parquet_records(batches: Iterable[Any], where: str, first: int = 0) -> Iterator[Record]:
+    """The records of a Parquet file's rows read as Arrow record batches, the first being row
+    `first` of `where`."""
+    number = first
+    for batch in batches:
         for row in batch.to_pylist():
             yield Record(f"{where}: row {number}", task=row, line=number + 1)
             number += 1
@@ -297,7 +307,7 @@ def _table_rows(
 ) -> Iterator[Record]:
     suffix = base_suffix(name)
     if suffix in (".jsonl", ".ndjson"):
-        yield from _json_lines(stream, where)
+        yield from json_lines(stream, where)
     elif suffix == ".json":
         yield from _json_list(stream, where)
     elif suffix == ".parquet":

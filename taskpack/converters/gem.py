@@ -13,6 +13,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from taskpack import records
 from taskpack.converters._columnar import (
     Batch,
@@ -20,11 +22,12 @@ from taskpack.converters._columnar import (
     Template,
     json_slot,
     json_values,
+    mapped,
     ordinal_ids,
     own_names,
     row_numbers,
     slot,
-    table_batches,
+    table_chunks,
     task_ids,
     text_columns,
 )
@@ -79,16 +82,16 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return _native(iter_table_rows(uri), split)
+
+
+def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
     return read_rows(
-        FORMAT,
-        iter_table_rows(uri),
-        lambda row, n: to_task(row, split, n),
-        to_row,
-        embedded,
+        FORMAT, records, lambda row, n: to_task(row, split, n), to_row, embedded, first
     )
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for tables of `problem` and/or `question`
     (text, the first one never empty), `answer` (text), an optional text `id`, and other
     columns of JSON values; with both texts, the question either always or never the problem.
@@ -97,8 +100,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
 
     template: Template | None = None
     constants: tuple[Any, ...] = ()
-    first = 0
-    for table in table_batches(uri, keyed=True):
+
+    def batch(table: pa.Table, first: int) -> Batch:
+        nonlocal template, constants
         names = table.schema.names
         texts = [n for n in ("problem", "question") if n in names]
         if not texts or "answer" not in names or PAYLOAD_KEY in names or not table.num_rows:
@@ -125,8 +129,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         columns |= {n: json_values(table.column(n).combine_chunks()) for n in others}
         rows = row_numbers(first, table.num_rows)
         ids = task_ids(asked[-1]) if "id" in names else ordinal_ids(split, rows)
-        yield template.fill(ids, columns, rows)
-        first += table.num_rows
+        return template.fill(ids, columns, rows)
+
+    yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 
 
 FORMAT = Format(

@@ -7,19 +7,22 @@ Ids are `<split>-<row>`, stable for a given file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+import pyarrow as pa
 
 from taskpack.converters._columnar import (
     ROW,
     Batch,
     NotColumnar,
     Template,
+    mapped,
     ordinal_ids,
     row_numbers,
     slot,
     strings,
-    table_batches,
+    table_chunks,
 )
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
@@ -47,6 +50,10 @@ def _task(split: str, question: str, solution: str, final: str, row: int) -> dic
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return map_rows(iter_table_rows(uri), _converter(split))
+
+
+def _converter(split: str) -> Callable[[dict[str, Any], int], dict[str, Any]]:
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
         solution = need(row, "answer")
         question = need(row, "question")
@@ -56,16 +63,16 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
             "metadata": {k: v for k, v in row.items() if k not in ("question", "answer")},
         }
 
-    return map_rows(iter_table_rows(uri), convert)
+    return convert
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`): rows of text `question` and `answer` only."""
     import pyarrow.compute as pc
 
     template = Template(_task(split, slot("question"), slot("answer"), slot("final"), ROW))
-    first = 0
-    for table in table_batches(uri):
+
+    def batch(table: pa.Table, first: int) -> Batch:
         question, solution = strings(table, "question", "answer")
         if not pc.all(pc.match_substring(solution, "####")).as_py():
             raise NotColumnar("an answer without '####'")
@@ -80,8 +87,10 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             raise NotColumnar("nothing after '####'")
         rows = row_numbers(first, table.num_rows)
         columns = {"question": question, "answer": solution, "final": final}
-        yield template.fill(ordinal_ids(split, rows), columns, rows)
-        first += table.num_rows
+        return template.fill(ordinal_ids(split, rows), columns, rows)
+
+    convert = _converter(split)
+    yield from mapped(table_chunks(uri), batch, lambda rows, n: map_rows(rows, convert, n))
 
 
 def source_row(task: Task) -> dict[str, Any]:

@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
+
 from taskpack.converters._columnar import (
     ROW,
     Batch,
     Template,
+    mapped,
     row_numbers,
     slot,
     strings,
-    table_batches,
+    table_chunks,
     task_ids,
 )
 from taskpack.converters._format import Format, Options
@@ -46,18 +49,23 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return map_rows(iter_table_rows(uri), lambda row, n: to_task(row, split, n))
+    return _rows(iter_table_rows(uri), split)
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def _rows(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
+    return map_rows(records, lambda row, n: to_task(row, split, n), first)
+
+
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`): rows of exactly the five fields, text."""
     template = Template(to_task({k: slot(k) for k in _MAPPED}, split, ROW))
-    first = 0
-    for table in table_batches(uri):
+
+    def batch(table: pa.Table, first: int) -> Batch:
         columns = dict(zip(_MAPPED, strings(table, *_MAPPED), strict=True))
         rows = row_numbers(first, table.num_rows)
-        yield template.fill(task_ids(columns["task_id"]), columns, rows)
-        first += table.num_rows
+        return template.fill(task_ids(columns["task_id"]), columns, rows)
+
+    yield from mapped(table_chunks(uri), batch, lambda rows, n: _rows(rows, split, n))
 
 
 def source_row(task: Task) -> dict[str, Any]:

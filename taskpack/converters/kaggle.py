@@ -28,10 +28,11 @@ from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
     Template,
+    mapped,
     ordinal_ids,
     row_numbers,
     slot,
-    table_batches,
+    table_chunks,
     task_ids,
     text_columns,
 )
@@ -170,14 +171,19 @@ def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
     return map_rows(rows, _mapping(uri, split, options))
 
 
-def read_columns(uri: str, split: str, options: KaggleOptions) -> Iterator[Batch]:
+def read_columns(
+    uri: str, split: str, options: KaggleOptions
+) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for tables of text cells."""
     import pyarrow.compute as pc
 
     answer, labels = options.answer_column, options.choice_columns
-    template, unchecked, names = None, {}, None
-    first = 0
-    for table in table_batches(uri, options.delimiter, options.strip_headers, keyed=True):
+    template: Template | None = None
+    unchecked: dict[str, str] = {}
+    names: list[str] | None = None
+
+    def batch(table: pa.Table, first: int) -> Batch:
+        nonlocal template, unchecked, names
         if names not in (None, table.schema.names):
             raise NotColumnar("fields that change between rows")
         names = table.schema.names
@@ -196,8 +202,13 @@ def read_columns(uri: str, split: str, options: KaggleOptions) -> Iterator[Batch
         rows = row_numbers(first, table.num_rows)
         id_col = options.id_column
         ids = task_ids(columns[id_col]) if id_col else ordinal_ids(split, rows)
-        yield template.fill(ids, columns, rows)
-        first += table.num_rows
+        return template.fill(ids, columns, rows)
+
+    yield from mapped(
+        table_chunks(uri, options.delimiter, options.strip_headers, keyed=True),
+        batch,
+        lambda rows, n: map_rows(rows, _mapping(uri, split, options), n),
+    )
 
 
 def source_row(task: Task, **values: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ except `code` stays in metadata (task_id keeps its integer type), so rows rebuil
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -23,10 +23,11 @@ from taskpack.converters._columnar import (
     Template,
     json_slot,
     json_values,
+    mapped,
     own_names,
     row_numbers,
     slot,
-    table_batches,
+    table_chunks,
     task_ids,
     text_columns,
 )
@@ -60,6 +61,10 @@ def _task(
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return map_rows(iter_table_rows(uri), _converter(split))
+
+
+def _converter(split: str) -> Callable[[dict[str, Any], int], dict[str, Any]]:
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
         tests = need(row, "test_list", list)
         text = row.get("text", row.get("prompt"))
@@ -83,15 +88,18 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
             ),
         }
 
-    return map_rows(iter_table_rows(uri), convert)
+    return convert
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`): rows with `task_id` (a whole number),
     `code` and `text` or `prompt` (text), `test_list` (a list of text), and further fields of
     text, whole numbers, booleans or lists of text; first tests in plain ASCII."""
-    template, names, first = None, None, 0
-    for table in table_batches(uri, keyed=True):
+    template: Template | None = None
+    names: list[str] | None = None
+
+    def batch(table: pa.Table, first: int) -> Batch:
+        nonlocal template, names
         if template is None:
             names = table.schema.names
             needed = {"task_id", "code", "test_list"}
@@ -109,7 +117,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
                     {n: json_slot(n) for n in names if n != "code"},
                 )
             )
-        if table.schema.names != names:
+        if names is None or table.schema.names != names:
             raise NotColumnar("fields that change between rows")
         text_name = "text" if "text" in names else "prompt"
         code, text = text_columns(table, ["code", text_name])
@@ -128,8 +136,12 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             **{n: json_values(table.column(n).combine_chunks()) for n in names if n != "code"},
         }
         ids = pc.binary_join_element_wise("mbpp-", pc.cast(task_id, pa.string()), "")
-        yield template.fill(task_ids(ids), columns, row_numbers(first, table.num_rows))
-        first += table.num_rows
+        return template.fill(task_ids(ids), columns, row_numbers(first, table.num_rows))
+
+    convert = _converter(split)
+    yield from mapped(
+        table_chunks(uri, keyed=True), batch, lambda rows, n: map_rows(rows, convert, n)
+    )
 
 
 # The entry-point pattern for RE2, on text Python's `_CALL` reads alike: with no form feed,

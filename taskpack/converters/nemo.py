@@ -25,12 +25,13 @@ from taskpack.converters._columnar import (
     Template,
     json_slot,
     json_values,
+    mapped,
     messages,
     ordinal_ids,
     own_names,
     row_numbers,
     slot,
-    table_batches,
+    table_chunks,
     text,
 )
 from taskpack.converters._format import Format, Options, Target, WriteOptions
@@ -235,16 +236,16 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return _native(iter_table_rows(uri), split)
+
+
+def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
     return read_rows(
-        FORMAT,
-        iter_table_rows(uri),
-        lambda row, n: to_task(row, split, n),
-        to_row,
-        embedded,
+        FORMAT, records, lambda row, n: to_task(row, split, n), to_row, embedded, first
     )
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
     holds only `input`, messages of the same roles in every row with text contents (a user
     one never empty), whose `expected_answer` and other fields are JSON values of one shape
@@ -255,8 +256,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
 
     template: Template | None = None
     constants: tuple[Any, ...] = ()
-    first = 0
-    for table in table_batches(uri, keyed=True):
+
+    def batch(table: pa.Table, first: int) -> Batch:
+        nonlocal template, constants
         names = table.schema.names
         params = table.column(PARAMS).combine_chunks() if PARAMS in names else None
         if params is None or not pa.types.is_struct(params.type) or params.null_count:
@@ -276,12 +278,13 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         ids = ordinal_ids(split, rows)
         if "id" in names and pc.any(pc.equal(columns["id"], json_values(ids))).as_py():
             raise NotColumnar("an own id that is the task id")
-        asked = 0
+        asked = False
         if "question" in names and last is not None:
             question = text(table.column("question").combine_chunks())
-            asked = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
-            if asked not in (0, table.num_rows):
+            matches = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
+            if matches not in (0, table.num_rows):
                 raise NotColumnar("a question that is the last user message only in some rows")
+            asked = matches > 0  # in every row (a count would differ between batches)
         if template is None:
             constants = (names, roles, asked)
             row: dict[str, Any] = {n: json_slot(n) for n in others}
@@ -298,8 +301,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         if (names, roles, asked) != constants:
             raise NotColumnar("a shape that changes between rows")
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
-        yield template.fill(ids, columns, rows)
-        first += table.num_rows
+        return template.fill(ids, columns, rows)
+
+    yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 
 
 FORMAT = Format(

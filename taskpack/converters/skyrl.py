@@ -29,12 +29,13 @@ from taskpack.converters._columnar import (
     Template,
     json_slot,
     json_values,
+    mapped,
     messages,
     one_text,
     ordinal_ids,
     row_numbers,
     slot,
-    table_batches,
+    table_chunks,
     text,
 )
 from taskpack.converters._format import Format, Options, Target, WriteOptions
@@ -157,12 +158,16 @@ def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return _native(iter_table_rows(uri), split)
+
+
+def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
     return read_rows(
-        FORMAT, iter_table_rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded
+        FORMAT, records, lambda row, n: to_task(row, split, n), to_row, _embedded, first
     )
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for Parquet as SkyRL's dataset scripts write
     it: exactly `data_source` (text, not "skyrl"), `env_class` and `reward_spec.method` (one
     text each for the whole source), `reward_spec.ground_truth` (text), `prompt` (the same
@@ -175,8 +180,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         raise NotColumnar(uri)
     template: Template | None = None
     constants: tuple[Any, ...] = ()
-    first = 0
-    for table in table_batches(uri):
+
+    def batch(table: pa.Table, first: int) -> Batch:
+        nonlocal template, constants
         names = table.schema.names
         if sorted(names) != sorted(_SHAPE) or table.num_rows == 0:
             raise NotColumnar(f"columns {names}")
@@ -209,8 +215,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             **{f"#extra.{n}": values for n, values in shape["extra"].items()},
         }
         rows = row_numbers(first, table.num_rows)
-        yield template.fill(ordinal_ids(split, rows), columns, rows)
-        first += table.num_rows
+        return template.fill(ordinal_ids(split, rows), columns, rows)
+
+    yield from mapped(table_chunks(uri), batch, lambda rows, n: _native(rows, split, n))
 
 
 _SHAPE = ("data_source", "prompt", "env_class", "reward_spec", "extra_info")

@@ -24,10 +24,11 @@ from taskpack.converters._columnar import (
     json_items,
     json_slot,
     json_values,
+    mapped,
     own_names,
     row_numbers,
     slot,
-    table_batches,
+    table_chunks,
     task_ids,
     text_columns,
 )
@@ -95,18 +96,25 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return map_rows(iter_table_rows(uri), lambda row, n: to_task(row, split, n))
+    return _rows(iter_table_rows(uri), split)
+
+
+def _rows(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
+    return map_rows(records, lambda row, n: to_task(row, split, n), first)
 
 
 _TEXT = ("instance_id", "problem_statement", "patch", "test_patch", "repo", "base_commit")
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`): rows whose mapped fields are text, whose
     test lists are JSON text as `json.dumps` writes it (then nothing is kept raw) of plain-ASCII
     test names, and whose other fields are text, whole numbers, booleans or lists of text."""
-    template, names, first = None, None, 0
-    for table in table_batches(uri, keyed=True):
+    template: Template | None = None
+    names: list[str] | None = None
+
+    def batch(table: pa.Table, first: int) -> Batch:
+        nonlocal template, names
         if names not in (None, table.schema.names):
             raise NotColumnar("fields that change between rows")
         names = table.schema.names
@@ -124,8 +132,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
         others = [n for n in names if n not in _TEXT and n not in _TEST_LISTS]
         columns |= {n: json_values(table.column(n).combine_chunks()) for n in others}
         ids = task_ids(columns["instance_id"])
-        yield template.fill(ids, columns, row_numbers(first, table.num_rows))
-        first += table.num_rows
+        return template.fill(ids, columns, row_numbers(first, table.num_rows))
+
+    yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _rows(rows, split, n))
 
 
 def _test_names(raw: pa.Array) -> pa.Array:

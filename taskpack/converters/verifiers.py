@@ -28,10 +28,11 @@ from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
     Template,
+    mapped,
     messages,
     row_numbers,
     slot,
-    table_batches,
+    table_chunks,
     text_columns,
 )
 from taskpack.converters._format import Format, Options, Target
@@ -152,13 +153,19 @@ def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return read_rows(FORMAT, _rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded)
+    return _native(_rows(uri), split)
+
+
+def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
+    return read_rows(
+        FORMAT, records, lambda row, n: to_task(row, split, n), to_row, _embedded, first
+    )
 
 
 _COLUMNS = ("question", "answer", "example_id", "prompt")
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
+def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for files as `vf.SingleTurnEnv` datasets
     hold them: exactly `question` and `answer` (text), `example_id` (a whole number, not
     negative) and `prompt` (the same roles in every row, a user one among them, text contents),
@@ -168,8 +175,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
 
     template: Template | None = None
     constants: tuple[Any, ...] = ()
-    first = 0
-    for table in table_batches(uri, keyed=True):
+
+    def batch(table: pa.Table, first: int) -> Batch:
+        nonlocal template, constants
         names = table.schema.names
         if sorted(names) != sorted(_COLUMNS) or table.num_rows == 0:
             raise NotColumnar(f"columns {names}")
@@ -178,9 +186,10 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             raise NotColumnar("a prompt without a user message")
         last = len(roles) - 1 - roles[::-1].index("user")
         question, answer = text_columns(table, ["question", "answer"])
-        asked = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
-        if asked not in (0, table.num_rows):
+        matches = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
+        if matches not in (0, table.num_rows):
             raise NotColumnar("a question that is the last user message only in some rows")
+        asked = matches > 0  # in every row (a count would differ between batches)
         example_id = table.column("example_id").combine_chunks()
         if not pa.types.is_integer(example_id.type) or example_id.null_count:
             raise NotColumnar("an example_id that is not a whole number")
@@ -207,8 +216,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch]:
             **{f"#content{k}": c for k, c in enumerate(contents)},
         }
         ids = pc.cast(example_id, pa.string())
-        yield template.fill(ids, columns, row_numbers(first, table.num_rows))
-        first += table.num_rows
+        return template.fill(ids, columns, row_numbers(first, table.num_rows))
+
+    yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 
 
 FORMAT = Format(
