@@ -10,10 +10,11 @@ took several times longer (a 5000-task tree: 2 s, and 14-23 s right after deleti
 shows `recently_deleted` under `__ext4_new_inode`), for every contender alike.
 For the same reason the disk rounds start after a sync and that window.
 
-Then the row exports' peak memory (RSS of the whole process) at two sizes: SkyRL Parquet and
-NeMo Gym JSONL are written a batch at a time, so it should stay flat as the split grows.
+Then the row exports' peak memory (RSS of the whole process) at several sizes: SkyRL Parquet
+and NeMo Gym JSONL are read a row group and written a batch at a time, so it should not grow
+with the tasks written; what grows is the source's Parquet footer, shown apart.
 
-    python bench/export.py                 # 20000 tasks, 3 rounds; memory at 10k and 200k
+    python bench/export.py                 # 20000 tasks, 3 rounds; memory at 10k, 100k, 200k
     python bench/export.py --tasks 2000 --rounds 2 --memory 2000,20000
 """
 
@@ -89,11 +90,24 @@ def _peak_mib(source: Path, fmt: str, out: Path) -> float:
     return peak
 
 
+def _footer_mib(parquet: Path) -> float:
+    """What opening the split's Parquet file adds to a process (its footer: an entry per
+    column of each 1024-task row group), the part of an export's memory that grows with the
+    split by design."""
+    _, bare = peak_process("import pyarrow.parquet")
+    _, opened = peak_process(
+        "import sys, pyarrow.parquet as pq; pq.ParquetFile(sys.argv[1])", str(parquet)
+    )
+    return opened - bare
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--memory", default="10000,200000", help="task counts for row exports")
+    parser.add_argument(
+        "--memory", default="10000,100000,200000", help="task counts for row exports"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="taskpack-bench-export-"))
     places = {"disk": work}
@@ -118,17 +132,21 @@ def main() -> None:
             print(f"{where}: plain script creating the same tree {plain:.1f} s")
             for name, t in medians.items():
                 print(f"{where}: taskpack export --to {name} {t:.1f} s ({t / plain:.2f}x plain)")
-        for fmt in ("skyrl", "nemo"):
-            peaks = []
-            for count in (int(n) for n in args.memory.split(",")):
-                source = build_taskset(work / f"mem{count}", count)
-                peaks.append((count, _peak_mib(source, fmt, work / f"{fmt}{count}")))
-                shutil.rmtree(source)
-            (small, low), (big, high) = peaks[0], peaks[-1]
-            print(
-                f"row export --to {fmt}: peak {low:.0f} MiB at {small} tasks, {high:.0f} MiB at "
-                f"{big} ({high / low:.2f}x)"
-            )
+        sizes = [int(n) for n in args.memory.split(",")]
+        peaks: dict[str, list[float]] = {"skyrl": [], "nemo": [], "source footer": []}
+        for count in sizes:
+            source = build_taskset(work / f"mem{count}", count)
+            for fmt in ("skyrl", "nemo"):
+                peaks[fmt].append(_peak_mib(source, fmt, work / f"{fmt}{count}"))
+            peaks["source footer"].append(_footer_mib(source / "splits" / "train.parquet"))
+            shutil.rmtree(source)
+        for what, found in peaks.items():
+            each = ", ".join(f"{peak:.0f} MiB at {n}" for n, peak in zip(sizes, found, strict=True))
+            if what == "source footer":
+                print(f"of which the source split's Parquet footer (open, nothing read): {each}")
+                continue
+            steps = " then ".join(f"{b / a:.2f}x" for a, b in itertools.pairwise(found))
+            print(f"row export --to {what}: peak {each} ({steps})")
     finally:
         for base in places.values():
             shutil.rmtree(base, ignore_errors=True)

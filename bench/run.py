@@ -25,7 +25,7 @@ FULL = {
     "fanout.py": ["--processes", "64", "--tasks", "100000"],
     "convert.py": ["--rows", "10000,1000000", "--rounds", "3"],
     "serve.py": ["--tasks", "20000", "--requests", "4000", "--clients", "8"],
-    "export.py": ["--tasks", "20000", "--rounds", "2", "--memory", "10000,1000000"],
+    "export.py": ["--tasks", "20000", "--rounds", "2", "--memory", "10000,100000,1000000"],
     "scale_out.py": ["--rows", "200000", "--parts", "4", "--workers", "2"],
 }
 QUICK = {
