@@ -680,37 +680,32 @@ ODD = {"question": "q", "answer": "#### \u00a012\u3000"}  # fine, but no batch c
     ("odd", "suffix"),
     [
         (odd, suffix)
-        for odd in ("one odd row", "a blank line", "odd rows in a row", "no ####", "a duplicate id")
+        for odd in ("one odd row", "two odd rows", "a blank line", "no ####", "a duplicate id")
         for suffix in (".jsonl", ".parquet")
         if (odd, suffix) != ("a blank line", ".parquet")  # Parquet has no lines
     ],
 )
-def test_only_the_batch_a_check_refuses_goes_row_by_row(
+def test_only_rows_around_one_a_check_refuses_go_row_by_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str, suffix: str
 ) -> None:
-    """Batches before and after it stay columnar; the task set (or the error) is the row
-    path's. Two refused in a row send the rest of the source row by row."""
+    """A refused batch is halved down to pieces of fewer than 2 * _SMALLEST rows: only the
+    piece holding the odd row goes row by row, the rows before and after it stay columnar, and
+    the task set (or the error) is the row path's."""
     rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
     fmt = "gsm8k"
     if odd == "one odd row":
         rows[1500] = ODD
+    elif odd == "two odd rows":
+        rows[1500] = rows[2200] = ODD
     elif odd == "a blank line":  # the row path skips it: the ids after it move up by one
         rows[1500] = None
-    elif odd == "odd rows in a row":
-        rows[1500:1900] = [ODD] * 400
     elif odd == "no ####":
         rows[1500] = {"question": "q", "answer": "42"}
     else:  # HumanEval rows carry their ids
         rows = [{**HUMANEVAL, "task_id": f"H/{i}"} for i in range(3000)]
         rows[1500] = {**HUMANEVAL, "task_id": "H/5", "level": 2}
         fmt = "humaneval"
-    src = tmp_path / f"src{suffix}"
-    if suffix == ".parquet":
-        pq.write_table(pa.Table.from_pylist(rows), src)
-    else:
-        _write(src, rows, "\n")
-    monkeypatch.setattr(_columnar, "_BLOCK", 4096)  # about 90 lines a batch
-    monkeypatch.setattr(_columnar, "_PARQUET_ROWS", 90)
+    src = _odd_source(tmp_path, rows, suffix, monkeypatch)
     written = _spy(monkeypatch)
     by_columns = outcome(tmp_path, "columns", src, fmt, {}, columnar=True)
     runs = _runs(written)
@@ -720,9 +715,41 @@ def test_only_the_batch_a_check_refuses_goes_row_by_row(
         return
     assert not isinstance(by_columns, str)
     assert len(by_columns[2]) == 3000 - (odd == "a blank line")
-    kinds = [kind for kind, _ in runs]
-    if odd == "odd rows in a row":  # two batches refused: the rest without trying
-        assert kinds == ["columns", "rows"] and runs[0][1] <= 1500
-    else:  # one batch row by row, around the odd row
-        assert kinds == ["columns", "rows", "columns"]
-        assert 0 < runs[1][1] <= 100 and runs[0][1] <= 1500 <= runs[0][1] + runs[1][1]
+    odd_runs = 2 if odd == "two odd rows" else 1
+    assert [kind for kind, _ in runs] == ["columns", "rows"] * odd_runs + ["columns"]
+    assert all(0 < n < 2 * _columnar._SMALLEST for kind, n in runs if kind == "rows")
+    assert runs[0][1] <= 1500 < runs[0][1] + runs[1][1] + (odd == "a blank line")
+
+
+def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source of a shape no check takes does not pay for both paths all the way."""
+    rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
+    rows[700:] = [ODD] * 2300
+    src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
+    written = _spy(monkeypatch)
+    parsed: list[int] = []
+    parse = _columnar._parse
+    monkeypatch.setattr(_columnar, "_parse", lambda *a: (parsed.append(1), parse(*a))[1])
+    by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
+    tries = len(parsed)
+    assert [kind for kind, _ in _runs(written)] == ["columns", "rows"]
+    assert _runs(written)[0][1] <= 700
+    monkeypatch.setattr(_columnar, "_REFUSALS", 10**9)  # and without the rule:
+    assert outcome(tmp_path, "again", src, "gsm8k", {}, columnar=True) == by_columns
+    assert tries < len(parsed) - tries  # fewer attempts with it
+    assert by_columns == outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
+
+
+def _odd_source(tmp: Path, rows: list[Any], suffix: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`rows` as a file read in batches of about 360 rows, halved down to fewer than 16."""
+    src = tmp / f"src{suffix}"
+    if suffix == ".parquet":
+        pq.write_table(pa.Table.from_pylist(rows), src)
+    else:
+        _write(src, rows, "\n")
+    monkeypatch.setattr(_columnar, "_BLOCK", 16384)
+    monkeypatch.setattr(_columnar, "_PARQUET_ROWS", 360)
+    monkeypatch.setattr(_columnar, "_SMALLEST", 8)
+    return src

@@ -8,9 +8,10 @@ the rows the row path would write (same JSON text, digests, ids). The text comes
 by the row path's own code, then cut at its slots and filled per batch with the escaped columns.
 Whatever a batch check cannot vouch for (a null, a type the row path would refuse, a blank
 line, text a Python `strip` and an Arrow trim could treat differently) raises `NotColumnar`, and
-the importer reads the rest of that source row by row (the whole source where rows are not
-lines, as in CSV), so errors are the row path's own, word for word. `tests/test_columnar.py`
-compares both paths on every data set.
+that batch's own rows go through the reader's row mapping (`mapped`); where rows are not lines
+(CSV) the whole source does. An invalid row sends the whole source row by row, so errors are
+the row path's own, word for word. `tests/test_columnar.py` compares both paths on every data
+set.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
@@ -258,44 +259,68 @@ class Chunk(NamedTuple):
     """Some consecutive rows of a source, two ways: `table()`, as Arrow reads them (raises
     `NotColumnar` where that could differ from the row path), and `records()`, as the row path
     reads the very same rows, numbered as in the whole source; None where rows are not lines
-    (CSV's quoted newlines): there only the whole source can go row by row."""
+    (CSV's quoted newlines): there only the whole source can go row by row. `halves()`: the
+    same rows as two chunks, or None when too few to split."""
 
     table: Callable[[], pa.Table]
     records: Callable[[], Iterator[Record]] | None
+    halves: Callable[[], tuple[Chunk, Chunk] | None]
 
 
 # Reader's own row mapping, from the ordinal of the first record given (`map_rows`, `read_rows`).
 RowMapping: TypeAlias = Callable[[Iterator[Record], int], Iterator[Record]]
-# Chunks refused in a row before the rest of a source goes row by row without trying: a source
-# of a shape no check takes would otherwise pay for both paths.
+Item: TypeAlias = "Batch | Iterator[Record]"
+# A refused chunk is halved until its pieces have fewer than twice this many rows.
+_SMALLEST = 64
+# Chunks in a row with no row taken before the rest of a source goes row by row without
+# trying: a source of a shape no check takes would otherwise pay for both paths.
 _REFUSALS = 2
 
 
 def mapped(
     chunks: Iterator[Chunk], batch: Callable[[pa.Table, int], Batch], rows: RowMapping
-) -> Iterator[Batch | Iterator[Record]]:
+) -> Iterator[Item]:
     """A reader's `read_columns`: each chunk as a `Batch` of stored rows by `batch` (its table
-    and the ordinal of its first row), or, where a batch check refuses it, as the row path's
-    records of that chunk's own rows, mapped by the reader's `rows`; per-row Python only where
-    a batch needs it. The caller reads each records iterator to its end before the next item
-    (their count numbers what follows)."""
+    and the ordinal of its first row); a chunk a batch check refuses is halved, and halved
+    again, down to pieces of fewer than 2 * `_SMALLEST` rows, which go as the row path's
+    records, mapped by the reader's `rows`: per-row Python only around the rows that need it.
+    The caller reads each records iterator to its end before the next item (their count
+    numbers what follows)."""
     first, refused = 0, 0
     for chunk in chunks:
-        if refused < _REFUSALS or chunk.records is None:
-            try:
-                out = batch(chunk.table(), first)
-            except NotColumnar:
-                if chunk.records is None:
-                    raise
-                refused += 1
-            else:
-                refused = 0
-                yield out
-                first += out.table.num_rows
-                continue
-        tally = [0]
-        yield rows(_counted(chunk.records(), tally), first)
-        first += tally[0]
+        count, taken = yield from _one(chunk, first, batch, rows, refused < _REFUSALS)
+        refused = 0 if taken else refused + 1
+        first += count
+
+
+def _one(
+    chunk: Chunk,
+    first: int,
+    batch: Callable[[pa.Table, int], Batch],
+    rows: RowMapping,
+    trying: bool,
+) -> Generator[Item, None, tuple[int, int]]:
+    """The items of one chunk; returns (its rows, how many of them went columnar)."""
+    if trying or chunk.records is None:
+        try:
+            out = batch(chunk.table(), first)
+        except NotColumnar:
+            if chunk.records is None:
+                raise
+            halves = chunk.halves()
+            if halves is not None:
+                count, taken = 0, 0
+                for half in halves:
+                    n, k = yield from _one(half, first + count, batch, rows, True)
+                    count, taken = count + n, taken + k
+                return count, taken
+        else:
+            yield out
+            return out.table.num_rows, out.table.num_rows
+    assert chunk.records is not None
+    tally = [0]
+    yield rows(_counted(chunk.records(), tally), first)
+    return tally[0], 0
 
 
 def _counted(records: Iterator[Record], tally: list[int]) -> Iterator[Record]:
@@ -336,15 +361,29 @@ def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
             if piece:
-                yield Chunk(
-                    partial(_parse, piece, most, keyed),
-                    partial(json_lines, io.BytesIO(piece), uri, line),
-                )
+                yield _jsonl_chunk(piece, uri, line, most, keyed)
                 line += piece.count(b"\n") + (not piece.endswith(b"\n"))
             if not data:
                 return
             if len(rest) > longest:
                 raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
+
+
+def _jsonl_chunk(piece: bytes, uri: str, line: int, most: int | None, keyed: bool) -> Chunk:
+    """Whole lines of `uri` from line `line` on."""
+
+    def halves() -> tuple[Chunk, Chunk] | None:
+        cut = piece.find(b"\n", len(piece) // 2) + 1  # the line boundary past the middle
+        if piece.count(b"\n") < 2 * _SMALLEST or cut in (0, len(piece)):
+            return None
+        head, tail = piece[:cut], piece[cut:]
+        return (
+            _jsonl_chunk(head, uri, line, most, keyed),
+            _jsonl_chunk(tail, uri, line + head.count(b"\n"), most, keyed),
+        )
+
+    records = partial(json_lines, io.BytesIO(piece), uri, line)
+    return Chunk(partial(_parse, piece, most, keyed), records, halves)
 
 
 def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
@@ -431,7 +470,7 @@ def csv_chunks(uri: str, delimiter: str, strip_headers: bool) -> Iterator[Chunk]
                 ),
             )
             for batch in reader:
-                yield Chunk(partial(pa.Table.from_batches, [batch]), None)
+                yield Chunk(partial(pa.Table.from_batches, [batch]), None, lambda: None)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise NotColumnar(str(e)) from None
 
@@ -443,12 +482,23 @@ def parquet_chunks(uri: str) -> Iterator[Chunk]:
     try:
         pf = pq.ParquetFile(uri)
         for batch in pf.iter_batches(batch_size=_PARQUET_ROWS):
-            table = partial(pa.Table.from_batches, [batch])
-            pieces = table().to_batches(max_chunksize=1024)  # the row path's batch size
-            yield Chunk(table, partial(parquet_records, pieces, uri, first))
+            yield _parquet_chunk(pa.Table.from_batches([batch]), uri, first)
             first += batch.num_rows
     except (pa.ArrowInvalid, OSError) as e:
         raise NotColumnar(str(e)) from None
+
+
+def _parquet_chunk(table: pa.Table, uri: str, first: int) -> Chunk:
+    """Rows of `uri` from row `first` on."""
+
+    def halves() -> tuple[Chunk, Chunk] | None:
+        if table.num_rows < 2 * _SMALLEST:
+            return None
+        k = table.num_rows // 2
+        return _parquet_chunk(table[:k], uri, first), _parquet_chunk(table[k:], uri, first + k)
+
+    pieces = table.to_batches(max_chunksize=1024)  # the row path's batch size
+    return Chunk(lambda: table, partial(parquet_records, pieces, uri, first), halves)
 
 
 # --- batch checks and text --------------------------------------------------------------------
