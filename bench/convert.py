@@ -51,13 +51,19 @@ writer.close()
 """
 
 
-def make_source(path: Path, rows: int) -> None:
+def make_source(path: Path, rows: int, odd: int = 0) -> None:
+    """`rows` GSM8K rows; `odd` of them, evenly spread, end in a no-break space (valid, and
+    Python's `strip` removes it, but no columnar check vouches for a final answer not in ASCII,
+    so the rows around each go row by row)."""
     rng = random.Random(rows)
+    every = rows // odd if odd else 0
     with path.open("w", encoding="utf-8") as f:
         for i in range(rows):
             a, b = rng.randint(1, 10**4), rng.randint(1, 10**4)
             question = f"Tom has {a} apples and buys {b} more. How many apples now? (#{i})"
             answer = f"He has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} apples.\n#### {a + b:,}"
+            if every and i % every == every // 2:
+                answer += "\u00a0"
             f.write(json.dumps({"question": question, "answer": answer}) + "\n")
 
 
@@ -65,13 +71,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="10000,1000000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--odd", type=int, default=0, help="rows no columnar check takes")
     args = parser.parse_args()
     sizes = [int(x) for x in args.rows.split(",")]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for rows in sizes:
             source = Path(tmp) / f"gsm8k-{rows}.jsonl"
-            make_source(source, rows)
+            make_source(source, rows, args.odd)
             times: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
             peaks: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
             for r in range(args.rounds):
@@ -85,6 +92,8 @@ def main() -> None:
                 for name in times
             }
             source.unlink()
+    if args.odd:
+        print(f"sources with {args.odd} rows that go row by row, evenly spread:")
     print(
         f"{'rows':>9} {'taskpack rows/s':>16} {'script rows/s':>14} {'ratio':>6} "
         f"{'taskpack MiB':>13} {'script MiB':>11}"

@@ -19,24 +19,26 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import ROOT, machine  # noqa: E402
 
-FULL = {
-    "episode.py": ["--tasks", "100000", "--rounds", "5"],
-    "transfer.py": ["--megabytes", "120", "--rounds", "3"],
-    "fanout.py": ["--processes", "64", "--tasks", "100000"],
-    "convert.py": ["--rows", "10000,1000000", "--rounds", "3"],
-    "serve.py": ["--tasks", "20000", "--requests", "4000", "--clients", "8"],
-    "export.py": ["--tasks", "20000", "--rounds", "2", "--memory", "10000,100000,1000000"],
-    "scale_out.py": ["--rows", "200000", "--parts", "4", "--workers", "2"],
-}
-QUICK = {
-    "episode.py": ["--tasks", "20000", "--rounds", "3"],
-    "transfer.py": ["--megabytes", "20", "--rounds", "2"],
-    "fanout.py": ["--processes", "8", "--tasks", "10000"],
-    "convert.py": ["--rows", "2000,20000", "--rounds", "2"],
-    "serve.py": ["--tasks", "2000", "--requests", "500", "--clients", "4"],
-    "export.py": ["--tasks", "2000", "--rounds", "1", "--memory", "2000,20000"],
-    "scale_out.py": ["--rows", "20000", "--parts", "4", "--workers", "2"],
-}
+FULL = [
+    ("episode.py", ["--tasks", "100000", "--rounds", "5"]),
+    ("transfer.py", ["--megabytes", "120", "--rounds", "3"]),
+    ("fanout.py", ["--processes", "64", "--tasks", "100000"]),
+    ("convert.py", ["--rows", "10000,1000000", "--rounds", "3"]),
+    ("convert.py", ["--rows", "1000000", "--rounds", "3", "--odd", "100"]),
+    ("serve.py", ["--tasks", "20000", "--requests", "4000", "--clients", "8"]),
+    ("export.py", ["--tasks", "20000", "--rounds", "2", "--memory", "10000,100000,1000000"]),
+    ("scale_out.py", ["--rows", "200000", "--parts", "4", "--workers", "2"]),
+]
+QUICK = [
+    ("episode.py", ["--tasks", "20000", "--rounds", "3"]),
+    ("transfer.py", ["--megabytes", "20", "--rounds", "2"]),
+    ("fanout.py", ["--processes", "8", "--tasks", "10000"]),
+    ("convert.py", ["--rows", "2000,20000", "--rounds", "2"]),
+    ("convert.py", ["--rows", "20000", "--rounds", "1", "--odd", "10"]),
+    ("serve.py", ["--tasks", "2000", "--requests", "500", "--clients", "4"]),
+    ("export.py", ["--tasks", "2000", "--rounds", "1", "--memory", "2000,20000"]),
+    ("scale_out.py", ["--rows", "20000", "--parts", "4", "--workers", "2"]),
+]
 
 
 def main() -> None:
@@ -45,7 +47,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
     sections = []
-    for script, script_args in (QUICK if args.quick else FULL).items():
+    for script, script_args in QUICK if args.quick else FULL:
         cmd = [sys.executable, str(HERE / script), *script_args]
         print(f"$ python bench/{script} {' '.join(script_args)}", flush=True)
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

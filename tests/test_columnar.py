@@ -688,9 +688,9 @@ ODD = {"question": "q", "answer": "#### \u00a012\u3000"}  # fine, but no batch c
 def test_only_rows_around_one_a_check_refuses_go_row_by_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, odd: str, suffix: str
 ) -> None:
-    """A refused batch is halved down to pieces of fewer than 2 * _SMALLEST rows: only the
-    piece holding the odd row goes row by row, the rows before and after it stay columnar, and
-    the task set (or the error) is the row path's."""
+    """A refused batch is cut in parts, and those refused in parts again, down to pieces of
+    fewer than 2 * _SMALLEST rows: only the piece holding the odd row goes row by row, the rows
+    before and after it stay columnar, and the task set (or the error) is the row path's."""
     rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
     fmt = "gsm8k"
     if odd == "one odd row":
@@ -743,7 +743,7 @@ def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(
 
 
 def _odd_source(tmp: Path, rows: list[Any], suffix: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """`rows` as a file read in batches of about 360 rows, halved down to fewer than 16."""
+    """`rows` as a file read in batches of about 360 rows, cut down to fewer than 16."""
     src = tmp / f"src{suffix}"
     if suffix == ".parquet":
         pq.write_table(pa.Table.from_pylist(rows), src)

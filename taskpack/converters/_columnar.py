@@ -259,18 +259,20 @@ class Chunk(NamedTuple):
     """Some consecutive rows of a source, two ways: `table()`, as Arrow reads them (raises
     `NotColumnar` where that could differ from the row path), and `records()`, as the row path
     reads the very same rows, numbered as in the whole source; None where rows are not lines
-    (CSV's quoted newlines): there only the whole source can go row by row. `halves()`: the
-    same rows as two chunks, or None when too few to split."""
+    (CSV's quoted newlines): there only the whole source can go row by row. `parts()`: the
+    same rows as several chunks (see `_bounds`), or None when too few to split."""
 
     table: Callable[[], pa.Table]
     records: Callable[[], Iterator[Record]] | None
-    halves: Callable[[], tuple[Chunk, Chunk] | None]
+    parts: Callable[[], list[Chunk] | None]
 
 
 # Reader's own row mapping, from the ordinal of the first record given (`map_rows`, `read_rows`).
 RowMapping: TypeAlias = Callable[[Iterator[Record], int], Iterator[Record]]
 Item: TypeAlias = "Batch | Iterator[Record]"
-# A refused chunk is halved until its pieces have fewer than twice this many rows.
+# A refused chunk is cut in up to _PARTS parts of at least _SMALLEST rows, and so on, down to
+# pieces of fewer than twice _SMALLEST rows, which go row by row.
+_PARTS = 4
 _SMALLEST = 64
 # Chunks in a row with no row taken before the rest of a source goes row by row without
 # trying: a source of a shape no check takes would otherwise pay for both paths.
@@ -281,9 +283,10 @@ def mapped(
     chunks: Iterator[Chunk], batch: Callable[[pa.Table, int], Batch], rows: RowMapping
 ) -> Iterator[Item]:
     """A reader's `read_columns`: each chunk as a `Batch` of stored rows by `batch` (its table
-    and the ordinal of its first row); a chunk a batch check refuses is halved, and halved
-    again, down to pieces of fewer than 2 * `_SMALLEST` rows, which go as the row path's
-    records, mapped by the reader's `rows`: per-row Python only around the rows that need it.
+    and the ordinal of its first row); a chunk a batch check refuses is cut in parts, and
+    those refused in parts again, down to pieces of fewer than 2 * `_SMALLEST` rows, which go
+    as the row path's records, mapped by the reader's `rows`: per-row Python only around the
+    rows that need it.
     The caller reads each records iterator to its end before the next item (their count
     numbers what follows)."""
     first, refused = 0, 0
@@ -307,11 +310,11 @@ def _one(
         except NotColumnar:
             if chunk.records is None:
                 raise
-            halves = chunk.halves()
-            if halves is not None:
+            parts = chunk.parts()
+            if parts is not None:
                 count, taken = 0, 0
-                for half in halves:
-                    n, k = yield from _one(half, first + count, batch, rows, True)
+                for part in parts:
+                    n, k = yield from _one(part, first + count, batch, rows, True)
                     count, taken = count + n, taken + k
                 return count, taken
         else:
@@ -361,7 +364,7 @@ def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
             if piece:
-                yield _jsonl_chunk(piece, uri, line, most, keyed)
+                yield _jsonl_chunk(piece, uri, line, most, keyed, None)
                 line += piece.count(b"\n") + (not piece.endswith(b"\n"))
             if not data:
                 return
@@ -369,21 +372,41 @@ def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
                 raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
 
 
-def _jsonl_chunk(piece: bytes, uri: str, line: int, most: int | None, keyed: bool) -> Chunk:
-    """Whole lines of `uri` from line `line` on."""
+def _jsonl_chunk(
+    piece: bytes, uri: str, line: int, most: int | None, keyed: bool, parsed: pa.Table | None
+) -> Chunk:
+    """Whole lines of `uri` from line `line` on (`parsed`: their table, when known)."""
+    tables = [] if parsed is None else [parsed]
 
-    def halves() -> tuple[Chunk, Chunk] | None:
-        cut = piece.find(b"\n", len(piece) // 2) + 1  # the line boundary past the middle
-        if piece.count(b"\n") < 2 * _SMALLEST or cut in (0, len(piece)):
+    def table() -> pa.Table:
+        if not tables:
+            tables.append(_parse(piece, most, keyed))
+        return tables[0]
+
+    def parts() -> list[Chunk] | None:
+        import numpy as np
+
+        ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
+        lines = len(ends) + (not piece.endswith(b"\n"))
+        bounds = _bounds(lines)
+        if bounds is None:
             return None
-        head, tail = piece[:cut], piece[cut:]
-        return (
-            _jsonl_chunk(head, uri, line, most, keyed),
-            _jsonl_chunk(tail, uri, line + head.count(b"\n"), most, keyed),
-        )
+        offsets = [0, *ends[: lines - 1].tolist(), len(piece)]  # where each line starts
+        # A table parsed whole holds one row per line: its parts are slices, not parsed again.
+        whole = tables[0] if tables else None
+        return [
+            _jsonl_chunk(
+                piece[offsets[a] : offsets[b]],
+                uri,
+                line + a,
+                most,
+                keyed,
+                None if whole is None else whole[a:b],
+            )
+            for a, b in pairwise(bounds)
+        ]
 
-    records = partial(json_lines, io.BytesIO(piece), uri, line)
-    return Chunk(partial(_parse, piece, most, keyed), records, halves)
+    return Chunk(table, partial(json_lines, io.BytesIO(piece), uri, line), parts)
 
 
 def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
@@ -491,14 +514,21 @@ def parquet_chunks(uri: str) -> Iterator[Chunk]:
 def _parquet_chunk(table: pa.Table, uri: str, first: int) -> Chunk:
     """Rows of `uri` from row `first` on."""
 
-    def halves() -> tuple[Chunk, Chunk] | None:
-        if table.num_rows < 2 * _SMALLEST:
+    def parts() -> list[Chunk] | None:
+        bounds = _bounds(table.num_rows)
+        if bounds is None:
             return None
-        k = table.num_rows // 2
-        return _parquet_chunk(table[:k], uri, first), _parquet_chunk(table[k:], uri, first + k)
+        return [_parquet_chunk(table[a:b], uri, first + a) for a, b in pairwise(bounds)]
 
     pieces = table.to_batches(max_chunksize=1024)  # the row path's batch size
-    return Chunk(lambda: table, partial(parquet_records, pieces, uri, first), halves)
+    return Chunk(lambda: table, partial(parquet_records, pieces, uri, first), parts)
+
+
+def _bounds(rows: int) -> list[int] | None:
+    """Where to cut `rows` rows into up to `_PARTS` parts of at least `_SMALLEST` rows (the
+    first row of each, then `rows`); None when fewer than two such parts fit."""
+    count = min(_PARTS, rows // _SMALLEST)
+    return [rows * k // count for k in range(count + 1)] if count >= 2 else None
 
 
 # --- batch checks and text --------------------------------------------------------------------
