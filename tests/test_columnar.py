@@ -721,6 +721,24 @@ def test_only_rows_around_one_a_check_refuses_go_row_by_row(
     assert runs[0][1] <= 1500 < runs[0][1] + runs[1][1] + (odd == "a blank line")
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_the_rows_a_check_names_are_the_only_ones_read_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str
+) -> None:
+    """With runs of any length tried again (`_SMALLEST` 1), exactly the refused rows go row by
+    row: per-row Python only for them."""
+    rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
+    rows[1500] = rows[1502] = rows[2200] = ODD
+    src = _odd_source(tmp_path, rows, suffix, monkeypatch)
+    monkeypatch.setattr(_columnar, "_SMALLEST", 1)
+    written = _spy(monkeypatch)
+    by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
+    runs = _runs(written)
+    assert by_columns == outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
+    assert [n for kind, n in runs if kind == "rows"] == [1, 1, 1]
+    assert runs[:4] == [("columns", 1500), ("rows", 1), ("columns", 1), ("rows", 1)]
+
+
 def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -64,7 +64,19 @@ _ROW_SLOT = f"(?<=[:,\\[]){ROW}(?=[,}}\\]])"
 
 
 class NotColumnar(Exception):
-    """This source needs the row path (the columnar reader could not map it exactly)."""
+    """This source needs the row path (the columnar reader could not map it exactly); with
+    `rows`, only these rows of the batch (0-based, ascending)."""
+
+    def __init__(self, reason: str, rows: list[int] | None = None) -> None:
+        super().__init__(reason)
+        self.rows = rows
+
+
+def refuse(bad: pa.Array | pa.ChunkedArray, reason: str) -> None:
+    """`NotColumnar` naming the rows of a batch where `bad` holds (a null is no refusal), if
+    any: those rows go row by row, the others stay columnar (see `mapped`)."""
+    if pc.any(bad).as_py():
+        raise NotColumnar(reason, pc.indices_nonzero(pc.fill_null(bad, False)).to_pylist())
 
 
 def slot(column: str) -> str:
@@ -259,39 +271,43 @@ class Chunk(NamedTuple):
     """Some consecutive rows of a source, two ways: `table()`, as Arrow reads them (raises
     `NotColumnar` where that could differ from the row path), and `records()`, as the row path
     reads the very same rows, numbered as in the whole source; None where rows are not lines
-    (CSV's quoted newlines): there only the whole source can go row by row. `parts()`: the
-    same rows as several chunks (see `_bounds`), or None when too few to split."""
+    (CSV's quoted newlines): there only the whole source can go row by row. `cut(bounds)`:
+    the chunks of rows bounds[0]:bounds[1], bounds[1]:bounds[2], ... of this one."""
 
     table: Callable[[], pa.Table]
     records: Callable[[], Iterator[Record]] | None
-    parts: Callable[[], list[Chunk] | None]
+    rows: int
+    cut: Callable[[list[int]], list[Chunk]]
 
 
 # Reader's own row mapping, from the ordinal of the first record given (`map_rows`, `read_rows`).
 RowMapping: TypeAlias = Callable[[Iterator[Record], int], Iterator[Record]]
 Item: TypeAlias = "Batch | Iterator[Record]"
-# A refused chunk is cut in up to _PARTS parts of at least _SMALLEST rows, and so on, down to
-# pieces of fewer than twice _SMALLEST rows, which go row by row.
-_PARTS = 4
+# Fewest rows tried columnar on their own: shorter runs between refused rows go row by row
+# with them; a chunk refused as a whole is cut in up to _PARTS parts of at least this many.
 _SMALLEST = 64
+_PARTS = 4
 # Chunks in a row with no row taken before the rest of a source goes row by row without
 # trying: a source of a shape no check takes would otherwise pay for both paths.
 _REFUSALS = 2
+# Levels of cutting a refused chunk: parts of parts of a 64k-row Parquet batch are 5 deep, and
+# each check naming its rows adds at most one.
+_TRIES = 16
 
 
 def mapped(
     chunks: Iterator[Chunk], batch: Callable[[pa.Table, int], Batch], rows: RowMapping
 ) -> Iterator[Item]:
     """A reader's `read_columns`: each chunk as a `Batch` of stored rows by `batch` (its table
-    and the ordinal of its first row); a chunk a batch check refuses is cut in parts, and
-    those refused in parts again, down to pieces of fewer than 2 * `_SMALLEST` rows, which go
-    as the row path's records, mapped by the reader's `rows`: per-row Python only around the
-    rows that need it.
-    The caller reads each records iterator to its end before the next item (their count
-    numbers what follows)."""
+    and the ordinal of its first row). Where a check refuses some rows (`refuse`), those go as
+    the row path's records, mapped by the reader's `rows`, and the runs between them are tried
+    again; a chunk refused as a whole is cut in parts, tried again, down to pieces of fewer
+    than 2 * `_SMALLEST` rows that go row by row. The caller reads each records iterator to
+    its end before the next item (their count numbers what follows)."""
     first, refused = 0, 0
     for chunk in chunks:
-        count, taken = yield from _one(chunk, first, batch, rows, refused < _REFUSALS)
+        tries = _TRIES if refused < _REFUSALS else 0
+        count, taken = yield from _one(chunk, first, batch, rows, tries)
         refused = 0 if taken else refused + 1
         first += count
 
@@ -301,20 +317,24 @@ def _one(
     first: int,
     batch: Callable[[pa.Table, int], Batch],
     rows: RowMapping,
-    trying: bool,
+    tries: int,
 ) -> Generator[Item, None, tuple[int, int]]:
-    """The items of one chunk; returns (its rows, how many of them went columnar)."""
-    if trying or chunk.records is None:
+    """The items of one chunk, tried columnar (cut again when refused) up to `tries` levels
+    deep; returns (its rows, how many of them went columnar)."""
+    if tries or chunk.records is None:
         try:
             out = batch(chunk.table(), first)
-        except NotColumnar:
+        except NotColumnar as e:
             if chunk.records is None:
                 raise
-            parts = chunk.parts()
-            if parts is not None:
+            plan = _plan(chunk.rows, e.rows)
+            if plan is not None:
                 count, taken = 0, 0
-                for part in parts:
-                    n, k = yield from _one(part, first + count, batch, rows, True)
+                bounds = [start for start, _ in plan] + [chunk.rows]
+                for part, (_, retry) in zip(chunk.cut(bounds), plan, strict=True):
+                    n, k = yield from _one(
+                        part, first + count, batch, rows, tries - 1 if retry else 0
+                    )
                     count, taken = count + n, taken + k
                 return count, taken
         else:
@@ -324,6 +344,30 @@ def _one(
     tally = [0]
     yield rows(_counted(chunk.records(), tally), first)
     return tally[0], 0
+
+
+def _plan(size: int, refused: list[int] | None) -> list[tuple[int, bool]] | None:
+    """How to cut a refused chunk of `size` rows: (first row, whether to try it columnar
+    again) per part; None to send it whole row by row. With the `refused` rows known: they,
+    and runs between them shorter than `_SMALLEST`, go row by row, longer runs are tried again.
+    Else up to `_PARTS` parts of at least `_SMALLEST` rows, all tried again."""
+    if not refused:
+        count = min(_PARTS, size // _SMALLEST)
+        return [(size * k // count, True) for k in range(count)] if count >= 2 else None
+    plan: list[tuple[int, bool]] = []
+
+    def add(start: int, retry: bool) -> None:
+        if retry or not plan or plan[-1][1]:  # row-by-row parts side by side are one
+            plan.append((start, retry))
+
+    start = 0
+    for row in [*refused, size]:
+        if row > start:
+            add(start, row - start >= _SMALLEST)
+        if row < size:
+            add(row, False)
+        start = row + 1
+    return None if plan == [(0, False)] else plan
 
 
 def _counted(records: Iterator[Record], tally: list[int]) -> Iterator[Record]:
@@ -377,20 +421,17 @@ def _jsonl_chunk(
 ) -> Chunk:
     """Whole lines of `uri` from line `line` on (`parsed`: their table, when known)."""
     tables = [] if parsed is None else [parsed]
+    lines = piece.count(b"\n") + (not piece.endswith(b"\n"))
 
     def table() -> pa.Table:
         if not tables:
             tables.append(_parse(piece, most, keyed))
         return tables[0]
 
-    def parts() -> list[Chunk] | None:
+    def cut(bounds: list[int]) -> list[Chunk]:
         import numpy as np
 
         ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
-        lines = len(ends) + (not piece.endswith(b"\n"))
-        bounds = _bounds(lines)
-        if bounds is None:
-            return None
         offsets = [0, *ends[: lines - 1].tolist(), len(piece)]  # where each line starts
         # A table parsed whole holds one row per line: its parts are slices, not parsed again.
         whole = tables[0] if tables else None
@@ -406,7 +447,7 @@ def _jsonl_chunk(
             for a, b in pairwise(bounds)
         ]
 
-    return Chunk(table, partial(json_lines, io.BytesIO(piece), uri, line), parts)
+    return Chunk(table, partial(json_lines, io.BytesIO(piece), uri, line), lines, cut)
 
 
 def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
@@ -493,7 +534,7 @@ def csv_chunks(uri: str, delimiter: str, strip_headers: bool) -> Iterator[Chunk]
                 ),
             )
             for batch in reader:
-                yield Chunk(partial(pa.Table.from_batches, [batch]), None, lambda: None)
+                yield Chunk(partial(pa.Table.from_batches, [batch]), None, batch.num_rows, _uncut)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise NotColumnar(str(e)) from None
 
@@ -514,21 +555,17 @@ def parquet_chunks(uri: str) -> Iterator[Chunk]:
 def _parquet_chunk(table: pa.Table, uri: str, first: int) -> Chunk:
     """Rows of `uri` from row `first` on."""
 
-    def parts() -> list[Chunk] | None:
-        bounds = _bounds(table.num_rows)
-        if bounds is None:
-            return None
+    def cut(bounds: list[int]) -> list[Chunk]:
         return [_parquet_chunk(table[a:b], uri, first + a) for a, b in pairwise(bounds)]
 
     pieces = table.to_batches(max_chunksize=1024)  # the row path's batch size
-    return Chunk(lambda: table, partial(parquet_records, pieces, uri, first), parts)
+    rows = partial(parquet_records, pieces, uri, first)
+    return Chunk(lambda: table, rows, table.num_rows, cut)
 
 
-def _bounds(rows: int) -> list[int] | None:
-    """Where to cut `rows` rows into up to `_PARTS` parts of at least `_SMALLEST` rows (the
-    first row of each, then `rows`); None when fewer than two such parts fit."""
-    count = min(_PARTS, rows // _SMALLEST)
-    return [rows * k // count for k in range(count + 1)] if count >= 2 else None
+def _uncut(bounds: list[int]) -> list[Chunk]:
+    """A CSV chunk's `cut`: never called (`_one` gives up on a chunk without records)."""
+    raise AssertionError("a chunk without records is never cut")
 
 
 # --- batch checks and text --------------------------------------------------------------------
@@ -548,8 +585,10 @@ def text_columns(table: pa.Table, names: Sequence[str]) -> list[pa.Array]:
 
 def text(values: pa.Array) -> pa.Array:
     """`values`, which must be text and never null."""
-    if not pa.types.is_string(values.type) or values.null_count:
-        raise NotColumnar("a null or a value that is not text")
+    if not pa.types.is_string(values.type):
+        raise NotColumnar(f"a {values.type} where text belongs")
+    if values.null_count:
+        refuse(pc.is_null(values), "a null where text belongs")
     return values
 
 
@@ -558,12 +597,13 @@ def messages(prompt: pa.Array | pa.ChunkedArray) -> tuple[list[str], list[pa.Arr
     row, each message exactly a role and a text content (as the frameworks' scripts write)."""
     prompt = prompt.combine_chunks() if isinstance(prompt, pa.ChunkedArray) else prompt
     message = pa.struct([("role", pa.string()), ("content", pa.string())])
-    if prompt.type not in (pa.list_(message), pa.large_list(message)) or prompt.null_count:
-        raise NotColumnar(f"a prompt of type {prompt.type}, or none")
+    if prompt.type not in (pa.list_(message), pa.large_list(message)):
+        raise NotColumnar(f"a prompt of type {prompt.type}")
+    if prompt.null_count:
+        refuse(pc.is_null(prompt), "no prompt")
     lengths = pc.list_value_length(prompt)
-    count = pc.min(lengths).as_py() if len(prompt) else 0
-    if count != pc.max(lengths).as_py():
-        raise NotColumnar("prompts of different lengths")
+    count = pc.mode(lengths)[0]["mode"].as_py() if len(prompt) else 0
+    refuse(pc.not_equal(lengths, count), "prompts of different lengths")
     items = [pc.list_element(prompt, k) for k in range(count)]
     roles = [one_text(pc.struct_field(item, "role")) for item in items]
     return roles, [text(pc.struct_field(item, "content")) for item in items]
@@ -585,10 +625,8 @@ def own_names(names: Sequence[str]) -> None:
 def task_ids(ids: pa.Array) -> pa.Array:
     """`ids`, each one the model takes as a task id: 1 to 512 characters, none a control one."""
     lengths = pc.utf8_length(ids)
-    if len(ids) and (pc.min(lengths).as_py() < 1 or pc.max(lengths).as_py() > 512):
-        raise NotColumnar("an empty or overlong id")
-    if pc.any(pc.match_substring_regex(ids, r"[\x00-\x1f\x7f]")).as_py():
-        raise NotColumnar("an id with a control character")
+    refuse(pc.or_(pc.less(lengths, 1), pc.greater(lengths, 512)), "an empty or overlong id")
+    refuse(pc.match_substring_regex(ids, r"[\x00-\x1f\x7f]"), "an id with a control character")
     return ids
 
 

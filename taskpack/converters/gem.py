@@ -25,6 +25,7 @@ from taskpack.converters._columnar import (
     mapped,
     ordinal_ids,
     own_names,
+    refuse,
     row_numbers,
     slot,
     table_chunks,
@@ -109,8 +110,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             raise NotColumnar(f"columns {names}")
         own_names(names)
         asked = text_columns(table, [*texts, "answer", *(["id"] if "id" in names else [])])
-        if pc.any(pc.equal(asked[0], "")).as_py():
-            raise NotColumnar(f"an empty {texts[0]}")  # the row path then asks the next one
+        refuse(pc.equal(asked[0], ""), f"an empty {texts[0]}")  # the row path asks the next
         same = len(texts) == 2 and pc.all(pc.equal(asked[0], asked[1])).as_py()
         if len(texts) == 2 and not same and pc.any(pc.equal(asked[0], asked[1])).as_py():
             raise NotColumnar("a question that is the problem only in some rows")

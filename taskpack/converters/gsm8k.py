@@ -15,10 +15,10 @@ import pyarrow as pa
 from taskpack.converters._columnar import (
     ROW,
     Batch,
-    NotColumnar,
     Template,
     mapped,
     ordinal_ids,
+    refuse,
     row_numbers,
     slot,
     strings,
@@ -74,17 +74,15 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
 
     def batch(table: pa.Table, first: int) -> Batch:
         question, solution = strings(table, "question", "answer")
-        if not pc.all(pc.match_substring(solution, "####")).as_py():
-            raise NotColumnar("an answer without '####'")
+        refuse(pc.invert(pc.match_substring(solution, "####")), "an answer without '####'")
         # [head, tail] per row, each row holding "####": the tails are every second value.
         halves = pc.split_pattern(solution, "####", max_splits=1, reverse=True)
         tail = pc.list_flatten(halves)[1::2]
         # Python's strip() and Arrow's ASCII trim agree on printable ASCII and its whitespace.
-        if not pc.all(pc.match_substring_regex(tail, r"^[\t-\r -~]*$")).as_py():
-            raise NotColumnar("a final answer that is not plain ASCII")
+        plain = pc.match_substring_regex(tail, r"^[\t-\r -~]*$")
+        refuse(pc.invert(plain), "a final answer that is not plain ASCII")
         final = pc.replace_substring(pc.ascii_trim_whitespace(tail), ",", "")
-        if pc.any(pc.equal(pc.binary_length(final), 0)).as_py():
-            raise NotColumnar("nothing after '####'")
+        refuse(pc.equal(pc.binary_length(final), 0), "nothing after '####'")
         rows = row_numbers(first, table.num_rows)
         columns = {"question": question, "answer": solution, "final": final}
         return template.fill(ordinal_ids(split, rows), columns, rows)

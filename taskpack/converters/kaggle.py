@@ -30,6 +30,7 @@ from taskpack.converters._columnar import (
     Template,
     mapped,
     ordinal_ids,
+    refuse,
     row_numbers,
     slot,
     table_chunks,
@@ -197,8 +198,8 @@ def read_columns(
             template = Template(fields, unchecked)
         if unchecked and labels:
             assert answer is not None
-            if not pc.all(pc.is_in(columns[answer], pa.array(labels))).as_py():
-                raise NotColumnar("an answer that is not one of the choices")
+            chosen = pc.is_in(columns[answer], pa.array(labels))
+            refuse(pc.invert(chosen), "an answer that is not one of the choices")
         rows = row_numbers(first, table.num_rows)
         id_col = options.id_column
         ids = task_ids(columns[id_col]) if id_col else ordinal_ids(split, rows)

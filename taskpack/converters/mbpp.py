@@ -25,6 +25,7 @@ from taskpack.converters._columnar import (
     json_values,
     mapped,
     own_names,
+    refuse,
     row_numbers,
     slot,
     table_chunks,
@@ -122,8 +123,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         text_name = "text" if "text" in names else "prompt"
         code, text = text_columns(table, ["code", text_name])
         task_id = table.column("task_id").combine_chunks()
-        if not pa.types.is_integer(task_id.type) or task_id.null_count:
+        if not pa.types.is_integer(task_id.type):
             raise NotColumnar("a task_id that is not a whole number")
+        refuse(pc.is_null(task_id), "no task_id")
         tests = table.column("test_list").combine_chunks()
         test_code, entry_point = _tests(table, tests)
         columns = {
@@ -156,17 +158,15 @@ def _tests(table: pa.Table, tests: pa.Array) -> tuple[pa.Array, pa.Array]:
     """Each row's test file text and entry point, as `read` makes them."""
     if not pa.types.is_list(tests.type) or not pa.types.is_string(tests.type.value_type):
         raise NotColumnar("a test_list that is not a list of text")
-    if tests.null_count or pc.min(pc.list_value_length(tests)).as_py() < 1:
-        raise NotColumnar("an empty test_list")
+    refuse(pc.fill_null(pc.less(pc.list_value_length(tests), 1), True), "an empty test_list")
     items = tests.flatten()
     if items.null_count:
         raise NotColumnar("a test that is not text")
     head = pc.list_element(tests, 0)
-    if not pc.all(pc.match_substring_regex(head, r"^[\t\n\r -~]*$")).as_py():
-        raise NotColumnar("a first test that is not plain ASCII")
+    plain = pc.match_substring_regex(head, r"^[\t\n\r -~]*$")
+    refuse(pc.invert(plain), "a first test that is not plain ASCII")
     found = pc.extract_regex(head, _CALL_RE2)
-    if found.null_count:
-        raise NotColumnar("a first test without `assert f(...)`")
+    refuse(pc.is_null(found), "a first test without `assert f(...)`")
     # Each non-empty test and the setup code (when there is some), each with its newline.
     lines = pc.if_else(pc.equal(items, ""), "", pc.binary_join_element_wise(items, "\n", ""))
     offsets = pc.subtract(tests.offsets, tests.offsets[0])

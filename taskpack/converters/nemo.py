@@ -29,6 +29,7 @@ from taskpack.converters._columnar import (
     messages,
     ordinal_ids,
     own_names,
+    refuse,
     row_numbers,
     slot,
     table_chunks,
@@ -268,16 +269,18 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         own_names(names)
         roles, contents = messages(pc.struct_field(params, "input"))
         last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
-        if last is not None and pc.any(pc.equal(contents[last], "")).as_py():
-            raise NotColumnar("an empty user message")  # then the row has no question
+        if last is not None:  # an empty one: the row has no question
+            refuse(pc.equal(contents[last], ""), "an empty user message")
         others = [n for n in names if n != PARAMS]
         columns = {n: json_values(table.column(n).combine_chunks()) for n in others}
-        if any(columns[n].null_count or table.column(n).null_count for n in others):
-            raise NotColumnar("a null field")
+        null = pa.repeat(False, table.num_rows)
+        for n in others:
+            null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))
+        refuse(null, "a null field")
         rows = row_numbers(first, table.num_rows)
         ids = ordinal_ids(split, rows)
-        if "id" in names and pc.any(pc.equal(columns["id"], json_values(ids))).as_py():
-            raise NotColumnar("an own id that is the task id")
+        if "id" in names:
+            refuse(pc.equal(columns["id"], json_values(ids)), "an own id that is the task id")
         asked = False
         if "question" in names and last is not None:
             question = text(table.column("question").combine_chunks())

@@ -33,6 +33,7 @@ from taskpack.converters._columnar import (
     messages,
     one_text,
     ordinal_ids,
+    refuse,
     row_numbers,
     slot,
     table_chunks,
@@ -206,8 +207,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if kept != constants:
             raise NotColumnar("a shape that changes between rows")
         data_source = text(table.column("data_source").combine_chunks())
-        if pc.any(pc.equal(data_source, "skyrl")).as_py():
-            raise NotColumnar("data_source 'skyrl'")
+        refuse(pc.equal(data_source, "skyrl"), "data_source 'skyrl'")
         columns = {
             "#data_source": data_source,
             "#answer": shape["ground_truth"],

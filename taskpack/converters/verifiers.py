@@ -30,6 +30,7 @@ from taskpack.converters._columnar import (
     Template,
     mapped,
     messages,
+    refuse,
     row_numbers,
     slot,
     table_chunks,
@@ -191,10 +192,10 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             raise NotColumnar("a question that is the last user message only in some rows")
         asked = matches > 0  # in every row (a count would differ between batches)
         example_id = table.column("example_id").combine_chunks()
-        if not pa.types.is_integer(example_id.type) or example_id.null_count:
+        if not pa.types.is_integer(example_id.type):
             raise NotColumnar("an example_id that is not a whole number")
-        if pc.min(example_id).as_py() < 0:
-            raise NotColumnar("a negative example_id")  # its id is no number to write back
+        refuse(pc.is_null(example_id), "no example_id")
+        refuse(pc.less(example_id, 0), "a negative example_id")  # no number to write back
         if template is None:
             constants = (roles, asked)
             row = {
