@@ -8,10 +8,9 @@ the rows the row path would write (same JSON text, digests, ids). The text comes
 by the row path's own code, then cut at its slots and filled per batch with the escaped columns.
 Whatever a batch check cannot vouch for (a null, a type the row path would refuse, a blank
 line, text a Python `strip` and an Arrow trim could treat differently) raises `NotColumnar`, and
-that batch's own rows go through the reader's row mapping (`mapped`); where rows are not lines
-(CSV) the whole source does. An invalid row sends the whole source row by row, so errors are
-the row path's own, word for word. `tests/test_columnar.py` compares both paths on every data
-set.
+only the rows it refuses go through the reader's row mapping (`mapped`). An invalid row sends
+the whole source row by row, so errors are the row path's own, word for word.
+`tests/test_columnar.py` compares both paths on every data set.
 """
 
 from __future__ import annotations
@@ -33,11 +32,11 @@ import pyarrow.json as pj
 
 from taskpack.converters._source import (
     Record,
+    arrow_records,
     base_suffix,
     json_lines,
     max_line_bytes,
     open_binary,
-    parquet_records,
 )
 from taskpack.records import canonical_json
 from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
@@ -270,12 +269,11 @@ def _files(size: int, files: list[tuple[dict[str, Any], pa.Array, pa.Array, pa.A
 class Chunk(NamedTuple):
     """Some consecutive rows of a source, two ways: `table()`, as Arrow reads them (raises
     `NotColumnar` where that could differ from the row path), and `records()`, as the row path
-    reads the very same rows, numbered as in the whole source; None where rows are not lines
-    (CSV's quoted newlines): there only the whole source can go row by row. `cut(bounds)`:
-    the chunks of rows bounds[0]:bounds[1], bounds[1]:bounds[2], ... of this one."""
+    reads the very same rows, numbered as in the whole source. `cut(bounds)`: the chunks of
+    rows bounds[0]:bounds[1], bounds[1]:bounds[2], ... of this one."""
 
     table: Callable[[], pa.Table]
-    records: Callable[[], Iterator[Record]] | None
+    records: Callable[[], Iterator[Record]]
     rows: int
     cut: Callable[[list[int]], list[Chunk]]
 
@@ -321,12 +319,10 @@ def _one(
 ) -> Generator[Item, None, tuple[int, int]]:
     """The items of one chunk, tried columnar (cut again when refused) up to `tries` levels
     deep; returns (its rows, how many of them went columnar)."""
-    if tries or chunk.records is None:
+    if tries:
         try:
             out = batch(chunk.table(), first)
         except NotColumnar as e:
-            if chunk.records is None:
-                raise
             plan = _plan(chunk.rows, e.rows)
             if plan is not None:
                 count, taken = 0, 0
@@ -340,7 +336,6 @@ def _one(
         else:
             yield out
             return out.table.num_rows, out.table.num_rows
-    assert chunk.records is not None
     tally = [0]
     yield rows(_counted(chunk.records(), tally), first)
     return tally[0], 0
@@ -533,8 +528,10 @@ def csv_chunks(uri: str, delimiter: str, strip_headers: bool) -> Iterator[Chunk]
                     quoted_strings_can_be_null=False,
                 ),
             )
+            first = 0
             for batch in reader:
-                yield Chunk(partial(pa.Table.from_batches, [batch]), None, batch.num_rows, _uncut)
+                yield _table_chunk(pa.Table.from_batches([batch]), uri, first, lines=False)
+                first += batch.num_rows
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise NotColumnar(str(e)) from None
 
@@ -546,26 +543,21 @@ def parquet_chunks(uri: str) -> Iterator[Chunk]:
     try:
         pf = pq.ParquetFile(uri)
         for batch in pf.iter_batches(batch_size=_PARQUET_ROWS):
-            yield _parquet_chunk(pa.Table.from_batches([batch]), uri, first)
+            yield _table_chunk(pa.Table.from_batches([batch]), uri, first, lines=True)
             first += batch.num_rows
     except (pa.ArrowInvalid, OSError) as e:
         raise NotColumnar(str(e)) from None
 
 
-def _parquet_chunk(table: pa.Table, uri: str, first: int) -> Chunk:
-    """Rows of `uri` from row `first` on."""
+def _table_chunk(table: pa.Table, uri: str, first: int, lines: bool) -> Chunk:
+    """Rows of `uri` from row `first` on; `lines`: row N is line N + 1 (see `arrow_records`)."""
 
     def cut(bounds: list[int]) -> list[Chunk]:
-        return [_parquet_chunk(table[a:b], uri, first + a) for a, b in pairwise(bounds)]
+        return [_table_chunk(table[a:b], uri, first + a, lines) for a, b in pairwise(bounds)]
 
     pieces = table.to_batches(max_chunksize=1024)  # the row path's batch size
-    rows = partial(parquet_records, pieces, uri, first)
-    return Chunk(lambda: table, rows, table.num_rows, cut)
-
-
-def _uncut(bounds: list[int]) -> list[Chunk]:
-    """A CSV chunk's `cut`: never called (`_one` gives up on a chunk without records)."""
-    raise AssertionError("a chunk without records is never cut")
+    records = partial(arrow_records, pieces, uri, first, lines)
+    return Chunk(lambda: table, records, table.num_rows, cut)
 
 
 # --- batch checks and text --------------------------------------------------------------------

@@ -214,16 +214,19 @@ def _object(row: Any, where: str, line: int) -> Record:
 def _parquet_rows(stream: IO[bytes], where: str) -> Iterator[Record]:
     import pyarrow.parquet as pq
 
-    yield from parquet_records(pq.ParquetFile(stream).iter_batches(batch_size=1024), where)
+    yield from arrow_records(pq.ParquetFile(stream).iter_batches(batch_size=1024), where)
 
 
-def parquet_records(batches: Iterable[Any], where: str, first: int = 0) -> Iterator[Record]:
-    """The records of a Parquet file's rows read as Arrow record batches, the first being row
-    `first` of `where`."""
+def arrow_records(
+    batches: Iterable[Any], where: str, first: int = 0, lines: bool = True
+) -> Iterator[Record]:
+    """The records of a table's rows read as Arrow record batches, the first being row `first`
+    of `where`; `lines`: row N is line N + 1, as for Parquet (a CSV row's line is not known
+    from its table)."""
     number = first
     for batch in batches:
         for row in batch.to_pylist():
-            yield Record(f"{where}: row {number}", task=row, line=number + 1)
+            yield Record(f"{where}: row {number}", task=row, line=number + 1 if lines else None)
             number += 1
 
 
