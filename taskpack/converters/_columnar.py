@@ -403,8 +403,9 @@ def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
             if piece:
-                yield _jsonl_chunk(piece, uri, line, most, keyed, None)
-                line += piece.count(b"\n") + (not piece.endswith(b"\n"))
+                chunk = _jsonl_chunk(piece, uri, line, most, keyed, None)
+                yield chunk
+                line += chunk.rows
             if not data:
                 return
             if len(rest) > longest:
@@ -420,7 +421,7 @@ def _jsonl_chunk(
 
     def table() -> pa.Table:
         if not tables:
-            tables.append(_parse(piece, most, keyed))
+            tables.append(_parse(piece, lines, most, keyed))
         return tables[0]
 
     def cut(bounds: list[int]) -> list[Chunk]:
@@ -445,8 +446,8 @@ def _jsonl_chunk(
     return Chunk(table, partial(json_lines, io.BytesIO(piece), uri, line), lines, cut)
 
 
-def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
-    """A piece of JSON Lines as one table, only if every line is one JSON object: the row
+def _parse(piece: bytes, lines: int, most: int | None, keyed: bool) -> pa.Table:
+    """A piece of `lines` JSON Lines as one table, only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
     would do otherwise, so the piece's rows must be its lines.
 
@@ -469,7 +470,7 @@ def _parse(piece: bytes, most: int | None, keyed: bool) -> pa.Table:
         table.validate(full=True)  # the parser passes bytes that are not UTF-8 through
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise NotColumnar(str(e)) from None
-    if table.num_rows != piece.count(b"\n") + (not piece.endswith(b"\n")):
+    if table.num_rows != lines:
         raise NotColumnar("blank lines or more than one object on a line")
     if keyed:
         _check_key_order(piece, table.schema.names)
