@@ -205,10 +205,11 @@ def read_columns(
         ids = task_ids(columns[id_col]) if id_col else ordinal_ids(split, rows)
         return template.fill(ids, columns, rows)
 
+    convert = _mapping(uri, split, options)
     yield from mapped(
         table_chunks(uri, options.delimiter, options.strip_headers, keyed=True),
         batch,
-        lambda rows, n: map_rows(rows, _mapping(uri, split, options), n),
+        lambda rows, n: map_rows(rows, convert, n),
     )
 
 
