@@ -68,6 +68,11 @@ def test_both_paths_write_the_same_task_set(
 COLUMNAR = {"gsm8k", "humaneval", "kaggle", "skyrl", "swebench", "verifiers"}
 
 
+# An object (NeMo Gym's agent_ref), and the same with its keys the other way round.
+REF = {"type": "a", "name": "b"}
+FER = {"name": "b", "type": "a"}
+
+
 GOOD = {"question": 'Q "quoted" \\ back\tslash \u0001 é\u2028', "answer": "x\n#### 1,234 "}
 EDGES = {
     "good": [GOOD] * 3,
@@ -559,6 +564,11 @@ def test_verifiers_tables_of_another_shape_come_out_as_the_row_path_has_them(
             {"problem": ["p", "q"], "answer": ["1", "2"], "score": [0.5, 1.0]},
             False,
         ),
+        (
+            "an object column",
+            {"problem": ["p", "q"], "answer": ["1", "2"], "m": [{"b": 1, "a": [REF]}, None]},
+            True,
+        ),
     ],
 )
 def test_gem_tables_come_out_as_the_row_path_has_them(
@@ -572,21 +582,45 @@ def test_gem_tables_come_out_as_the_row_path_has_them(
 
 
 NEMO_COLUMNAR = [
+    "aalcr",
+    "arc_agi",
+    "blackjack",
+    "code_gen",
     "equivalence_llm_judge",
+    "ether0",
+    "example_multi_turn_gymnasium",
+    "graphwalks",
+    "gymnasium",
+    "imo_gradingbench",
+    "inverse_if",
+    "longmemeval",
+    "math_proof_judgement",
+    "omniscience",
     "openclaw_agent",
+    "opencode_agent",
+    "pi_agent",
+    "pinchbench",
     "prime_agent_math",
     "ruler",
+    "structeval",
     "swebench",
     "text_to_sql",
+    "ugphysics_judge",
+    "wmt_translation",
 ]
 
 
 @pytest.mark.parametrize("name", NEMO_COLUMNAR)
 def test_nemo_files_of_one_flat_shape_take_the_columnar_path(tmp_path: Path, name: str) -> None:
-    """NeMo Gym files whose rows are flat (no objects but the request, no floats) are read
-    columnar, to the same task set; the others fall back (both paths on all 71 files above)."""
+    """NeMo Gym files whose rows hold no floats, a request of only messages of text, and
+    objects each line writes with the same keys in the same order, are read columnar, to the
+    same task set; the others fall back (both paths on all 71 files above)."""
     src = DATA / "peers" / "nemo_gym" / f"{name}.jsonl"
     same_both_ways(tmp_path, src, "nemo", {}, True)
+
+
+def _compact(row: dict[str, Any]) -> str:
+    return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
 
 
 def _nemo(**fields: Any) -> dict[str, Any]:
@@ -638,6 +672,22 @@ def _nemo(**fields: Any) -> dict[str, Any]:
             False,
         ),
         ("input as text", [{"responses_create_params": {"input": "q"}}] * 2, False),
+        ("an object", [_nemo(agent_ref=REF), _nemo(agent_ref={**REF, "name": "c"})], True),
+        ("objects written compactly", [_compact(_nemo(agent_ref=REF))] * 2, True),
+        ("objects of either spacing", [_compact(_nemo(agent_ref=REF)), _nemo(agent_ref=REF)], True),
+        ("an object's keys in another order", [_nemo(agent_ref=REF), _nemo(agent_ref=FER)], False),
+        ("an object lacking a key", [_nemo(agent_ref=REF), _nemo(agent_ref={"type": "a"})], False),
+        ("an object's null", [_nemo(agent_ref={"type": "a", "name": None})] * 2, True),
+        ("objects in lists in objects", [_nemo(meta={"t": [{"in": "1", "out": [1]}]})] * 2, True),
+        ("an object's float", [_nemo(meta={"score": 0.5})] * 2, False),
+        ("an object's text escaped", [_nemo(meta={"t": "é"})] * 2, False),
+        ("an object's text as it is", [_compact(_nemo(meta={"t": "é\n"}))] * 2, True),
+        ("an object's key to escape", [_nemo(meta={"t\n": "x"})] * 2, False),
+        (
+            "an object's key spaced",
+            ['{"responses_create_params": {"input": []}, "m": {"t" : 1}}'] * 2,
+            False,
+        ),
     ],
 )
 def test_nemo_rows_come_out_as_the_row_path_has_them(
@@ -737,6 +787,24 @@ def test_the_rows_a_check_names_are_the_only_ones_read_row_by_row(
     assert by_columns == outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
     assert [n for kind, n in runs if kind == "rows"] == [1, 1, 1]
     assert runs[:4] == [("columns", 1500), ("rows", 1), ("columns", 1), ("rows", 1)]
+
+
+def test_only_rows_around_an_object_of_another_key_order_go_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects are taken where each line holds them with the keys of the column, in order; a
+    line that holds them otherwise goes row by row, with only the rows around it."""
+    rows: list[Any] = [_nemo(expected_answer=str(i), agent_ref=REF) for i in range(3000)]
+    rows[1500] = _nemo(agent_ref=FER)
+    src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
+    written = _spy(monkeypatch)
+    by_columns = outcome(tmp_path, "columns", src, "nemo", {}, columnar=True)
+    runs = _runs(written)
+    assert by_columns == outcome(tmp_path, "rows", src, "nemo", {}, columnar=False)
+    assert [kind for kind, _ in runs] == ["columns", "rows", "columns"]
+    assert runs[1][1] < 2 * _columnar._SMALLEST
+    stored = json.loads(by_columns[2][1500]["extras"])["nemo"]["agent_ref"]
+    assert list(stored) == ["name", "type"]  # the line's own order, as the row path keeps it
 
 
 def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(

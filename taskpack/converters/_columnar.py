@@ -123,9 +123,17 @@ class Template:
         }
         self.canonical = _cut(canonical_json(model.canonical()).decode("utf-8"), file_pieces)
 
-    def fill(self, ids: pa.Array, columns: Mapping[str, pa.Array], rows: pa.Array) -> Batch:
+    def fill(
+        self,
+        ids: pa.Array,
+        columns: Mapping[str, pa.Array],
+        rows: pa.Array,
+        hashed: Mapping[str, pa.Array] | None = None,
+    ) -> Batch:
         """The stored rows of one batch: `ids`, each slot's column (text never null; for a JSON
-        slot, each value's JSON text) and the rows' numbers."""
+        slot, each value's JSON text) and the rows' numbers. `hashed`: for JSON slots holding
+        objects, their text with keys sorted, as the canonical text digests hash holds them
+        (stored rows keep each object's own key order; see `json_columns`)."""
         size = len(ids)
         escaped: dict[str, Column] = {"id": json_escape(ids)}
         row_text = pc.cast(rows, pa.string())
@@ -141,7 +149,7 @@ class Template:
                 '"sha256":"', sha, '","size":', pc.cast(sizes, pa.string()), ""
             )
 
-        def text(pieces: list[Piece]) -> Column:
+        def text(pieces: list[Piece], sources: Mapping[str, pa.Array] = columns) -> Column:
             parts: list[Column] = []
             for piece in pieces:
                 if isinstance(piece, str):
@@ -152,7 +160,7 @@ class Template:
                     parts.append(row_text)
                     continue
                 if kind == "json":
-                    parts.append(columns[name])
+                    parts.append(sources[name])
                     continue
                 key = name if kind == "text" else f"file:{name}"
                 if key not in escaped:
@@ -177,7 +185,8 @@ class Template:
         }
         columns_in_order = [table[name] for name in SCHEMA.names]
         return Batch(
-            pa.table(columns_in_order, names=SCHEMA.names), _array(text(self.canonical), size)
+            pa.table(columns_in_order, names=SCHEMA.names),
+            _array(text(self.canonical, {**columns, **(hashed or {})}), size),
         )
 
 
@@ -429,8 +438,15 @@ def _jsonl_chunk(
 
         ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
         offsets = [0, *ends[: lines - 1].tolist(), len(piece)]  # where each line starts
-        # A table parsed whole holds one row per line: its parts are slices, not parsed again.
+        # A table parsed whole holds one row per line: its parts are slices, not parsed again,
+        # unless a part's objects may be confirmed where the whole's were not.
         whole = tables[0] if tables else None
+        if (
+            whole is not None
+            and keyed
+            and any(_holds_objects(f.type) and f.metadata != _CONFIRMED for f in whole.schema)
+        ):
+            whole = None
         return [
             _jsonl_chunk(
                 piece[offsets[a] : offsets[b]],
@@ -473,15 +489,16 @@ def _parse(piece: bytes, lines: int, most: int | None, keyed: bool) -> pa.Table:
     if table.num_rows != lines:
         raise NotColumnar("blank lines or more than one object on a line")
     if keyed:
-        _check_key_order(piece, table.schema.names)
+        lines = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
+        _check_key_order(lines, table.schema.names)
+        table = _confirm_objects(table, lines)
     return table
 
 
-def _check_key_order(piece: bytes, names: list[str]) -> None:
+def _check_key_order(lines: pa.Array, names: list[str]) -> None:
     """Every line holds `"<name>":` once for each name, in this order, and never `"<name>" :`.
     A string cannot hold `"<name>":` (its quotes would be escaped), so then that one
     occurrence is the top-level key itself."""
-    lines = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
     before = None
     for name in names:
         key = f'"{name}":'
@@ -495,6 +512,62 @@ def _check_key_order(piece: bytes, names: list[str]) -> None:
         if before is not None and not pc.all(pc.less(before, at)).as_py():
             raise NotColumnar("keys in another order than the columns")
         before = at
+
+
+# The field metadata of a column whose objects are known to hold their keys as its fields do,
+# in the same order, none missing: Arrow's structs keep the first row's key order and give a
+# missing key null, where the row path keeps each row's dict as it is.
+_CONFIRMED = {b"taskpack": b"objects confirmed"}
+
+
+def _holds_objects(kind: pa.DataType) -> bool:
+    if pa.types.is_struct(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_objects(kind.value_type)
+    return False
+
+
+def _confirm_objects(table: pa.Table, lines: pa.Array) -> pa.Table:
+    """The table, each column holding objects marked `_CONFIRMED` where every line holds right
+    after its key the very text `json_values` makes of the row's value (compact, or with
+    `json.dumps`'s default spaces): then the line's keys are the fields, in their order."""
+    fields = list(table.schema)
+    for i, field in enumerate(fields):
+        if not _holds_objects(field.type):
+            continue
+        values = table.column(i).combine_chunks()
+        try:
+            compact, spaced = (json_values(values, objects=True, spaced=s) for s in (False, True))
+        except NotColumnar:
+            continue
+        after = pc.add(pc.find_substring(lines, f'"{field.name}":'), len(field.name) + 3)
+        found = pc.or_(_holds_at(lines, after, compact), _holds_at(lines, pc.add(after, 1), spaced))
+        if pc.all(found).as_py():
+            fields[i] = field.with_metadata(_CONFIRMED)
+    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
+
+
+def _holds_at(lines: pa.Array, starts: pa.Array, texts: pa.Array) -> pa.Array:
+    """Whether each line's bytes from byte `starts` on begin with its `texts` value (gathered
+    with numpy: Arrow slices only at one position for every row)."""
+    import numpy as np
+
+    bounds = _offsets(lines)
+    begin = bounds[:-1] + np.asarray(starts, np.int64)
+    want = texts.cast(pa.large_binary())
+    sizes = np.diff(_offsets(want))
+    fits = begin + sizes <= bounds[1:]
+    sizes = np.where(fits, sizes, 0)
+    ends = np.cumsum(sizes)
+    at = np.repeat(begin - (ends - sizes), sizes) + np.arange(ends[-1] if len(ends) else 0)
+    data = np.frombuffer(lines.buffers()[2], np.uint8)[at]
+    found = pa.Array.from_buffers(
+        pa.large_binary(),
+        len(sizes),
+        [None, pa.py_buffer(np.concatenate([[0], ends]).astype(np.int64)), pa.py_buffer(data)],
+    )
+    return pc.and_(pa.array(fits), pc.equal(found, want))
 
 
 def csv_chunks(uri: str, delimiter: str, strip_headers: bool) -> Iterator[Chunk]:
@@ -544,7 +617,10 @@ def parquet_chunks(uri: str) -> Iterator[Chunk]:
     try:
         pf = pq.ParquetFile(uri)
         for batch in pf.iter_batches(batch_size=_PARQUET_ROWS):
-            yield _table_chunk(pa.Table.from_batches([batch]), uri, first, lines=True)
+            # The row path reads a struct as a dict of its fields in order, as `json_values`.
+            schema = pa.schema([f.with_metadata(_CONFIRMED) for f in batch.schema])
+            table = pa.Table.from_arrays(batch.columns, schema=schema)
+            yield _table_chunk(table, uri, first, lines=True)
             first += batch.num_rows
     except (pa.ArrowInvalid, OSError) as e:
         raise NotColumnar(str(e)) from None
@@ -630,9 +706,13 @@ def ordinal_ids(split: str, rows: pa.Array) -> pa.Array:
     )
 
 
-def json_values(values: pa.Array) -> pa.Array:
-    """Each value's JSON text as the row path writes it: text, whole numbers, booleans, lists
-    of text, nulls (anything else gives up: a float's text could differ from Python's)."""
+def json_values(
+    values: pa.Array, *, objects: bool = False, sort: bool = False, spaced: bool = False
+) -> pa.Array:
+    """Each value's JSON text as the row path writes it: text, whole numbers, booleans, nulls
+    and lists of them; with `objects`, objects too, their keys in the column's field order, or
+    with `sort` sorted (as digests hash them). `spaced`: with `json.dumps`'s default separators.
+    Anything else gives up: a float's text could differ from Python's."""
     kind = values.type
     if pa.types.is_string(kind):
         text = pc.binary_join_element_wise('"', json_escape(values), '"', "")
@@ -640,24 +720,74 @@ def json_values(values: pa.Array) -> pa.Array:
         text = pc.cast(values, pa.string())
     elif pa.types.is_boolean(kind):
         text = pc.if_else(values, "true", "false")
-    elif pa.types.is_list(kind):
-        text = pc.binary_join_element_wise("[", json_items(values), "]", "")
+    elif pa.types.is_null(kind):
+        return pa.repeat("null", len(values))
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        items = json_items(values, objects=objects, sort=sort, spaced=spaced)
+        text = pc.binary_join_element_wise("[", items, "]", "")
+    elif objects and pa.types.is_struct(kind):
+        text = _json_objects(values, sort, spaced)
     else:
         raise NotColumnar(f"a {kind} value")
     return pc.if_else(pc.is_null(values), "null", text) if values.null_count else text
 
 
-def json_items(values: pa.Array, separator: str = ",") -> pa.Array:
-    """Each list's items, all text, as JSON strings joined by `separator` (no brackets)."""
-    kind = values.type
-    items = values.flatten()
-    if pa.types.is_null(kind.value_type) and not len(items):  # only empty lists
-        return pc.if_else(pc.is_null(values), pa.scalar(None, pa.string()), "")
-    if not pa.types.is_string(kind.value_type) or items.null_count:
-        raise NotColumnar("a list of something other than text")
-    offsets = pc.subtract(values.offsets, values.offsets[0])
-    quoted = pc.binary_join_element_wise('"', json_escape(items), '"', "")
-    return pc.binary_join(pa.ListArray.from_arrays(offsets, quoted), separator)
+def json_columns(
+    table: pa.Table, names: Sequence[str]
+) -> tuple[dict[str, pa.Array], dict[str, pa.Array]]:
+    """Columns `names` as each row's JSON text (`json_values`), and for those holding objects
+    the text digests hash, keys sorted (see `Template.fill`). Objects only where the source
+    confirmed their keys (`_CONFIRMED`)."""
+    texts, hashed = {}, {}
+    for name in names:
+        field = table.schema.field(name)
+        values = table.column(name).combine_chunks()
+        objects = field.metadata == _CONFIRMED
+        texts[name] = json_values(values, objects=objects)
+        if objects and _holds_objects(field.type):
+            hashed[name] = json_values(values, objects=True, sort=True)
+    return texts, hashed
+
+
+def json_items(
+    values: pa.Array, *, objects: bool = False, sort: bool = False, spaced: bool = False
+) -> pa.Array:
+    """Each list's items as JSON text (see `json_values`) joined by commas, no brackets."""
+    ends = _offsets(values)
+    items = values.values.slice(ends[0], ends[-1] - ends[0])  # null lists' items too: aligned
+    texts = json_values(items, objects=objects, sort=sort, spaced=spaced)
+    lists = pa.LargeListArray.from_arrays(pa.array(ends - ends[0], pa.int64()), texts)
+    return pc.binary_join(lists, ", " if spaced else ",")
+
+
+def _offsets(values: pa.Array) -> Any:
+    """A list or text array's offsets as int64 numbers, its slice taken into account."""
+    import numpy as np
+
+    t = values.type
+    large = pa.types.is_large_list(t) or pa.types.is_large_binary(t) or pa.types.is_large_string(t)
+    kind = np.int64 if large else np.int32
+    raw = np.frombuffer(values.buffers()[1], kind)
+    return raw[values.offset : values.offset + len(values) + 1].astype(np.int64)
+
+
+def _json_objects(values: pa.Array, sort: bool, spaced: bool) -> pa.Array:
+    """Each struct value as a JSON object, its keys in field order or sorted."""
+    fields = list(enumerate(values.type))
+    if sort:
+        fields.sort(key=lambda f: f[1].name)
+    if not fields:
+        return pa.repeat("{}", len(values)).cast(pa.string())
+    colon, comma = (": ", ", ") if spaced else (":", ",")
+    parts: list[Any] = []
+    for k, (index, field) in enumerate(fields):
+        key = f'"{field.name}"'
+        if json.dumps(field.name) != key:
+            raise NotColumnar(f"a key to escape: {field.name!r}")
+        parts.append(("{" if k == 0 else comma) + key + colon)
+        child = pc.struct_field(values, [index])
+        parts.append(json_values(child, objects=True, sort=sort, spaced=spaced))
+    return pc.binary_join_element_wise(*parts, "}", "")
 
 
 def json_escape(values: pa.Array) -> pa.Array:

@@ -20,8 +20,8 @@ from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
     Template,
+    json_columns,
     json_slot,
-    json_values,
     mapped,
     ordinal_ids,
     own_names,
@@ -126,10 +126,11 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if (names, same) != constants:
             raise NotColumnar("a shape that changes between rows")
         columns = dict(zip([*texts, "answer"], asked, strict=False))
-        columns |= {n: json_values(table.column(n).combine_chunks()) for n in others}
+        values, hashed = json_columns(table, others)
+        columns |= values
         rows = row_numbers(first, table.num_rows)
         ids = task_ids(asked[-1]) if "id" in names else ordinal_ids(split, rows)
-        return template.fill(ids, columns, rows)
+        return template.fill(ids, columns, rows, hashed)
 
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 

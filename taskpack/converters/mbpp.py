@@ -21,8 +21,8 @@ from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
     Template,
+    json_columns,
     json_slot,
-    json_values,
     mapped,
     own_names,
     refuse,
@@ -135,10 +135,11 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             ),
             "#entry_point": entry_point,
             "#test_code": test_code,
-            **{n: json_values(table.column(n).combine_chunks()) for n in names if n != "code"},
         }
+        values, hashed = json_columns(table, [n for n in names if n != "code"])
+        columns |= values
         ids = pc.binary_join_element_wise("mbpp-", pc.cast(task_id, pa.string()), "")
-        return template.fill(task_ids(ids), columns, row_numbers(first, table.num_rows))
+        return template.fill(task_ids(ids), columns, row_numbers(first, table.num_rows), hashed)
 
     convert = _converter(split)
     yield from mapped(

@@ -23,6 +23,7 @@ from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
     Template,
+    json_columns,
     json_slot,
     json_values,
     mapped,
@@ -250,7 +251,8 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
     holds only `input`, messages of the same roles in every row with text contents (a user
     one never empty), whose `expected_answer` and other fields are JSON values of one shape
-    (text, whole numbers, booleans, lists of text; never null), with `question` always or never
+    (text, whole numbers, booleans, lists, objects whose keys the line confirms; never null,
+    no floats), with `question` always or never
     the last user message and an own `id` never the task id. The residue (`extras.nemo`) is
     the row path's, computed once on a row of slots these checks keep true for every row."""
     import pyarrow.compute as pc
@@ -272,7 +274,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if last is not None:  # an empty one: the row has no question
             refuse(pc.equal(contents[last], ""), "an empty user message")
         others = [n for n in names if n != PARAMS]
-        columns = {n: json_values(table.column(n).combine_chunks()) for n in others}
+        columns, hashed = json_columns(table, others)
         null = pa.repeat(False, table.num_rows)
         for n in others:
             null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))
@@ -304,7 +306,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if (names, roles, asked) != constants:
             raise NotColumnar("a shape that changes between rows")
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
-        return template.fill(ids, columns, rows)
+        return template.fill(ids, columns, rows, hashed)
 
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 

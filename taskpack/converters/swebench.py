@@ -21,9 +21,9 @@ from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
     Template,
+    json_columns,
     json_items,
     json_slot,
-    json_values,
     mapped,
     own_names,
     row_numbers,
@@ -130,9 +130,10 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         for key in _TEST_LISTS:
             columns[f"#{key}"] = _test_names(text_columns(table, [key])[0])
         others = [n for n in names if n not in _TEXT and n not in _TEST_LISTS]
-        columns |= {n: json_values(table.column(n).combine_chunks()) for n in others}
+        values, hashed = json_columns(table, others)
+        columns |= values
         ids = task_ids(columns["instance_id"])
-        return template.fill(ids, columns, row_numbers(first, table.num_rows))
+        return template.fill(ids, columns, row_numbers(first, table.num_rows), hashed)
 
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _rows(rows, split, n))
 
@@ -158,7 +159,10 @@ def _test_names(raw: pa.Array) -> pa.Array:
     names = parsed.column("t").combine_chunks()
     if names.null_count:
         raise NotColumnar("a null test list")
-    written = json_items(names, ", ")
+    item = names.type.value_type
+    if not (pa.types.is_string(item) or pa.types.is_null(item)) or names.flatten().null_count:
+        raise NotColumnar("a test list of something other than text")
+    written = json_items(names, spaced=True)
     if not pc.all(pc.equal(pc.binary_join_element_wise("[", written, "]", ""), raw)).as_py():
         raise NotColumnar("a test list that json.dumps would write otherwise")
     items = names.flatten()
