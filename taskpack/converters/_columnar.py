@@ -444,7 +444,7 @@ def _jsonl_chunk(
         if (
             whole is not None
             and keyed
-            and any(_holds_objects(f.type) and f.metadata != _CONFIRMED for f in whole.schema)
+            and any(_holds(f.type, _unsure) and f.metadata not in _MARKS for f in whole.schema)
         ):
             whole = None
         return [
@@ -491,7 +491,7 @@ def _parse(piece: bytes, lines: int, most: int | None, keyed: bool) -> pa.Table:
     if keyed:
         lines = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
         _check_key_order(lines, table.schema.names)
-        table = _confirm_objects(table, lines)
+        table = _confirm_texts(table, lines)
     return table
 
 
@@ -514,43 +514,61 @@ def _check_key_order(lines: pa.Array, names: list[str]) -> None:
         before = at
 
 
-# The field metadata of a column whose objects are known to hold their keys as its fields do,
-# in the same order, none missing: Arrow's structs keep the first row's key order and give a
-# missing key null, where the row path keeps each row's dict as it is.
-_CONFIRMED = {b"taskpack": b"objects confirmed"}
+# The field metadata of a column whose text each row of the source was seen to hold as
+# `json_values` writes it (see `_confirm_texts`).
+_CONFIRMED = {b"taskpack": b"text confirmed"}
+_CONFIRMED_ABSENT = {b"taskpack": b"text confirmed, null fields absent"}  # see `_json_objects`
+_MARKS = (_CONFIRMED, _CONFIRMED_ABSENT)
 
 
-def _holds_objects(kind: pa.DataType) -> bool:
-    if pa.types.is_struct(kind):
+def _holds(kind: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
+    """Whether values of `kind` hold a value of a type `test` takes, at any depth."""
+    if test(kind):
         return True
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _holds_objects(kind.value_type)
-    return False
+        return _holds(kind.value_type, test)
+    return pa.types.is_struct(kind) and any(_holds(f.type, test) for f in kind)
 
 
-def _confirm_objects(table: pa.Table, lines: pa.Array) -> pa.Table:
-    """The table, each column holding objects marked `_CONFIRMED` where every line holds right
-    after its key the very text `json_values` makes of the row's value (compact, or with
-    `json.dumps`'s default spaces): then the line's keys are the fields, in their order."""
+def _unsure(kind: pa.DataType) -> bool:
+    """Arrow's reading of JSON text that the row path reads otherwise: an object (Arrow's
+    struct keeps the first row's key order and gives a key a row lacks null; the row path keeps
+    each row's dict as it is), a float (Arrow reads `5` as 5.0 in a column of floats)."""
+    return bool(pa.types.is_struct(kind) or pa.types.is_floating(kind))
+
+
+def _confirm_texts(table: pa.Table, lines: pa.Array) -> pa.Table:
+    """The table, each column holding objects or floats marked confirmed where every line holds
+    right after its key the very text `json_values` makes of the row's value (compact, or with
+    `json.dumps`'s default spaces): then its keys and numbers are the row path's. An object's
+    null field is either written `null` in every line (`_CONFIRMED`) or lacking in every line
+    (`_CONFIRMED_ABSENT`): Arrow gives both null."""
     fields = list(table.schema)
     for i, field in enumerate(fields):
-        if not _holds_objects(field.type):
+        if not _holds(field.type, _unsure):
             continue
         values = table.column(i).combine_chunks()
-        try:
-            compact, spaced = (json_values(values, objects=True, spaced=s) for s in (False, True))
-        except NotColumnar:
-            continue
         after = pc.add(pc.find_substring(lines, f'"{field.name}":'), len(field.name) + 3)
-        found = pc.or_(_holds_at(lines, after, compact), _holds_at(lines, pc.add(after, 1), spaced))
-        if pc.all(found).as_py():
-            fields[i] = field.with_metadata(_CONFIRMED)
+        for absent, mark in zip((False, True), _MARKS, strict=True):
+            try:
+                compact, spaced = (
+                    json_values(values, True, spaced=s, absent=absent) for s in (False, True)
+                )
+            except NotColumnar:
+                break
+            found = _holds_at(lines, after, compact)
+            found = pc.or_(found, _holds_at(lines, pc.add(after, 1), spaced))
+            if pc.all(found).as_py():
+                fields[i] = field.with_metadata(mark)
+                break
+            if not values.null_count and not _holds(field.type, pa.types.is_struct):
+                break  # no field to lack
     return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
 
 
 def _holds_at(lines: pa.Array, starts: pa.Array, texts: pa.Array) -> pa.Array:
-    """Whether each line's bytes from byte `starts` on begin with its `texts` value (gathered
-    with numpy: Arrow slices only at one position for every row)."""
+    """Whether each line holds from byte `starts` on its `texts` value, and no more of a number
+    after it (`0.5` is not `0.50`). Gathered with numpy: Arrow slices every row at one place."""
     import numpy as np
 
     bounds = _offsets(lines)
@@ -561,13 +579,18 @@ def _holds_at(lines: pa.Array, starts: pa.Array, texts: pa.Array) -> pa.Array:
     sizes = np.where(fits, sizes, 0)
     ends = np.cumsum(sizes)
     at = np.repeat(begin - (ends - sizes), sizes) + np.arange(ends[-1] if len(ends) else 0)
-    data = np.frombuffer(lines.buffers()[2], np.uint8)[at]
+    raw = np.frombuffer(lines.buffers()[2], np.uint8)
     found = pa.Array.from_buffers(
         pa.large_binary(),
         len(sizes),
-        [None, pa.py_buffer(np.concatenate([[0], ends]).astype(np.int64)), pa.py_buffer(data)],
+        [None, pa.py_buffer(np.concatenate([[0], ends]).astype(np.int64)), pa.py_buffer(raw[at])],
     )
-    return pc.and_(pa.array(fits), pc.equal(found, want))
+    after = begin + sizes
+    more = after < bounds[1:]
+    ended = ~more | ~np.isin(
+        raw[np.where(more, after, 0)], np.frombuffer(b"0123456789.eE+-", np.uint8)
+    )
+    return pc.and_(pa.array(fits & ended), pc.equal(found, want))
 
 
 def csv_chunks(uri: str, delimiter: str, strip_headers: bool) -> Iterator[Chunk]:
@@ -707,12 +730,18 @@ def ordinal_ids(split: str, rows: pa.Array) -> pa.Array:
 
 
 def json_values(
-    values: pa.Array, *, objects: bool = False, sort: bool = False, spaced: bool = False
+    values: pa.Array,
+    confirmed: bool = False,
+    *,
+    sort: bool = False,
+    spaced: bool = False,
+    absent: bool = False,
 ) -> pa.Array:
     """Each value's JSON text as the row path writes it: text, whole numbers, booleans, nulls
-    and lists of them; with `objects`, objects too, their keys in the column's field order, or
-    with `sort` sorted (as digests hash them). `spaced`: with `json.dumps`'s default separators.
-    Anything else gives up: a float's text could differ from Python's."""
+    and lists of them; where the source `confirmed` the text (`_CONFIRMED`), objects too, keys
+    in the column's field order or with `sort` sorted (as digests hash them), and floats.
+    `spaced`: with `json.dumps`'s default separators; `absent`: an object's null field left out.
+    Anything else gives up."""
     kind = values.type
     if pa.types.is_string(kind):
         text = pc.binary_join_element_wise('"', json_escape(values), '"', "")
@@ -723,39 +752,64 @@ def json_values(
     elif pa.types.is_null(kind):
         return pa.repeat("null", len(values))
     elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        items = json_items(values, objects=objects, sort=sort, spaced=spaced)
+        items = json_items(values, confirmed=confirmed, sort=sort, spaced=spaced, absent=absent)
         text = pc.binary_join_element_wise("[", items, "]", "")
-    elif objects and pa.types.is_struct(kind):
-        text = _json_objects(values, sort, spaced)
+    elif confirmed and pa.types.is_struct(kind):
+        text = _json_objects(values, sort, spaced, absent)
+    elif confirmed and pa.types.is_floating(kind):
+        text = _python_floats(values)
     else:
         raise NotColumnar(f"a {kind} value")
     return pc.if_else(pc.is_null(values), "null", text) if values.null_count else text
+
+
+def _python_floats(values: pa.Array) -> pa.Array:
+    """Each float as Python writes it (`repr`, `json`, pydantic-core alike), where Arrow's
+    shortest digits come out the same way: fixed from 1e-4 to 1e16, and zero, with `.0` where
+    Arrow writes a whole number bare. Others (an exponent in Python's text or Arrow's, NaN,
+    infinity) give up."""
+    values = values.cast(pa.float64())  # a float32's Python value is its double
+    text = pc.cast(values, pa.string())
+    size = pc.abs(values)
+    fixed = pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16))
+    plain = pc.or_(pc.and_(fixed, pc.invert(pc.match_substring(text, "e"))), pc.equal(size, 0))
+    if not pc.all(pc.fill_null(plain, True)).as_py():
+        raise NotColumnar("a float Python writes otherwise than Arrow")
+    return pc.if_else(
+        pc.match_substring(text, "."), text, pc.binary_join_element_wise(text, ".0", "")
+    )
 
 
 def json_columns(
     table: pa.Table, names: Sequence[str]
 ) -> tuple[dict[str, pa.Array], dict[str, pa.Array]]:
     """Columns `names` as each row's JSON text (`json_values`), and for those holding objects
-    the text digests hash, keys sorted (see `Template.fill`). Objects only where the source
-    confirmed their keys (`_CONFIRMED`)."""
+    the text digests hash, keys sorted (see `Template.fill`). Objects and floats only where the
+    source confirmed their text (`_confirm_texts`, Parquet's fields)."""
     texts, hashed = {}, {}
     for name in names:
         field = table.schema.field(name)
         values = table.column(name).combine_chunks()
-        objects = field.metadata == _CONFIRMED
-        texts[name] = json_values(values, objects=objects)
-        if objects and _holds_objects(field.type):
-            hashed[name] = json_values(values, objects=True, sort=True)
+        confirmed = field.metadata in _MARKS
+        absent = field.metadata == _CONFIRMED_ABSENT
+        texts[name] = json_values(values, confirmed, absent=absent)
+        if confirmed and _holds(field.type, pa.types.is_struct):
+            hashed[name] = json_values(values, True, sort=True, absent=absent)
     return texts, hashed
 
 
 def json_items(
-    values: pa.Array, *, objects: bool = False, sort: bool = False, spaced: bool = False
+    values: pa.Array,
+    confirmed: bool = False,
+    *,
+    sort: bool = False,
+    spaced: bool = False,
+    absent: bool = False,
 ) -> pa.Array:
     """Each list's items as JSON text (see `json_values`) joined by commas, no brackets."""
     ends = _offsets(values)
     items = values.values.slice(ends[0], ends[-1] - ends[0])  # null lists' items too: aligned
-    texts = json_values(items, objects=objects, sort=sort, spaced=spaced)
+    texts = json_values(items, confirmed=confirmed, sort=sort, spaced=spaced, absent=absent)
     lists = pa.LargeListArray.from_arrays(pa.array(ends - ends[0], pa.int64()), texts)
     return pc.binary_join(lists, ", " if spaced else ",")
 
@@ -771,8 +825,9 @@ def _offsets(values: pa.Array) -> Any:
     return raw[values.offset : values.offset + len(values) + 1].astype(np.int64)
 
 
-def _json_objects(values: pa.Array, sort: bool, spaced: bool) -> pa.Array:
-    """Each struct value as a JSON object, its keys in field order or sorted."""
+def _json_objects(values: pa.Array, sort: bool, spaced: bool, absent: bool) -> pa.Array:
+    """Each struct value as a JSON object, its keys in field order or sorted; `absent`: a null
+    field as a key the object lacks."""
     fields = list(enumerate(values.type))
     if sort:
         fields.sort(key=lambda f: f[1].name)
@@ -780,14 +835,16 @@ def _json_objects(values: pa.Array, sort: bool, spaced: bool) -> pa.Array:
         return pa.repeat("{}", len(values)).cast(pa.string())
     colon, comma = (": ", ", ") if spaced else (":", ",")
     parts: list[Any] = []
-    for k, (index, field) in enumerate(fields):
+    for index, field in fields:
         key = f'"{field.name}"'
         if json.dumps(field.name) != key:
             raise NotColumnar(f"a key to escape: {field.name!r}")
-        parts.append(("{" if k == 0 else comma) + key + colon)
         child = pc.struct_field(values, [index])
-        parts.append(json_values(child, objects=True, sort=sort, spaced=spaced))
-    return pc.binary_join_element_wise(*parts, "}", "")
+        text = json_values(child, True, sort=sort, spaced=spaced, absent=absent)
+        part = pc.binary_join_element_wise(comma + key + colon, text, "")
+        parts.append(pc.if_else(pc.is_null(child), "", part) if absent else part)
+    inner = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*parts, ""), len(comma))
+    return pc.binary_join_element_wise("{", inner, "}", "")
 
 
 def json_escape(values: pa.Array) -> pa.Array:
