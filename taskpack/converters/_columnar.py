@@ -24,7 +24,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from functools import partial
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -302,15 +302,19 @@ _REFUSALS = 2
 _TRIES = 16
 
 
-def mapped(
-    chunks: Iterator[Chunk], batch: Callable[[pa.Table, int], Batch], rows: RowMapping
-) -> Iterator[Item]:
-    """A reader's `read_columns`: each chunk as a `Batch` of stored rows by `batch` (its table
-    and the ordinal of its first row). Where a check refuses some rows (`refuse`), those go as
-    the row path's records, mapped by the reader's `rows`, and the runs between them are tried
-    again; a chunk refused as a whole is cut in parts, tried again, down to pieces of fewer
-    than 2 * `_SMALLEST` rows that go row by row. The caller reads each records iterator to
-    its end before the next item (their count numbers what follows)."""
+# A chunk's rows as the row path reads them (`Chunk.records`), for `json_columns`.
+Records: TypeAlias = Callable[[], Iterator[Record]]
+# A reader's batch mapping: a chunk's table, the ordinal of its first row, and its records.
+BatchMapping: TypeAlias = Callable[[pa.Table, int, Records], Batch]
+
+
+def mapped(chunks: Iterator[Chunk], batch: BatchMapping, rows: RowMapping) -> Iterator[Item]:
+    """A reader's `read_columns`: each chunk as a `Batch` of stored rows by `batch`. Where a
+    check refuses some rows (`refuse`), those go as the row path's records, mapped by the
+    reader's `rows`, and the runs between them are tried again; a chunk refused as a whole is
+    cut in parts, tried again, down to pieces of fewer than 2 * `_SMALLEST` rows that go row by
+    row. The caller reads each records iterator to its end before the next item (their count
+    numbers what follows)."""
     first, refused = 0, 0
     for chunk in chunks:
         tries = _TRIES if refused < _REFUSALS else 0
@@ -322,7 +326,7 @@ def mapped(
 def _one(
     chunk: Chunk,
     first: int,
-    batch: Callable[[pa.Table, int], Batch],
+    batch: BatchMapping,
     rows: RowMapping,
     tries: int,
 ) -> Generator[Item, None, tuple[int, int]]:
@@ -330,7 +334,7 @@ def _one(
     deep; returns (its rows, how many of them went columnar)."""
     if tries:
         try:
-            out = batch(chunk.table(), first)
+            out = batch(chunk.table(), first, chunk.records)
         except NotColumnar as e:
             plan = _plan(chunk.rows, e.rows)
             if plan is not None:
@@ -430,7 +434,7 @@ def _jsonl_chunk(
 
     def table() -> pa.Table:
         if not tables:
-            tables.append(_parse(piece, lines, most, keyed))
+            tables.append(_parse(piece, lines, most, records if keyed else None))
         return tables[0]
 
     def cut(bounds: list[int]) -> list[Chunk]:
@@ -438,15 +442,8 @@ def _jsonl_chunk(
 
         ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
         offsets = [0, *ends[: lines - 1].tolist(), len(piece)]  # where each line starts
-        # A table parsed whole holds one row per line: its parts are slices, not parsed again,
-        # unless a part's objects may be confirmed where the whole's were not.
+        # A table parsed whole holds one row per line: its parts are slices, not parsed again.
         whole = tables[0] if tables else None
-        if (
-            whole is not None
-            and keyed
-            and any(_holds(f.type, _unsure) and f.metadata not in _MARKS for f in whole.schema)
-        ):
-            whole = None
         return [
             _jsonl_chunk(
                 piece[offsets[a] : offsets[b]],
@@ -459,17 +456,22 @@ def _jsonl_chunk(
             for a, b in pairwise(bounds)
         ]
 
-    return Chunk(table, partial(json_lines, io.BytesIO(piece), uri, line), lines, cut)
+    def records() -> Iterator[Record]:  # a stream of its own each time: read more than once
+        return json_lines(io.BytesIO(piece), uri, line)
+
+    return Chunk(table, records, lines, cut)
 
 
-def _parse(piece: bytes, lines: int, most: int | None, keyed: bool) -> pa.Table:
+def _parse(piece: bytes, lines: int, most: int | None, keyed: Records | None) -> pa.Table:
     """A piece of `lines` JSON Lines as one table, only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
     would do otherwise, so the piece's rows must be its lines.
 
-    `keyed`: and only if each line holds its keys in the table's column order, for a reader
-    that keeps a row's fields as they come (the row path's dicts keep each line's own order;
-    Arrow's columns keep the first line's)."""
+    `keyed` (the piece's records): and only if each line holds its keys in the table's column
+    order, for a reader that keeps a row's fields as they come (the row path's dicts keep each
+    line's own order; Arrow's columns keep the first line's). Checked in the lines' text, or,
+    where a key's text is found more than once in a line (a nested key of the same name), in
+    the row path's reading of them."""
     # Lines over 1 MiB fail Arrow's parser (and so go row by row); a lower limit is checked here.
     if most is not None and max(map(len, piece.split(b"\n"))) >= most:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
@@ -488,10 +490,16 @@ def _parse(piece: bytes, lines: int, most: int | None, keyed: bool) -> pa.Table:
         raise NotColumnar(str(e)) from None
     if table.num_rows != lines:
         raise NotColumnar("blank lines or more than one object on a line")
-    if keyed:
-        lines = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
-        _check_key_order(lines, table.schema.names)
-        table = _confirm_texts(table, lines)
+    if keyed is not None:
+        texts = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
+        names = table.schema.names
+        try:
+            _check_key_order(texts, names)
+        except NotColumnar:
+            if any(list(row) != names for row in parsed_rows(keyed, lines)):
+                raise NotColumnar("keys in another order than the columns") from None
+            return table  # a key's text is no guide to its value: objects go by the records
+        table = _confirm_texts(table, texts)
     return table
 
 
@@ -688,6 +696,9 @@ def messages(prompt: pa.Array | pa.ChunkedArray) -> tuple[list[str], list[pa.Arr
     """The roles and the content columns of chat prompts that hold the same roles in every
     row, each message exactly a role and a text content (as the frameworks' scripts write)."""
     prompt = prompt.combine_chunks() if isinstance(prompt, pa.ChunkedArray) else prompt
+    empty = prompt.type in (pa.list_(pa.null()), pa.large_list(pa.null()))
+    if empty and not prompt.null_count and not pc.max(pc.list_value_length(prompt)).as_py():
+        return [], []  # no messages in any row (an environment that writes its own)
     message = pa.struct([("role", pa.string()), ("content", pa.string())])
     if prompt.type not in (pa.list_(message), pa.large_list(message)):
         raise NotColumnar(f"a prompt of type {prompt.type}")
@@ -781,21 +792,54 @@ def _python_floats(values: pa.Array) -> pa.Array:
 
 
 def json_columns(
-    table: pa.Table, names: Sequence[str]
+    table: pa.Table, names: Sequence[str], records: Records
 ) -> tuple[dict[str, pa.Array], dict[str, pa.Array]]:
     """Columns `names` as each row's JSON text (`json_values`), and for those holding objects
-    the text digests hash, keys sorted (see `Template.fill`). Objects and floats only where the
-    source confirmed their text (`_confirm_texts`, Parquet's fields)."""
+    the text digests hash, keys sorted (see `Template.fill`).
+
+    A column `json_values` cannot vouch for (objects or floats whose text the source did not
+    confirm, see `_confirm_texts`; a float Python writes with an exponent; a date) takes its
+    values from `records`, the row path's own reading, serialized as the row path serializes
+    them: per-row Python for that column only."""
     texts, hashed = {}, {}
+    parsed: list[dict[str, Any]] = []
     for name in names:
         field = table.schema.field(name)
         values = table.column(name).combine_chunks()
         confirmed = field.metadata in _MARKS
         absent = field.metadata == _CONFIRMED_ABSENT
-        texts[name] = json_values(values, confirmed, absent=absent)
-        if confirmed and _holds(field.type, pa.types.is_struct):
-            hashed[name] = json_values(values, True, sort=True, absent=absent)
+        try:
+            if not confirmed and _holds(field.type, _unsure):
+                raise NotColumnar("text to confirm")
+            texts[name] = json_values(values, confirmed, absent=absent)
+            if confirmed and _holds(field.type, pa.types.is_struct):
+                hashed[name] = json_values(values, True, sort=True, absent=absent)
+        except NotColumnar:
+            parsed = parsed or parsed_rows(records, table.num_rows)
+            texts[name], hashed[name] = python_texts([row.get(name) for row in parsed])
     return texts, hashed
+
+
+def parsed_rows(records: Records, size: int) -> list[dict[str, Any]]:
+    """The `size` rows of `records` as the row path reads them (each a dict, else the rows
+    are not columnar)."""
+    rows = [record.task for record in records()]
+    if len(rows) != size or not all(isinstance(row, dict) for row in rows):
+        raise NotColumnar("rows the row path reads otherwise")
+    return cast("list[dict[str, Any]]", rows)
+
+
+def python_texts(values: list[Any]) -> tuple[pa.Array, pa.Array]:
+    """Each value's text as stored rows hold it (pydantic-core's JSON) and as digests hash it
+    (`canonical_json`), as the row path writes both."""
+    from pydantic_core import PydanticSerializationError, to_json
+
+    try:
+        stored = [to_json(v).decode("utf-8") for v in values]
+        hashed = [canonical_json(v).decode("utf-8") for v in values]
+    except (ValueError, PydanticSerializationError) as e:
+        raise NotColumnar(str(e)) from None
+    return pa.array(stored, pa.string()), pa.array(hashed, pa.string())
 
 
 def json_items(

@@ -72,7 +72,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
 
     template = Template(_task(split, slot("question"), slot("answer"), slot("final"), ROW))
 
-    def batch(table: pa.Table, first: int) -> Batch:
+    def batch(table: pa.Table, first: int, _: object) -> Batch:
         question, solution = strings(table, "question", "answer")
         refuse(pc.invert(pc.match_substring(solution, "####")), "an answer without '####'")
         # [head, tail] per row, each row holding "####": the tails are every second value.

@@ -60,7 +60,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     """`read`, a batch at a time (see `_columnar`): rows of exactly the five fields, text."""
     template = Template(to_task({k: slot(k) for k in _MAPPED}, split, ROW))
 
-    def batch(table: pa.Table, first: int) -> Batch:
+    def batch(table: pa.Table, first: int, _: object) -> Batch:
         columns = dict(zip(_MAPPED, strings(table, *_MAPPED), strict=True))
         rows = row_numbers(first, table.num_rows)
         return template.fill(task_ids(columns["task_id"]), columns, rows)

@@ -183,7 +183,7 @@ def read_columns(
     unchecked: dict[str, str] = {}
     names: list[str] | None = None
 
-    def batch(table: pa.Table, first: int) -> Batch:
+    def batch(table: pa.Table, first: int, _: object) -> Batch:
         nonlocal template, unchecked, names
         if names not in (None, table.schema.names):
             raise NotColumnar("fields that change between rows")

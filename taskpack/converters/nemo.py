@@ -22,6 +22,7 @@ from taskpack import records
 from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
+    Records,
     Template,
     json_columns,
     json_slot,
@@ -30,6 +31,8 @@ from taskpack.converters._columnar import (
     messages,
     ordinal_ids,
     own_names,
+    parsed_rows,
+    python_texts,
     refuse,
     row_numbers,
     slot,
@@ -260,21 +263,31 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     template: Template | None = None
     constants: tuple[Any, ...] = ()
 
-    def batch(table: pa.Table, first: int) -> Batch:
+    def batch(table: pa.Table, first: int, records: Records) -> Batch:
         nonlocal template, constants
         names = table.schema.names
         params = table.column(PARAMS).combine_chunks() if PARAMS in names else None
         if params is None or not pa.types.is_struct(params.type) or params.null_count:
             raise NotColumnar(f"columns {names}")
-        if [f.name for f in params.type] != ["input"] or PAYLOAD_KEY in names:
+        fields = [f.name for f in params.type]
+        if "input" not in fields or "tools" in fields or PAYLOAD_KEY in names:
             raise NotColumnar(f"{PARAMS} fields {params.type}")
         own_names(names)
-        roles, contents = messages(pc.struct_field(params, "input"))
+        inputs = pc.struct_field(params, "input")
+        as_text = pa.types.is_string(inputs.type)  # `input` as a bare string: one user message
+        roles, contents = (["user"], [text(inputs)]) if as_text else messages(inputs)
         last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
         if last is not None:  # an empty one: the row has no question
             refuse(pc.equal(contents[last], ""), "an empty user message")
         others = [n for n in names if n != PARAMS]
-        columns, hashed = json_columns(table, others)
+        columns, hashed = json_columns(table, others, records)
+        if fields != ["input"]:  # the request's other fields, kept as each row has them
+            parsed = parsed_rows(records, table.num_rows)
+            if any(list(row[PARAMS]) != fields for row in parsed):
+                raise NotColumnar(f"{PARAMS} fields in another order, or lacking")
+            for f in (f for f in fields if f != "input"):
+                key = f"#{PARAMS}.{f}"
+                columns[key], hashed[key] = python_texts([row[PARAMS][f] for row in parsed])
         null = pa.repeat(False, table.num_rows)
         for n in others:
             null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))
@@ -290,20 +303,25 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             if matches not in (0, table.num_rows):
                 raise NotColumnar("a question that is the last user message only in some rows")
             asked = matches > 0  # in every row (a count would differ between batches)
+        shape = (names, fields, as_text, roles, asked)
         if template is None:
-            constants = (names, roles, asked)
+            constants = shape
             row: dict[str, Any] = {n: json_slot(n) for n in others}
             if asked:
                 row["question"] = slot(f"#content{last}")
+            messages_in = [
+                {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
+            ]
             row[PARAMS] = {
-                "input": [
-                    {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
-                ]
+                f: (slot("#content0") if as_text else messages_in)
+                if f == "input"
+                else json_slot(f"#{PARAMS}.{f}")
+                for f in fields
             }
             template = native_template(
                 FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
             )
-        if (names, roles, asked) != constants:
+        if shape != constants:
             raise NotColumnar("a shape that changes between rows")
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
         return template.fill(ids, columns, rows, hashed)

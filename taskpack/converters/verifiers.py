@@ -177,7 +177,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     template: Template | None = None
     constants: tuple[Any, ...] = ()
 
-    def batch(table: pa.Table, first: int) -> Batch:
+    def batch(table: pa.Table, first: int, _: object) -> Batch:
         nonlocal template, constants
         names = table.schema.names
         if sorted(names) != sorted(_COLUMNS) or table.num_rows == 0:
