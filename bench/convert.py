@@ -4,6 +4,11 @@ alternating, several rounds, medians.
 
     python bench/convert.py                      # 10k and 1M rows, 3 rounds
     python bench/convert.py --rows 10000 --rounds 5
+    python bench/convert.py --shape nemo --rows 100000   # NeMo Gym rows, objects and floats
+
+`--shape nemo`: NeMo Gym rows as its dataset scripts write them (`json.dumps`): a request of a
+system and a user message, an expected answer, an `agent_ref` object and a `metadata` object
+with a float; the script keeps what it does not map as JSON text, as taskpack does.
 
 Peak memory matters because importers must stream: the goals are the 1M peak within 2x the 10k
 peak, and at least the hand-written script's rows per second (GSM8K has a columnar reader; see
@@ -24,7 +29,7 @@ from common import peak_process
 OURS = """
 import sys
 from taskpack.importer import import_sources
-import_sources(sys.argv[2], {"train": [sys.argv[1]]}, "gsm8k", name="bench")
+import_sources(sys.argv[2], {"train": [sys.argv[1]]}, sys.argv[3], name="bench")
 """
 
 # What a user would write by hand: parse each line, map it, write Parquet in batches.
@@ -51,6 +56,55 @@ writer.close()
 """
 
 
+NEMO_BASELINE = """
+import json, sys
+import pyarrow as pa, pyarrow.parquet as pq
+schema = pa.schema([("id", pa.string()),
+    ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+    ("answer", pa.string()), ("extras", pa.string())])
+writer = pq.ParquetWriter(sys.argv[2], schema, compression="zstd")
+rows = []
+with open(sys.argv[1], "rb") as f:
+    for n, line in enumerate(f):
+        r = json.loads(line)
+        prompt = r.pop("responses_create_params")["input"]
+        answer = json.dumps(r.pop("expected_answer"))
+        extras = json.dumps({"nemo": r}, separators=(",", ":"), ensure_ascii=False)
+        rows.append({"id": f"train-{n:05d}", "prompt": prompt, "answer": answer, "extras": extras})
+        if len(rows) == 1024:
+            writer.write_table(pa.Table.from_pylist(rows, schema)); rows = []
+if rows:
+    writer.write_table(pa.Table.from_pylist(rows, schema))
+writer.close()
+"""
+
+
+def make_nemo_source(path: Path, rows: int, odd: int = 0) -> None:
+    """`rows` NeMo Gym rows; `odd` of them, evenly spread, hold their `agent_ref` keys the
+    other way round (the row path keeps each row's order, so that batch's objects are read
+    from the row path's reading)."""
+    rng = random.Random(rows)
+    every = rows // odd if odd else 0
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(rows):
+            a, b = rng.randint(1, 10**4), rng.randint(1, 10**4)
+            ref = {"type": "responses_api_agents", "name": "math_with_judge_simple_agent"}
+            if every and i % every == every // 2:
+                ref = dict(reversed(ref.items()))
+            row = {
+                "responses_create_params": {
+                    "input": [
+                        {"role": "system", "content": "Put the final answer in \\boxed{}."},
+                        {"role": "user", "content": f"What is {a} + {b}? (#{i})"},
+                    ]
+                },
+                "expected_answer": str(a + b),
+                "agent_ref": ref,
+                "metadata": {"source": "synthetic", "level": rng.randint(1, 5), "p": 0.25},
+            }
+            f.write(json.dumps(row) + "\n")
+
+
 def make_source(path: Path, rows: int, odd: int = 0) -> None:
     """`rows` GSM8K rows; `odd` of them, evenly spread, end in a no-break space (valid, and
     Python's `strip` removes it, but no columnar check vouches for a final answer not in ASCII,
@@ -72,19 +126,28 @@ def main() -> None:
     parser.add_argument("--rows", default="10000,1000000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--odd", type=int, default=0, help="rows no columnar check takes")
+    parser.add_argument("--shape", choices=("gsm8k", "nemo"), default="gsm8k")
     args = parser.parse_args()
+    make, baseline = (
+        (make_nemo_source, NEMO_BASELINE)
+        if args.shape == "nemo"
+        else (
+            make_source,
+            BASELINE,
+        )
+    )
     sizes = [int(x) for x in args.rows.split(",")]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for rows in sizes:
-            source = Path(tmp) / f"gsm8k-{rows}.jsonl"
-            make_source(source, rows, args.odd)
+            source = Path(tmp) / f"{args.shape}-{rows}.jsonl"
+            make(source, rows, args.odd)
             times: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
             peaks: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
             for r in range(args.rounds):
-                for name, script in (("taskpack", OURS), ("pyarrow script", BASELINE)):
+                for name, script in (("taskpack", OURS), ("pyarrow script", baseline)):
                     out = Path(tmp) / f"out-{name.split()[0]}-{rows}-{r}"
-                    seconds, peak = peak_process(script, str(source), str(out))
+                    seconds, peak = peak_process(script, str(source), str(out), args.shape)
                     times[name].append(seconds)
                     peaks[name].append(peak)
             results[rows] = {
@@ -92,8 +155,9 @@ def main() -> None:
                 for name in times
             }
             source.unlink()
+    print(f"{args.shape} rows:")
     if args.odd:
-        print(f"sources with {args.odd} rows that go row by row, evenly spread:")
+        print(f"sources with {args.odd} rows no batch check takes, evenly spread:")
     print(
         f"{'rows':>9} {'taskpack rows/s':>16} {'script rows/s':>14} {'ratio':>6} "
         f"{'taskpack MiB':>13} {'script MiB':>11}"

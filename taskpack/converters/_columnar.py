@@ -493,20 +493,23 @@ def _parse(piece: bytes, lines: int, most: int | None, keyed: Records | None) ->
     if keyed is not None:
         texts = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
         names = table.schema.names
+        spaced = re.search(rb'"[ \t\r]+:', piece) is not None
         try:
-            _check_key_order(texts, names)
+            keys = _key_positions(texts, names, spaced)
         except NotColumnar:
             if any(list(row) != names for row in parsed_rows(keyed, lines)):
                 raise NotColumnar("keys in another order than the columns") from None
             return table  # a key's text is no guide to its value: objects go by the records
-        table = _confirm_texts(table, texts)
+        table = _confirm_texts(table, texts, keys)
     return table
 
 
-def _check_key_order(lines: pa.Array, names: list[str]) -> None:
-    """Every line holds `"<name>":` once for each name, in this order, and never `"<name>" :`.
-    A string cannot hold `"<name>":` (its quotes would be escaped), so then that one
-    occurrence is the top-level key itself."""
+def _key_positions(lines: pa.Array, names: list[str], spaced: bool) -> dict[str, pa.Array]:
+    """Where each line holds `"<name>":`, which must be once for each name, in this order, and
+    never `"<name>" :` (looked for where the piece holds a quote, spaces and a colon). A string
+    cannot hold `"<name>":` (its quotes would be escaped), so then that one occurrence is the
+    top-level key itself."""
+    found: dict[str, pa.Array] = {}
     before = None
     for name in names:
         key = f'"{name}":'
@@ -514,12 +517,14 @@ def _check_key_order(lines: pa.Array, names: list[str]) -> None:
             raise NotColumnar(f"a key to escape: {name!r}")
         if not pc.all(pc.equal(pc.count_substring(lines, key), 1)).as_py():
             raise NotColumnar(f"key {name!r} more than once on a line, or missing")
-        if pc.any(pc.match_substring_regex(lines, f'"{re.escape(name)}"[ \\t\\r]+:')).as_py():
+        gap = f'"{re.escape(name)}"[ \\t\\r]+:'
+        if spaced and pc.any(pc.match_substring_regex(lines, gap)).as_py():
             raise NotColumnar(f"key {name!r} spaced from its colon")
-        at = pc.find_substring(lines, key)
+        at = found[name] = pc.find_substring(lines, key)
         if before is not None and not pc.all(pc.less(before, at)).as_py():
             raise NotColumnar("keys in another order than the columns")
         before = at
+    return found
 
 
 # The field metadata of a column whose text each row of the source was seen to hold as
@@ -545,28 +550,32 @@ def _unsure(kind: pa.DataType) -> bool:
     return bool(pa.types.is_struct(kind) or pa.types.is_floating(kind))
 
 
-def _confirm_texts(table: pa.Table, lines: pa.Array) -> pa.Table:
+def _confirm_texts(table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array]) -> pa.Table:
     """The table, each column holding objects or floats marked confirmed where every line holds
     right after its key the very text `json_values` makes of the row's value (compact, or with
     `json.dumps`'s default spaces): then its keys and numbers are the row path's. An object's
     null field is either written `null` in every line (`_CONFIRMED`) or lacking in every line
     (`_CONFIRMED_ABSENT`): Arrow gives both null."""
     fields = list(table.schema)
+    # The spacing the first line writes is tried first (`json.dumps` writes `": `).
+    spacings = (True, False) if b'": ' in lines[0].as_py() else (False, True)
     for i, field in enumerate(fields):
         if not _holds(field.type, _unsure):
             continue
         values = table.column(i).combine_chunks()
-        after = pc.add(pc.find_substring(lines, f'"{field.name}":'), len(field.name) + 3)
+        after = pc.add(keys[field.name], len(field.name) + 3)  # past `"<name>":`
         for absent, mark in zip((False, True), _MARKS, strict=True):
+            found = None
             try:
-                compact, spaced = (
-                    json_values(values, True, spaced=s, absent=absent) for s in (False, True)
-                )
+                for spaced in spacings:
+                    written = json_values(values, True, spaced=spaced, absent=absent)
+                    at = _holds_at(lines, pc.add(after, 1) if spaced else after, written)
+                    found = at if found is None else pc.or_(found, at)
+                    if pc.all(found).as_py():
+                        break
             except NotColumnar:
                 break
-            found = _holds_at(lines, after, compact)
-            found = pc.or_(found, _holds_at(lines, pc.add(after, 1), spaced))
-            if pc.all(found).as_py():
+            if found is not None and pc.all(found).as_py():
                 fields[i] = field.with_metadata(mark)
                 break
             if not values.null_count and not _holds(field.type, pa.types.is_struct):
@@ -885,8 +894,13 @@ def _json_objects(values: pa.Array, sort: bool, spaced: bool, absent: bool) -> p
             raise NotColumnar(f"a key to escape: {field.name!r}")
         child = pc.struct_field(values, [index])
         text = json_values(child, True, sort=sort, spaced=spaced, absent=absent)
-        part = pc.binary_join_element_wise(comma + key + colon, text, "")
-        parts.append(pc.if_else(pc.is_null(child), "", part) if absent else part)
+        if absent:  # each present field with a comma before it, the first comma cut below
+            part = pc.binary_join_element_wise(comma + key + colon, text, "")
+            parts.append(pc.if_else(pc.is_null(child), "", part))
+        else:
+            parts += [(comma if parts else "{") + key + colon, text]
+    if not absent:
+        return pc.binary_join_element_wise(*parts, "}", "")
     inner = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*parts, ""), len(comma))
     return pc.binary_join_element_wise("{", inner, "}", "")
 
