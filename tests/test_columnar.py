@@ -4,6 +4,7 @@ errors, on every data set in shared/data and on rows made to trip each batch che
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -568,6 +569,20 @@ def test_verifiers_tables_of_another_shape_come_out_as_the_row_path_has_them(
             "a float Python writes with an exponent",
             {"problem": ["p", "q"], "answer": ["1", "2"], "score": [0.5, 1e-5]},
             True,
+        ),
+        (
+            "a date column",
+            {"problem": ["p", "q"], "answer": ["1", "2"], "at": [date(2024, 1, 2), None]},
+            False,
+        ),
+        (
+            "a map column",
+            {
+                "problem": ["p"],
+                "answer": ["1"],
+                "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
+            },
+            False,
         ),
         (
             "an object column",

@@ -772,8 +772,12 @@ def json_values(
     elif pa.types.is_null(kind):
         return pa.repeat("null", len(values))
     elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        items = json_items(values, confirmed=confirmed, sort=sort, spaced=spaced, absent=absent)
-        text = pc.binary_join_element_wise("[", items, "]", "")
+        ends = _offsets(values)
+        items = values.values.slice(ends[0], ends[-1] - ends[0])  # null lists' too: aligned
+        texts = json_values(items, confirmed, sort=sort, spaced=spaced, absent=absent)
+        lists = pa.LargeListArray.from_arrays(pa.array(ends - ends[0], pa.int64()), texts)
+        joined = pc.binary_join(lists, ", " if spaced else ",")
+        text = pc.binary_join_element_wise("[", joined, "]", "")
     elif confirmed and pa.types.is_struct(kind):
         text = _json_objects(values, sort, spaced, absent)
     elif confirmed and pa.types.is_floating(kind):
@@ -806,10 +810,10 @@ def json_columns(
     """Columns `names` as each row's JSON text (`json_values`), and for those holding objects
     the text digests hash, keys sorted (see `Template.fill`).
 
-    A column `json_values` cannot vouch for (objects or floats whose text the source did not
-    confirm, see `_confirm_texts`; a float Python writes with an exponent; a date) takes its
-    values from `records`, the row path's own reading, serialized as the row path serializes
-    them: per-row Python for that column only."""
+    A column of JSON's kinds `json_values` cannot vouch for (objects or floats whose text the
+    source did not confirm, see `_confirm_texts`; a float Python writes with an exponent) takes
+    its values from `records`, the row path's own reading, serialized as the row path
+    serializes them: per-row Python for that column only."""
     texts, hashed = {}, {}
     parsed: list[dict[str, Any]] = []
     for name in names:
@@ -824,9 +828,23 @@ def json_columns(
             if confirmed and _holds(field.type, pa.types.is_struct):
                 hashed[name] = json_values(values, True, sort=True, absent=absent)
         except NotColumnar:
+            if _holds(field.type, _not_json):  # a date, bytes, a map: not the values of JSON
+                raise
             parsed = parsed or parsed_rows(records, table.num_rows)
             texts[name], hashed[name] = python_texts([row.get(name) for row in parsed])
     return texts, hashed
+
+
+def _not_json(kind: pa.DataType) -> bool:
+    return not (
+        pa.types.is_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_null(kind)
+        or _unsure(kind)
+        or pa.types.is_list(kind)
+        or pa.types.is_large_list(kind)
+    )
 
 
 def parsed_rows(records: Records, size: int) -> list[dict[str, Any]]:
@@ -846,25 +864,15 @@ def python_texts(values: list[Any]) -> tuple[pa.Array, pa.Array]:
     try:
         stored = [to_json(v).decode("utf-8") for v in values]
         hashed = [canonical_json(v).decode("utf-8") for v in values]
-    except (ValueError, PydanticSerializationError) as e:
+    except (ValueError, TypeError, RecursionError, PydanticSerializationError) as e:
         raise NotColumnar(str(e)) from None
     return pa.array(stored, pa.string()), pa.array(hashed, pa.string())
 
 
-def json_items(
-    values: pa.Array,
-    confirmed: bool = False,
-    *,
-    sort: bool = False,
-    spaced: bool = False,
-    absent: bool = False,
-) -> pa.Array:
-    """Each list's items as JSON text (see `json_values`) joined by commas, no brackets."""
-    ends = _offsets(values)
-    items = values.values.slice(ends[0], ends[-1] - ends[0])  # null lists' items too: aligned
-    texts = json_values(items, confirmed=confirmed, sort=sort, spaced=spaced, absent=absent)
-    lists = pa.LargeListArray.from_arrays(pa.array(ends - ends[0], pa.int64()), texts)
-    return pc.binary_join(lists, ", " if spaced else ",")
+def json_items(values: pa.Array) -> pa.Array:
+    """Each list's items as JSON text joined by commas, without the brackets (see
+    `json_values`)."""
+    return pc.utf8_slice_codeunits(json_values(values), 1, -1)
 
 
 def _offsets(values: pa.Array) -> Any:

@@ -25,6 +25,7 @@ from taskpack.converters._columnar import (
     json_columns,
     json_items,
     json_slot,
+    json_values,
     mapped,
     own_names,
     row_numbers,
@@ -163,8 +164,7 @@ def _test_names(raw: pa.Array) -> pa.Array:
     item = names.type.value_type
     if not (pa.types.is_string(item) or pa.types.is_null(item)) or names.flatten().null_count:
         raise NotColumnar("a test list of something other than text")
-    written = json_items(names, spaced=True)
-    if not pc.all(pc.equal(pc.binary_join_element_wise("[", written, "]", ""), raw)).as_py():
+    if not pc.all(pc.equal(json_values(names, spaced=True), raw)).as_py():
         raise NotColumnar("a test list that json.dumps would write otherwise")
     items = names.flatten()
     if len(items) and not pc.all(pc.string_is_ascii(items)).as_py():
