@@ -765,6 +765,7 @@ def _nemo(**fields: Any) -> dict[str, Any]:
             True,
         ),
         ("an object's text escaped", [_nemo(meta={"t": "é"})] * 2, True),
+        ("an object's date-like text", [_nemo(meta={"at": "2024-01-02T03:04:05"})] * 2, True),
         ("an object's text as it is", [_compact(_nemo(meta={"t": "é\n"}))] * 2, True),
         ("an object's key to escape", [_nemo(meta={"t\n": "x"})] * 2, True),
         ("an object's key spaced", [json.dumps(_nemo())[:-1] + ', "m": {"t" : 1}}'] * 2, True),

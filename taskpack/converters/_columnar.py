@@ -495,12 +495,11 @@ def _parse(piece: bytes, lines: int, most: int | None, keyed: Records | None) ->
         names = table.schema.names
         spaced = re.search(rb'"[ \t\r]+:', piece) is not None
         try:
-            keys = _key_positions(texts, names, spaced)
-        except NotColumnar:
+            table = _confirm_texts(table, texts, _key_positions(texts, names, spaced))
+        except NotColumnar:  # a key's text is no guide to its value: objects go by the records
             if any(list(row) != names for row in parsed_rows(keyed, lines)):
                 raise NotColumnar("keys in another order than the columns") from None
-            return table  # a key's text is no guide to its value: objects go by the records
-        table = _confirm_texts(table, texts, keys)
+        table = table.replace_schema_metadata(_JSON_LINES)
     return table
 
 
@@ -532,6 +531,8 @@ def _key_positions(lines: pa.Array, names: list[str], spaced: bool) -> dict[str,
 _CONFIRMED = {b"taskpack": b"text confirmed"}
 _CONFIRMED_ABSENT = {b"taskpack": b"text confirmed, null fields absent"}  # see `_json_objects`
 _MARKS = (_CONFIRMED, _CONFIRMED_ABSENT)
+# The schema metadata of a JSON Lines piece's table: its records are JSON values.
+_JSON_LINES = {b"taskpack": b"json lines"}
 
 
 def _holds(kind: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
@@ -828,7 +829,9 @@ def json_columns(
             if confirmed and _holds(field.type, pa.types.is_struct):
                 hashed[name] = json_values(values, True, sort=True, absent=absent)
         except NotColumnar:
-            if _holds(field.type, _not_json):  # a date, bytes, a map: not the values of JSON
+            # From Parquet, a date, bytes or a map is no value of JSON; in JSON Lines, a date
+            # is text Arrow read as one.
+            if table.schema.metadata != _JSON_LINES and _holds(field.type, _not_json):
                 raise
             parsed = parsed or parsed_rows(records, table.num_rows)
             texts[name], hashed[name] = python_texts([row.get(name) for row in parsed])
