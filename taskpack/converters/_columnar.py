@@ -21,7 +21,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from functools import partial
+from functools import cache, partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias, cast
@@ -302,10 +302,11 @@ _REFUSALS = 2
 _TRIES = 16
 
 
-# A chunk's rows as the row path reads them (`Chunk.records`), for `json_columns`.
 Records: TypeAlias = Callable[[], Iterator[Record]]
-# A reader's batch mapping: a chunk's table, the ordinal of its first row, and its records.
-BatchMapping: TypeAlias = Callable[[pa.Table, int, Records], Batch]
+# A chunk's rows as the row path reads them, parsed once when first asked (`parsed_rows`).
+Parsed: TypeAlias = Callable[[], list[dict[str, Any]]]
+# A reader's batch mapping: a chunk's table, the ordinal of its first row, and its rows parsed.
+BatchMapping: TypeAlias = Callable[[pa.Table, int, Parsed], Batch]
 
 
 def mapped(chunks: Iterator[Chunk], batch: BatchMapping, rows: RowMapping) -> Iterator[Item]:
@@ -334,7 +335,9 @@ def _one(
     deep; returns (its rows, how many of them went columnar)."""
     if tries:
         try:
-            out = batch(chunk.table(), first, chunk.records)
+            out = batch(
+                chunk.table(), first, cache(partial(parsed_rows, chunk.records, chunk.rows))
+            )
         except NotColumnar as e:
             plan = _plan(chunk.rows, e.rows)
             if plan is not None:
@@ -806,17 +809,16 @@ def _python_floats(values: pa.Array) -> pa.Array:
 
 
 def json_columns(
-    table: pa.Table, names: Sequence[str], records: Records
+    table: pa.Table, names: Sequence[str], parsed: Parsed
 ) -> tuple[dict[str, pa.Array], dict[str, pa.Array]]:
     """Columns `names` as each row's JSON text (`json_values`), and for those holding objects
     the text digests hash, keys sorted (see `Template.fill`).
 
     A column of JSON's kinds `json_values` cannot vouch for (objects or floats whose text the
     source did not confirm, see `_confirm_texts`; a float Python writes with an exponent) takes
-    its values from `records`, the row path's own reading, serialized as the row path
+    its values from `parsed`, the row path's own reading, serialized as the row path
     serializes them: per-row Python for that column only."""
     texts, hashed = {}, {}
-    parsed: list[dict[str, Any]] = []
     for name in names:
         field = table.schema.field(name)
         values = table.column(name).combine_chunks()
@@ -833,8 +835,7 @@ def json_columns(
             # is text Arrow read as one.
             if table.schema.metadata != _JSON_LINES and _holds(field.type, _not_json):
                 raise
-            parsed = parsed or parsed_rows(records, table.num_rows)
-            texts[name], hashed[name] = python_texts([row.get(name) for row in parsed])
+            texts[name], hashed[name] = python_texts([row.get(name) for row in parsed()])
     return texts, hashed
 
 

@@ -19,7 +19,7 @@ from taskpack import records
 from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
-    Records,
+    Parsed,
     Template,
     json_columns,
     json_slot,
@@ -103,7 +103,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     template: Template | None = None
     constants: tuple[Any, ...] = ()
 
-    def batch(table: pa.Table, first: int, records: Records) -> Batch:
+    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
         nonlocal template, constants
         names = table.schema.names
         texts = [n for n in ("problem", "question") if n in names]
@@ -127,7 +127,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if (names, same) != constants:
             raise NotColumnar("a shape that changes between rows")
         columns = dict(zip([*texts, "answer"], asked, strict=False))
-        values, hashed = json_columns(table, others, records)
+        values, hashed = json_columns(table, others, parsed)
         columns |= values
         rows = row_numbers(first, table.num_rows)
         ids = task_ids(asked[-1]) if "id" in names else ordinal_ids(split, rows)

@@ -20,7 +20,7 @@ from taskpack.converters._columnar import (
     ROW,
     Batch,
     NotColumnar,
-    Records,
+    Parsed,
     Template,
     json_columns,
     json_slot,
@@ -100,7 +100,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     template: Template | None = None
     names: list[str] | None = None
 
-    def batch(table: pa.Table, first: int, records: Records) -> Batch:
+    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
         nonlocal template, names
         if template is None:
             names = table.schema.names
@@ -137,7 +137,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             "#entry_point": entry_point,
             "#test_code": test_code,
         }
-        values, hashed = json_columns(table, [n for n in names if n != "code"], records)
+        values, hashed = json_columns(table, [n for n in names if n != "code"], parsed)
         columns |= values
         ids = pc.binary_join_element_wise("mbpp-", pc.cast(task_id, pa.string()), "")
         return template.fill(task_ids(ids), columns, row_numbers(first, table.num_rows), hashed)

@@ -22,7 +22,7 @@ from taskpack import records
 from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
-    Records,
+    Parsed,
     Template,
     json_columns,
     json_slot,
@@ -31,7 +31,6 @@ from taskpack.converters._columnar import (
     messages,
     ordinal_ids,
     own_names,
-    parsed_rows,
     python_texts,
     refuse,
     row_numbers,
@@ -252,18 +251,18 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
 
 def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
-    holds only `input`, messages of the same roles in every row with text contents (a user
-    one never empty), whose `expected_answer` and other fields are JSON values of one shape
-    (text, whole numbers, booleans, lists, objects whose keys the line confirms; never null,
-    no floats), with `question` always or never
-    the last user message and an own `id` never the task id. The residue (`extras.nemo`) is
-    the row path's, computed once on a row of slots these checks keep true for every row."""
+    holds `input` (messages of the same roles in every row with text contents, or one text; a
+    user one never empty) and the same other fields in every row but `tools` (kept as each row
+    has them), whose `expected_answer` and other fields are JSON values never null (objects and
+    floats as `json_columns` takes them), with `question` always or never the last user message
+    and an own `id` never the task id. The residue (`extras.nemo`) is the row path's, computed
+    once on a row of slots these checks keep true for every row."""
     import pyarrow.compute as pc
 
     template: Template | None = None
     constants: tuple[Any, ...] = ()
 
-    def batch(table: pa.Table, first: int, records: Records) -> Batch:
+    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
         nonlocal template, constants
         names = table.schema.names
         params = table.column(PARAMS).combine_chunks() if PARAMS in names else None
@@ -280,14 +279,13 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if last is not None:  # an empty one: the row has no question
             refuse(pc.equal(contents[last], ""), "an empty user message")
         others = [n for n in names if n != PARAMS]
-        columns, hashed = json_columns(table, others, records)
+        columns, hashed = json_columns(table, others, parsed)
         if fields != ["input"]:  # the request's other fields, kept as each row has them
-            parsed = parsed_rows(records, table.num_rows)
-            if any(list(row[PARAMS]) != fields for row in parsed):
+            if any(list(row[PARAMS]) != fields for row in parsed()):
                 raise NotColumnar(f"{PARAMS} fields in another order, or lacking")
             for f in (f for f in fields if f != "input"):
                 key = f"#{PARAMS}.{f}"
-                columns[key], hashed[key] = python_texts([row[PARAMS][f] for row in parsed])
+                columns[key], hashed[key] = python_texts([row[PARAMS][f] for row in parsed()])
         null = pa.repeat(False, table.num_rows)
         for n in others:
             null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))

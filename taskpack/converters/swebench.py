@@ -20,7 +20,7 @@ from taskpack.converters._columnar import (
     ROW,
     Batch,
     NotColumnar,
-    Records,
+    Parsed,
     Template,
     json_columns,
     json_items,
@@ -115,7 +115,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     template: Template | None = None
     names: list[str] | None = None
 
-    def batch(table: pa.Table, first: int, records: Records) -> Batch:
+    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
         nonlocal template, names
         if names not in (None, table.schema.names):
             raise NotColumnar("fields that change between rows")
@@ -132,7 +132,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         for key in _TEST_LISTS:
             columns[f"#{key}"] = _test_names(text_columns(table, [key])[0])
         others = [n for n in names if n not in _TEXT and n not in _TEST_LISTS]
-        values, hashed = json_columns(table, others, records)
+        values, hashed = json_columns(table, others, parsed)
         columns |= values
         ids = task_ids(columns["instance_id"])
         return template.fill(ids, columns, row_numbers(first, table.num_rows), hashed)
