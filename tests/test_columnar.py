@@ -881,8 +881,8 @@ def test_objects_a_line_writes_otherwise_take_the_row_paths_values(
     src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
     written = _spy(monkeypatch)
     parsed: list[int] = []
-    real = _columnar.parsed_rows
-    monkeypatch.setattr(_columnar, "parsed_rows", lambda r, n: (parsed.append(n), real(r, n))[1])
+    real = _columnar._parsed_rows
+    monkeypatch.setattr(_columnar, "_parsed_rows", lambda r, n: (parsed.append(n), real(r, n))[1])
     by_columns = outcome(tmp_path, "columns", src, "nemo", {}, columnar=True)
     assert _runs(written) == [("columns", 3000)]
     assert by_columns == outcome(tmp_path, "rows", src, "nemo", {}, columnar=False)

@@ -275,16 +275,32 @@ def _files(size: int, files: list[tuple[dict[str, Any], pa.Array, pa.Array, pa.A
 # --- reading sources in batches ----------------------------------------------------------------
 
 
+Records: TypeAlias = Callable[[], Iterator[Record]]
+# A chunk's rows as the row path reads them, parsed once when first asked (`Chunk.parsed`).
+Parsed: TypeAlias = Callable[[], list[dict[str, Any]]]
+
+
 class Chunk(NamedTuple):
     """Some consecutive rows of a source, two ways: `table()`, as Arrow reads them (raises
     `NotColumnar` where that could differ from the row path), and `records()`, as the row path
-    reads the very same rows, numbered as in the whole source. `cut(bounds)`: the chunks of
-    rows bounds[0]:bounds[1], bounds[1]:bounds[2], ... of this one."""
+    reads the very same rows, numbered as in the whole source; `parsed()`, those records' rows,
+    parsed once when first asked, for the checks and columns Arrow cannot vouch for.
+    `cut(bounds)`: the chunks of rows bounds[0]:bounds[1], bounds[1]:bounds[2], ... of this one."""
 
     table: Callable[[], pa.Table]
-    records: Callable[[], Iterator[Record]]
+    records: Records
+    parsed: Parsed
     rows: int
     cut: Callable[[list[int]], list[Chunk]]
+
+
+def _chunk(
+    table: Callable[[], pa.Table],
+    records: Records,
+    rows: int,
+    cut: Callable[[list[int]], list[Chunk]],
+) -> Chunk:
+    return Chunk(table, records, cache(partial(_parsed_rows, records, rows)), rows, cut)
 
 
 # Reader's own row mapping, from the ordinal of the first record given (`map_rows`, `read_rows`).
@@ -302,9 +318,6 @@ _REFUSALS = 2
 _TRIES = 16
 
 
-Records: TypeAlias = Callable[[], Iterator[Record]]
-# A chunk's rows as the row path reads them, parsed once when first asked (`parsed_rows`).
-Parsed: TypeAlias = Callable[[], list[dict[str, Any]]]
 # A reader's batch mapping: a chunk's table, the ordinal of its first row, and its rows parsed.
 BatchMapping: TypeAlias = Callable[[pa.Table, int, Parsed], Batch]
 
@@ -335,9 +348,7 @@ def _one(
     deep; returns (its rows, how many of them went columnar)."""
     if tries:
         try:
-            out = batch(
-                chunk.table(), first, cache(partial(parsed_rows, chunk.records, chunk.rows))
-            )
+            out = batch(chunk.table(), first, chunk.parsed)
         except NotColumnar as e:
             plan = _plan(chunk.rows, e.rows)
             if plan is not None:
@@ -437,7 +448,7 @@ def _jsonl_chunk(
 
     def table() -> pa.Table:
         if not tables:
-            tables.append(_parse(piece, lines, most, records if keyed else None))
+            tables.append(_parse(piece, lines, most, chunk.parsed if keyed else None))
         return tables[0]
 
     def cut(bounds: list[int]) -> list[Chunk]:
@@ -462,19 +473,20 @@ def _jsonl_chunk(
     def records() -> Iterator[Record]:  # a stream of its own each time: read more than once
         return json_lines(io.BytesIO(piece), uri, line)
 
-    return Chunk(table, records, lines, cut)
+    chunk = _chunk(table, records, lines, cut)
+    return chunk
 
 
-def _parse(piece: bytes, lines: int, most: int | None, keyed: Records | None) -> pa.Table:
+def _parse(piece: bytes, lines: int, most: int | None, keyed: Parsed | None) -> pa.Table:
     """A piece of `lines` JSON Lines as one table, only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
     would do otherwise, so the piece's rows must be its lines.
 
-    `keyed` (the piece's records): and only if each line holds its keys in the table's column
-    order, for a reader that keeps a row's fields as they come (the row path's dicts keep each
-    line's own order; Arrow's columns keep the first line's). Checked in the lines' text, or,
-    where a key's text is found more than once in a line (a nested key of the same name), in
-    the row path's reading of them."""
+    `keyed` (the piece's rows as the row path parses them): and only if each line holds its
+    keys in the table's column order, for a reader that keeps a row's fields as they come (the
+    row path's dicts keep each line's own order; Arrow's columns keep the first line's).
+    Checked in the lines' text, or, where a key's text is found more than once in a line (a
+    nested key of the same name), in those parsed rows."""
     # Lines over 1 MiB fail Arrow's parser (and so go row by row); a lower limit is checked here.
     if most is not None and max(map(len, piece.split(b"\n"))) >= most:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
@@ -500,7 +512,7 @@ def _parse(piece: bytes, lines: int, most: int | None, keyed: Records | None) ->
         try:
             table = _confirm_texts(table, texts, _key_positions(texts, names, spaced))
         except NotColumnar:  # a key's text is no guide to its value: objects go by the records
-            if any(list(row) != names for row in parsed_rows(keyed, lines)):
+            if any(list(row) != names for row in keyed()):
                 raise NotColumnar("keys in another order than the columns") from None
         table = table.replace_schema_metadata(_JSON_LINES)
     return table
@@ -678,7 +690,7 @@ def _table_chunk(table: pa.Table, uri: str, first: int, lines: bool) -> Chunk:
 
     pieces = table.to_batches(max_chunksize=1024)  # the row path's batch size
     records = partial(arrow_records, pieces, uri, first, lines)
-    return Chunk(lambda: table, records, table.num_rows, cut)
+    return _chunk(lambda: table, records, table.num_rows, cut)
 
 
 # --- batch checks and text --------------------------------------------------------------------
@@ -851,7 +863,7 @@ def _not_json(kind: pa.DataType) -> bool:
     )
 
 
-def parsed_rows(records: Records, size: int) -> list[dict[str, Any]]:
+def _parsed_rows(records: Records, size: int) -> list[dict[str, Any]]:
     """The `size` rows of `records` as the row path reads them (each a dict, else the rows
     are not columnar)."""
     rows = [record.task for record in records()]
