@@ -10,6 +10,7 @@ pulled from a registry):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +85,11 @@ def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
     problems: list[str] = []
     for name, info in m.splits.items():
         try:
-            parquet = ts.object(info.sha256)
+            parquets = [ts.object(part.sha256) for part in info.files()]
         except (OSError, TaskpackError) as e:
             problems.append(f"split {name!r}: {e}")
             continue
-        problems += check_split(parquet, name, info, m.format_version, limit)
+        problems += check_split(parquets, name, info, m.format_version, limit)
         if len(problems) >= limit:
             return problems[:limit]
     if version_digest({n: s.digest for n, s in m.splits.items()}, m.format_version) != m.digest:
@@ -97,47 +98,63 @@ def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
 
 
 def check_split(
-    parquet: Path, name: str, info: SplitInfo, format_version: int, limit: int = 20
+    parquets: Sequence[Path], name: str, info: SplitInfo, format_version: int, limit: int = 20
 ) -> list[str]:
-    """Problems a reader of this split would meet, found without building tasks: it opens as
-    Parquet with the columns its format version has, holds the rows the manifest says, has
-    unique ids, JSON columns that parse, file paths and modes that are safe, a stored digest
-    per row equal to its content's, and those digests chain to the split digest."""
+    """Problems a reader of this split would meet, found without building tasks: each file
+    opens as Parquet with the columns its format version has and holds the rows the manifest
+    says; ids are unique, JSON columns parse, file paths and modes are safe, each row's stored
+    digest equals its content's, and those digests chain to the split digest. One file is open
+    at a time."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     where = f"split {name!r}"
     required = set(SCHEMA.names) if format_version >= 2 else {"id", "digest", "prompt", "files"}
-    try:
-        check_regular(parquet)
-        pf = pq.ParquetFile(parquet)
-    except (OSError, ValueError, TaskpackError) as e:
-        return [f"{where}: cannot be read as Parquet ({e})"]
-    schema = pf.schema_arrow
-    missing = sorted(required - set(schema.names))
-    if missing:
-        return [f"{where}: columns {missing} missing"]
-    if pf.metadata.num_rows != info.rows:
-        return [f"{where}: {pf.metadata.num_rows} rows, the manifest says {info.rows}"]
-    file_fields = [f.name for f in schema.field("files").type.value_type if f.name != "data"]
-    leaves = [n for n in schema.names if n != "files"]
-    leaves += [f"files.list.element.{f}" for f in file_fields]
+    parts = info.files()
+    if len(parquets) != len(parts):
+        return [f"{where}: {len(parquets)} files, the manifest lists {len(parts)}"]
+    ids: list[pa.Array] = []
+    for path, part in zip(parquets, parts, strict=True):
+        try:
+            check_regular(path)
+            pf = pq.ParquetFile(path)
+        except (OSError, ValueError, TaskpackError) as e:
+            return [f"{where}: cannot be read as Parquet ({e})"]
+        missing = sorted(required - set(pf.schema_arrow.names))
+        if missing:
+            return [f"{where}: columns {missing} missing"]
+        if pf.metadata.num_rows != part.rows:
+            return [
+                f"{where}: {part.path} holds {pf.metadata.num_rows} rows, "
+                f"the manifest says {part.rows}"
+            ]
+        try:
+            ids += pf.read(columns=["id"]).column("id").chunks
+        except (OSError, ValueError) as e:
+            return [f"{where}: unreadable ({e})"]
     problems: list[str] = []
-    try:
-        duplicate = first_duplicate(pf.read(columns=["id"]).column("id"))
-        if duplicate is not None:
-            row, first, tid = duplicate
-            problems.append(f"{where} row {row} (id {tid!r}): id: duplicate of row {first}")
-        chain = SplitDigest()
-        row_no = 0
-        for batch in pf.iter_batches(batch_size=1024, columns=leaves):
-            for row in batch.to_pylist():
-                label = f"{where} row {row_no} (id {row.get('id')!r})"
-                problems += _row_problems(row, label, format_version, chain)
-                row_no += 1
-                if len(problems) >= limit:
-                    return problems[:limit]
-    except (OSError, ValueError) as e:
-        return [*problems, f"{where}: unreadable ({e})"]
+    duplicate = first_duplicate(pa.chunked_array(ids, pa.string()))
+    if duplicate is not None:
+        row, first, tid = duplicate
+        problems.append(f"{where} row {row} (id {tid!r}): id: duplicate of row {first}")
+    chain = SplitDigest()
+    row_no = 0
+    for path in parquets:
+        try:
+            pf = pq.ParquetFile(path)
+            schema = pf.schema_arrow
+            files = schema.field("files").type.value_type
+            leaves = [n for n in schema.names if n != "files"]
+            leaves += [f"files.list.element.{f.name}" for f in files if f.name != "data"]
+            for batch in pf.iter_batches(batch_size=1024, columns=leaves):
+                for row in batch.to_pylist():
+                    label = f"{where} row {row_no} (id {row.get('id')!r})"
+                    problems += _row_problems(row, label, format_version, chain)
+                    row_no += 1
+                    if len(problems) >= limit:
+                        return problems[:limit]
+        except (OSError, ValueError) as e:
+            return [*problems, f"{where}: unreadable ({e})"]
     if chain.value != info.digest:
         problems.append(f"{where}: digest {info.digest} does not match its tasks")
     return problems

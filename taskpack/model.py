@@ -29,7 +29,9 @@ from pydantic import (
     Field,
     JsonValue,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     Tag,
+    model_serializer,
     model_validator,
 )
 
@@ -497,15 +499,52 @@ class Task(_Model, records.Task):
 # --- the task-set manifest ---------------------------------------------------------------
 
 
-class SplitInfo(_Model, records.SplitInfo):
+class SplitPart(_Model, records.SplitPart):
     path: RelPath
     rows: int = Field(ge=0)
-    digest: Annotated[str, Field(pattern=DIGEST)]
-    bytes: int = Field(ge=0, description="Size of the split's Parquet file.")
+    bytes: int = Field(ge=0, description="Size of this Parquet file.")
     sha256: Sha256 = Field(description="Hash of the Parquet file's bytes: its storage address.")
+
+
+class SplitInfo(_Model, records.SplitInfo):
+    path: RelPath | None = Field(None, description="The split's Parquet file, if it has one.")
+    rows: int = Field(ge=0)
+    digest: Annotated[str, Field(pattern=DIGEST)]
+    bytes: int = Field(ge=0, description="Size of the split's Parquet files together.")
+    sha256: Sha256 | None = Field(
+        None, description="Hash of the Parquet file's bytes (its storage address), if one file."
+    )
+    parts: list[SplitPart] = Field(
+        default=[],
+        description="A large split's Parquet files in row order, instead of `path` and `sha256`:"
+        " each file's footer holds an entry per column of each of its row groups, and a bounded"
+        " file keeps what opening one costs a reader bounded too.",
+    )
     blobs: list[Sha256] = Field(
         default=[], description="Large files stored by hash that this split's tasks use."
     )
+
+    @model_validator(mode="after")
+    def _one_layout(self) -> "SplitInfo":
+        if self.parts:
+            if self.path is not None or self.sha256 is not None:
+                raise ValueError("a split has `parts` or `path` and `sha256`, not both")
+            for what in ("rows", "bytes"):
+                total = sum(getattr(p, what) for p in self.parts)
+                if total != getattr(self, what):
+                    raise ValueError(
+                        f"parts hold {total} {what}, the split says {getattr(self, what)}"
+                    )
+        elif self.path is None or self.sha256 is None:
+            raise ValueError("a split needs `path` and `sha256`, or `parts`")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _layout_only(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Only the layout the split has: a one-file split's manifest entry stays as it was."""
+        data: dict[str, Any] = dump(self)
+        drop = ("path", "sha256") if self.parts else ("parts",)
+        return {k: v for k, v in data.items() if k not in drop}
 
 
 class Manifest(_Model, records.Manifest):

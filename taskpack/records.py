@@ -443,14 +443,32 @@ class Task(Record):
         return root
 
 
-class SplitInfo(Record):
+class SplitPart(Record):
     if TYPE_CHECKING:
         path: str
         rows: int
-        digest: str
         bytes: int
         sha256: str
+
+
+class SplitInfo(Record):
+    if TYPE_CHECKING:
+        path: str | None
+        rows: int
+        digest: str
+        bytes: int
+        sha256: str | None
+        parts: Sequence[SplitPart]
         blobs: Sequence[str]
+
+    def files(self) -> Sequence[SplitPart]:
+        """The split's Parquet files in row order: its `parts`, or the one file that `path`
+        and `sha256` name (how every split up to `PART_GROUPS` row groups is stored)."""
+        parts: Sequence[SplitPart] | None = vars(self).get("parts")
+        if parts:
+            return parts
+        one = {"path": self.path, "rows": self.rows, "bytes": self.bytes, "sha256": self.sha256}
+        return [_new(SplitPart, one)]
 
 
 class Manifest(Record):
@@ -470,7 +488,8 @@ class Manifest(Record):
         found: dict[str, str] = {}
         for name in self.splits if splits is None else splits:
             info = self.splits[name]
-            found[info.sha256] = info.path
+            for part in info.files():
+                found[part.sha256] = part.path
             for sha in info.blobs if blobs else ():
                 found[sha] = blob_relpath(sha)
         return dict(sorted(found.items()))
@@ -604,5 +623,9 @@ def stored_manifest(data: bytes) -> Manifest:
     """A manifest from the local cache, which holds only manifests validated when fetched."""
     raw = json.loads(data)
     raw["created"] = datetime.fromisoformat(raw["created"].replace("Z", "+00:00"))
+    for info in raw["splits"].values():
+        info.setdefault("path", None)
+        info.setdefault("sha256", None)
+        info["parts"] = [_new(SplitPart, part) for part in info.get("parts", ())]
     raw["splits"] = {name: _new(SplitInfo, info) for name, info in raw["splits"].items()}
     return _new(Manifest, raw)

@@ -3,6 +3,7 @@
     NAME/
       manifest.json              name, version, splits (rows, digest, bytes), version digest
       splits/<split>.parquet     one row per task, nested columns, row groups of <= 1024 tasks
+      splits/<split>/00000.parquet ...  the same in files of PART_GROUPS row groups, if more
       blobs/sha256/<ab>/<hash>   files larger than INLINE_MAX, stored once by content
 
 Files up to INLINE_MAX bytes ride inline in the Parquet row, so a typical task is one row read;
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -50,6 +52,10 @@ if TYPE_CHECKING:
 INLINE_MAX = 64 * 1024
 ROW_GROUP_ROWS = 1024
 ROW_GROUP_BYTES = 8 * 1024 * 1024
+# Row groups per Parquet file of a split: a file's footer holds an entry per column of each
+# row group (about 30 MiB in memory for 1100 groups), so a reader opening one file of a large
+# split holds a bounded footer, and an export streaming it holds one at a time.
+PART_GROUPS = 128
 # Variable-shaped parts are canonical JSON text: a conversation of typed items, a union of
 # reward kinds or free-form metadata would otherwise widen into sparse struct columns that
 # differ per task set.
@@ -208,17 +214,16 @@ def validated_task_from_row(
 
 
 class _SplitWriter:
-    """Streams tasks into one Parquet file, a row group at a time, hashing as it goes."""
+    """Streams tasks into Parquet, a row group at a time, hashing as it goes: one file
+    `splits/<name>.parquet`, or files of `PART_GROUPS` row groups each in `splits/<name>/`
+    once the split outgrows one."""
 
     def __init__(self, root: Path, name: str) -> None:
         self.name = name
         self.root = root
-        self.relpath = f"splits/{name}.parquet"
-        self.path = root / self.relpath
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(
-            self.path, SCHEMA, compression="zstd", use_dictionary=_REPEATING
-        )
+        self._parts: list[tuple[Path, int]] = []  # (file, rows), the last one being written
+        self._writer: pq.ParquetWriter | None = None
+        self._groups = 0  # row groups in the file being written
         self._rows: list[dict[str, Any]] = []
         self._pending_bytes = 0
         self._count = 0
@@ -244,13 +249,12 @@ class _SplitWriter:
         split = ts.split(name)
         if split.version != FORMAT_VERSION:
             raise TaskpackError(f"split {split.name!r}: format version {split.version}; upgrade it")
-        problems = check_split(split._parquet, split.name, split.info, split.version)
+        problems = check_split(split._parquets, split.name, split.info, split.version)
         if problems:
-            raise TaskpackError(f"{split._parquet}: {problems[0]}")
+            raise TaskpackError(f"{ts.where}: {problems[0]}")
         self._flush()
-        pf = split._pf()
-        for g in range(pf.num_row_groups):
-            self.add_table(pf.read_row_group(g).select(SCHEMA.names).cast(SCHEMA))
+        for table in split.row_groups():
+            self.add_table(table.select(SCHEMA.names).cast(SCHEMA))
         for sha in split.info.blobs:
             target = self._new_blob(sha)
             if target is not None:
@@ -262,7 +266,7 @@ class _SplitWriter:
         self._flush()
         self._digest.add_all(table.column("digest").to_pylist())
         per_group = ROW_GROUP_BYTES * table.num_rows // max(table.nbytes, 1)
-        self._writer.write_table(table, row_group_size=max(1, min(ROW_GROUP_ROWS, per_group)))
+        self._write(table, max(1, min(ROW_GROUP_ROWS, per_group)))
         self._count += table.num_rows
 
     def add(self, task: Task | Mapping[str, Any]) -> Task:
@@ -279,30 +283,72 @@ class _SplitWriter:
     def _flush(self) -> None:
         if self._rows:
             table = pa.Table.from_pylist(self._rows, schema=SCHEMA)
-            self._writer.write_table(table, row_group_size=len(self._rows))
+            self._write(table, len(self._rows))
             self._rows, self._pending_bytes = [], 0
+
+    def _write(self, table: pa.Table, group_rows: int) -> None:
+        """`table` in row groups of `group_rows`, a new file begun whenever one is full."""
+        start = 0
+        while start < table.num_rows:
+            writer = self._file()
+            take = min(table.num_rows - start, (PART_GROUPS - self._groups) * group_rows)
+            writer.write_table(table.slice(start, take), row_group_size=group_rows)
+            self._groups += -(-take // group_rows)
+            path, rows = self._parts[-1]
+            self._parts[-1] = (path, rows + take)
+            start += take
+
+    def _file(self) -> pq.ParquetWriter:
+        """The file being written; a new one when it holds PART_GROUPS row groups."""
+        if self._writer is not None and self._groups >= PART_GROUPS:
+            self._writer.close()
+            self._writer = None
+        if self._writer is None:
+            path = self.root / "splits" / self.name / f"{len(self._parts):05d}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(
+                path, SCHEMA, compression="zstd", use_dictionary=_REPEATING
+            )
+            self._parts.append((path, 0))
+            self._groups = 0
+        return self._writer
 
     def close(self) -> SplitInfo:
         self._flush()
-        self._writer.close()
-        _check_unique_ids(self.path, self.name)
+        (self._writer or self._file()).close()  # an empty split is one file without rows
+        if len(self._parts) == 1:  # the common case keeps the one-file layout
+            path, rows = self._parts[0]
+            single = self.root / "splits" / f"{self.name}.parquet"
+            os.replace(path, single)
+            path.parent.rmdir()
+            self._parts = [(single, rows)]
+        _check_unique_ids([path for path, _ in self._parts], self.name)
         from taskpack.model import SplitInfo
 
+        parts: list[dict[str, Any]] = [
+            {
+                "path": path.relative_to(self.root).as_posix(),
+                "rows": rows,
+                "bytes": path.stat().st_size,
+                "sha256": file_sha256(path),
+            }
+            for path, rows in self._parts
+        ]
+        layout = {"parts": parts} if len(parts) > 1 else parts[0]
         return SplitInfo(
-            path=self.relpath,
-            rows=self._count,
+            **{**layout, "rows": self._count, "bytes": sum(p["bytes"] for p in parts)},
             digest=self._digest.value,
-            bytes=self.path.stat().st_size,
-            sha256=file_sha256(self.path),
             blobs=sorted(self._blobs),
         )
 
     def abort(self) -> None:
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
 
 
-def _check_unique_ids(path: Path, split: str) -> None:
-    found = first_duplicate(pq.read_table(path, columns=["id"]).column("id"))
+def _check_unique_ids(paths: Sequence[Path], split: str) -> None:
+    ids = [chunk for path in paths for chunk in pq.read_table(path, columns=["id"])["id"].chunks]
+    found = first_duplicate(pa.chunked_array(ids, pa.string()))
     if found is not None:
         row, first, tid = found
         raise InvalidTask(
@@ -511,8 +557,9 @@ class Split(Rows):
     """One split of a task set: `len`, `split[i]`, `split.get(id)`, iteration, and the lazy
     views of `taskpack.views` (`shuffle`, `shard`, `select`, `filter`, `to_arrow`, ...).
 
-    Nothing is read until asked: `len` comes from the manifest, `split[i]` reads the one row
-    group holding task i (a few recent ones are kept), `get` reads the id column once.
+    Nothing is read until asked: `len` comes from the manifest, `split[i]` opens the one file
+    and reads the one row group holding task i (a few recent ones are kept), `get` reads the id
+    column once.
     """
 
     CACHE_BYTES = 256 * 1024 * 1024  # decoded row groups kept for random access
@@ -521,18 +568,19 @@ class Split(Rows):
         self,
         name: str,
         info: SplitInfo,
-        parquet: Path,
+        parquets: Sequence[Path],
         fetch: Fetch | None,
         version: int = FORMAT_VERSION,
     ) -> None:
         self.name = name
         self.info = info
         self.version = version
-        self._parquet = parquet
+        self._parquets = list(parquets)
         self._fetch = fetch
-        self._file: pq.ParquetFile | None = None
-        self._starts: list[int] = []
-        self._groups: OrderedDict[int, list[tuple[str, pa.Array]]] = OrderedDict()
+        self._parts = info.files()
+        self._part_starts = list(itertools.accumulate((p.rows for p in self._parts), initial=0))
+        self._files: dict[int, tuple[pq.ParquetFile, list[int]]] = {}
+        self._groups: OrderedDict[tuple[int, int], list[tuple[str, pa.Array]]] = OrderedDict()
         self._cached_bytes = 0
         self._index: dict[str, int] | None = None
 
@@ -561,38 +609,55 @@ class Split(Rows):
 
     def columns(self, names: Sequence[str] | None = None) -> pa.Table:
         """Stored columns (all by default) of every row, as one Arrow table."""
-        return self._pf().read(columns=list(names) if names is not None else None)
+        columns = list(names) if names is not None else None
+        tables = [self._open(p).read(columns=columns) for p in range(len(self._parts))]
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
-    def _pf(self) -> pq.ParquetFile:
-        if self._file is None:
-            try:
-                check_regular(self._parquet)
-                self._file = pq.ParquetFile(self._parquet)
-            except (OSError, pa.ArrowException) as e:
-                msg = f"split {self.name!r}: cannot read {self._parquet}: {e}"
-                raise TaskpackError(msg) from None
-            meta = self._file.metadata
-            start = 0
-            for g in range(meta.num_row_groups):
-                self._starts.append(start)
-                start += meta.row_group(g).num_rows
-            if start != self.info.rows:
-                raise TaskpackError(
-                    f"split {self.name!r}: {self._parquet} holds {start} rows, "
-                    f"the manifest says {self.info.rows}"
-                )
-        return self._file
+    def row_groups(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
+        """Every row group in row order, each file opened in turn and let go after: streaming
+        a split holds one file's footer at a time, however many files it has."""
+        for p in range(len(self._parts)):
+            pf = self._open(p)
+            for g in range(pf.num_row_groups):
+                yield pf.read_row_group(g, columns=columns)
 
-    def _group(self, g: int) -> list[tuple[str, pa.Array]]:
-        """Row group g's columns, decoded once and kept (least recently used out first)."""
-        columns = self._groups.get(g)
+    def _open(self, p: int) -> pq.ParquetFile:
+        """File p of the split, checked to hold the rows the manifest gives it."""
+        if p in self._files:
+            return self._files[p][0]
+        path = self._parquets[p]
+        try:
+            check_regular(path)
+            pf = pq.ParquetFile(path)
+        except (OSError, pa.ArrowException) as e:
+            raise TaskpackError(f"split {self.name!r}: cannot read {path}: {e}") from None
+        if pf.metadata.num_rows != self._parts[p].rows:
+            raise TaskpackError(
+                f"split {self.name!r}: {path} holds {pf.metadata.num_rows} rows, "
+                f"the manifest says {self._parts[p].rows}"
+            )
+        return pf
+
+    def _kept(self, p: int) -> tuple[pq.ParquetFile, list[int]]:
+        """File p, opened once for random access, with the first row of each row group."""
+        if p not in self._files:
+            pf = self._open(p)
+            sizes = (pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups))
+            self._files[p] = (pf, list(itertools.accumulate(sizes, initial=0))[:-1])
+        return self._files[p]
+
+    def _group(self, p: int, g: int) -> list[tuple[str, pa.Array]]:
+        """Row group g of file p, its columns decoded once and kept (least recently used out
+        first)."""
+        columns = self._groups.get((p, g))
         if columns is not None:
-            self._groups.move_to_end(g)
+            self._groups.move_to_end((p, g))
             return columns
-        names = [n for n in self._pf().schema_arrow.names if n != "digest"]  # not needed here
-        table = self._pf().read_row_group(g, columns=names)
+        pf = self._kept(p)[0]
+        names = [n for n in pf.schema_arrow.names if n != "digest"]  # not needed here
+        table = pf.read_row_group(g, columns=names)
         columns = [(name, table.column(name).combine_chunks()) for name in table.column_names]
-        self._groups[g] = columns
+        self._groups[(p, g)] = columns
         self._cached_bytes += table.nbytes
         while self._cached_bytes > self.CACHE_BYTES and len(self._groups) > 1:
             _, old = self._groups.popitem(last=False)
@@ -610,12 +675,12 @@ class Split(Rows):
         if not -n <= i < n:
             raise IndexError(f"task {i} out of range: split {self.name!r} has {n} tasks")
         i %= n
-        if self._file is None:
-            self._pf()
-        g = bisect.bisect_right(self._starts, i) - 1
-        k = i - self._starts[g]
+        p = bisect.bisect_right(self._part_starts, i) - 1
+        starts = self._kept(p)[1]
+        g = bisect.bisect_right(starts, i - self._part_starts[p]) - 1
+        k = i - self._part_starts[p] - starts[g]
         # One scalar per column: far cheaper than slicing a one-row table.
-        row = {name: array[k].as_py() for name, array in self._group(g)}
+        row = {name: array[k].as_py() for name, array in self._group(p, g)}
         return self._task(row, i)
 
     def _task(self, row: dict[str, Any], i: int) -> Task:
@@ -636,11 +701,11 @@ class Split(Rows):
             ) from None
 
     def ids(self) -> list[str]:
-        return [str(x) for x in self._pf().read(columns=["id"]).column("id").to_pylist()]
+        return [str(x) for x in self.columns(["id"]).column("id").to_pylist()]
 
     def digests(self) -> dict[str, str]:
         """Task id -> task digest, from two columns, without building tasks."""
-        table = self._pf().read(columns=["id", "digest"])
+        table = self.columns(["id", "digest"])
         ids, digests = table.column("id").to_pylist(), table.column("digest").to_pylist()
         return dict(zip(ids, digests, strict=True))
 
@@ -655,9 +720,8 @@ class Split(Rows):
 
         A row group at a time: `ParquetFile.iter_batches` over the whole file holds state per
         row group, and its memory grew with the split (+77 MiB at 500k tasks)."""
-        pf = self._pf()
-        for g in range(pf.metadata.num_row_groups):
-            yield from pf.read_row_group(g).to_pylist()
+        for table in self.row_groups():
+            yield from table.to_pylist()
 
     def __iter__(self) -> Iterator[Task]:
         for i, row in enumerate(self.rows()):
@@ -723,8 +787,8 @@ class TaskSet:
 
     def split(self, name: str) -> Split:
         info = self.info(name)
-        parquet = self.object(info.sha256)
-        return Split(name, info, parquet, self.read_blob, self.manifest.format_version)
+        parquets = [self.object(part.sha256) for part in info.files()]
+        return Split(name, info, parquets, self.read_blob, self.manifest.format_version)
 
     def read_blob(self, sha: str) -> bytes:
         try:

@@ -54,7 +54,7 @@ def test_the_same_seed_gives_the_same_order_in_another_process(split: Any) -> No
         "import sys, taskpack; s = taskpack.open(sys.argv[1]).split('train');"
         "print(s.shuffle(7).ids()[:50])"
     )
-    root = str(Path(split._parquet).parents[1])
+    root = str(Path(split._parquets[0]).parents[1])
     out = subprocess.run([sys.executable, "-c", probe, root], capture_output=True, text=True)
     assert out.stdout.strip() == str(split.shuffle(7).ids()[:50])
     assert split.shuffle(7).ids() != split.shuffle(8).ids()
@@ -142,7 +142,7 @@ print(json.dumps(seen))
 def test_a_killed_consumer_resumes_with_nothing_repeated_or_skipped(
     split: Any, tmp_path: Path
 ) -> None:
-    root = str(Path(split._parquet).parents[1])
+    root = str(Path(split._parquets[0]).parents[1])
     state = str(tmp_path / "state.json")
     for kill_after in (17, 40):
         proc = subprocess.run([sys.executable, "-c", CONSUMER, root, state, str(kill_after)])
@@ -172,7 +172,7 @@ def test_epochs_differ_and_state_is_checked(split: Any) -> None:
 
 
 def test_ls_where_on_the_command_line(split: Any) -> None:
-    root = str(Path(split._parquet).parents[1])
+    root = str(Path(split._parquets[0]).parents[1])
     result = CliRunner().invoke(
         main, ["ls", root, "--where", "difficulty=easy", "--where", "environment.repo=sympy/sympy"]
     )
@@ -266,7 +266,7 @@ def test_torch_dataloader_with_two_workers(split: Any) -> None:
     from .conformance.frameworks import ensure
 
     python = str(ensure("torch"))
-    root = str(Path(split._parquet).parents[1])
+    root = str(Path(split._parquets[0]).parents[1])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out = subprocess.run(
         [python, "-c", TORCH_PROBE, root], capture_output=True, text=True, env=env, timeout=600

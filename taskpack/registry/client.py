@@ -14,6 +14,7 @@ version reached by content digest or lockfile has every split checked before it 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -27,7 +28,7 @@ from taskpack.registry.refs import Ref, is_version, parse_ref
 from taskpack.taskset import Split, TaskSet, open_folder
 
 if TYPE_CHECKING:
-    from taskpack.model import Manifest
+    from taskpack.model import Manifest, SplitInfo
 
 RegistryArg = str | os.PathLike[str] | Location | None
 
@@ -56,7 +57,11 @@ class RegistryObjects:
         self.offline = offline
         self.where = f"{manifest.ref} in {location.url}"
         self._registry = registry
-        self._splits = {info.sha256: (name, info) for name, info in manifest.splits.items()}
+        self._splits = {
+            part.sha256: (name, info)
+            for name, info in manifest.splits.items()
+            for part in info.files()
+        }
         self._objects = manifest.objects()
 
     @property
@@ -69,10 +74,9 @@ class RegistryObjects:
     def path(self, sha: str, progress: Progress | None = None) -> Path:
         if sha not in self._objects:
             raise TaskpackError(f"{self.where}: no object {sha}")
-        found = self._file(sha, progress)
         if sha in self._splits:
-            self._check_rows(sha, found)
-        return found
+            self._check_rows(*self._splits[sha], progress)
+        return self._file(sha, progress)
 
     def _file(self, sha: str, progress: Progress | None) -> Path:
         if self.location.path is not None:  # a local registry folder: read it in place
@@ -90,11 +94,12 @@ class RegistryObjects:
             sha, lambda dest: self.registry.fetch(self.manifest, sha, dest, progress)
         )
 
-    def _check_rows(self, sha: str, path: Path) -> None:
+    def _check_rows(self, name: str, info: SplitInfo, progress: Progress | None) -> None:
         """The split's rows chain to the digest the manifest gives it: checked once per machine
-        (the bytes are fixed by `sha`, so the answer is too)."""
-        name, info = self._splits[sha]
-        fact = f"rows-{sha}-{info.digest.removeprefix('sha256:')}-v{self.manifest.format_version}"
+        (the bytes are fixed by the files' hashes, so the answer is too). A split of several
+        files is fetched whole for it: a file's rows prove nothing without the others'."""
+        files = hashlib.sha256(" ".join(p.sha256 for p in info.files()).encode()).hexdigest()
+        fact = f"rows-{files}-{info.digest.removeprefix('sha256:')}-v{self.manifest.format_version}"
         if self.cache.known(fact):
             return
         from taskpack._fs import file_lock
@@ -105,7 +110,8 @@ class RegistryObjects:
         with file_lock(self.cache.root / "locks" / f"{fact}.lock"):
             if self.cache.known(fact):
                 return
-            problems = check_split(path, name, info, self.manifest.format_version, limit=3)
+            paths = [self._file(part.sha256, progress) for part in info.files()]
+            problems = check_split(paths, name, info, self.manifest.format_version, limit=3)
             if problems:
                 raise TaskpackError(f"{self.where}: refused: " + "; ".join(problems))
             self.cache.learn(fact)
