@@ -1,6 +1,6 @@
 """Run every benchmark, each against its alternative in the same run, and write RESULTS.md.
 
-    python bench/run.py            # full sizes (about 20 minutes on 2 cores)
+    python bench/run.py            # full sizes (about 30 minutes on 2 cores)
     python bench/run.py --quick    # small sizes, a smoke run (about 3 minutes)
 
 Each benchmark alternates taskpack and the alternative over several rounds and reports medians
@@ -21,6 +21,7 @@ from common import ROOT, machine  # noqa: E402
 
 FULL = [
     ("episode.py", ["--tasks", "100000", "--rounds", "5"]),
+    ("episode.py", ["--tasks", "1000000", "--rounds", "3"]),
     ("transfer.py", ["--megabytes", "120", "--rounds", "3"]),
     ("fanout.py", ["--processes", "64", "--tasks", "100000"]),
     ("convert.py", ["--rows", "10000,1000000", "--rounds", "3"]),

@@ -464,11 +464,15 @@ class SplitInfo(Record):
     def files(self) -> Sequence[SplitPart]:
         """The split's Parquet files in row order: its `parts`, or the one file that `path`
         and `sha256` name (how every split up to `PART_GROUPS` row groups is stored)."""
-        parts: Sequence[SplitPart] | None = vars(self).get("parts")
-        if parts:
-            return parts
+        if self.parts:
+            return self.parts
         one = {"path": self.path, "rows": self.rows, "bytes": self.bytes, "sha256": self.sha256}
         return [_new(SplitPart, one)]
+
+    def _fields(self) -> dict[str, Any]:
+        # The layout the split has, as the model serializes it.
+        drop = ("path", "sha256") if self.parts else ("parts",)
+        return {k: v for k, v in super()._fields().items() if k not in drop}
 
 
 class Manifest(Record):
@@ -626,6 +630,6 @@ def stored_manifest(data: bytes) -> Manifest:
     for info in raw["splits"].values():
         info.setdefault("path", None)
         info.setdefault("sha256", None)
-        info["parts"] = [_new(SplitPart, part) for part in info.get("parts", ())]
+        info["parts"] = [_new(SplitPart, part) for part in info.get("parts", ())]  # as the model
     raw["splits"] = {name: _new(SplitInfo, info) for name, info in raw["splits"].items()}
     return _new(Manifest, raw)

@@ -18,8 +18,10 @@ from taskpack.exporter import export
 from taskpack.importer import import_sources
 from taskpack.integrity import verify
 from taskpack.merging import merge
+from taskpack.records import stored_manifest
 from taskpack.registry.cache import Cache
 from taskpack.registry.client import load, publish
+from taskpack.taskset import read_manifest
 
 from .conftest import make_task
 
@@ -161,7 +163,7 @@ def test_files_listed_out_of_order_break_the_chain(several: Path) -> None:
     _swap_first_files(several)
     problems = verify(taskpack.open(several))
     assert problems == ["split 'train': digest " + _digest(several) + " does not match its tasks"]
-    with pytest.raises(TaskpackError, match="not published, invalid: .*does not match its tasks"):
+    with pytest.raises(TaskpackError, match=r"not published, invalid: .*does not match its tasks"):
         publish(several, registry=str(several.parent / "registry"))
 
 
@@ -172,7 +174,7 @@ def _digest(root: Path) -> str:
 def test_a_file_holding_other_rows_than_listed_is_named(several: Path) -> None:
     second = several / "splits" / "train" / "00001.parquet"
     shutil.copyfile(several / "splits" / "train" / "00002.parquet", second)
-    with pytest.raises(TaskpackError, match="00001.parquet holds 5 rows, the manifest says 8"):
+    with pytest.raises(TaskpackError, match=r"00001\.parquet holds 5 rows, the manifest says 8"):
         taskpack.open(several).split("train")[9]
 
 
@@ -206,6 +208,19 @@ def test_a_registry_reader_fetches_and_checks_every_file_once(
     cached = {p.name for p in (tmp_path / "cache" / "objects").rglob("*") if p.is_file()}
     assert cached == {p.sha256 for p in parts}
     assert [t.id for t in split] == [f"t{i}" for i in range(21)]
+    again = load("parts@1.0.0", split="train", registry=bucket, cache=cache)  # cached manifest
+    assert again[20].id == "t20"  # type: ignore[index]
+
+
+def test_a_manifest_read_without_pydantic_has_the_same_layout(several: Path) -> None:
+    data = (several / "manifest.json").read_bytes()
+    light, model = stored_manifest(data), read_manifest(several / "manifest.json")
+    assert light.model_dump_json(indent=2) == model.model_dump_json(indent=2)
+    for name in ("train", "test"):
+        ours, theirs = light.splits[name], model.splits[name]
+        assert [vars(p) for p in ours.files()] == [p.model_dump() for p in theirs.files()]
+        assert (ours.path, ours.sha256) == (theirs.path, theirs.sha256)
+    assert light.objects() == model.objects() and len(model.objects()) == 4
 
 
 def test_a_hub_version_of_several_files_loads(several: Path, tmp_path: Path, hub: Any) -> None:
