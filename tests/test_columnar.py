@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import taskpack
 from taskpack.converters import _columnar, reader
 from taskpack.converters._columnar import NotColumnar
 from taskpack.errors import TaskpackError
@@ -30,7 +31,7 @@ def outcome(tmp: Path, name: str, src: Path, fmt: str, options: dict[str, Any], 
         )
     except TaskpackError as e:
         return str(e)
-    table = pq.read_table(target / "splits" / "test.parquet")
+    table = taskpack.open(target).split("test").columns()
     return result.manifest.digest, result.manifest.splits["test"].digest, table.to_pylist()
 
 
@@ -476,6 +477,18 @@ def test_skyrl_rows_come_out_as_the_row_path_has_them(
     same_both_ways(tmp_path, src, "skyrl", {}, takes)
 
 
+def test_messages_of_content_then_role_are_columnar(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    rows = SKYRL.to_pylist()
+    for row in rows:
+        row["prompt"] = [{"content": m["content"], "role": m["role"]} for m in row["prompt"]]
+    table = pa.Table.from_pylist(rows)
+    assert table.schema.field("prompt").type.value_type.names == ["content", "role"]
+    pq.write_table(table, tmp_path / "src.parquet")
+    same_both_ways(tmp_path, tmp_path / "src.parquet", "skyrl", {}, True)
+
+
 VERIFIERS = pq.read_table(DATA / "peers" / "verifiers" / "gsm8k" / "test.parquet").slice(0, 3)
 
 
@@ -612,25 +625,34 @@ NEMO_COLUMNAR = [
     "bunsenbench_chemistry_mcq",
     "code_gen",
     "competitive_coding_challenges",
+    "conversational_tool_use_simulation",
     "cvdp",
     "equivalence_llm_judge",
     "ether0",
+    "example_mcp_weather",
     "example_multi_turn_gymnasium",
+    "example_single_tool_call",
     "format_verification",
     "gdpval",
+    "google_search",
     "graphwalks",
     "grl_tetris",
     "gymnasium",
     "imo_gradingbench",
+    "indirect_prompt_injection",
     "inverse_if",
     "legal_agent_bench",
     "longmemeval",
+    "math_advanced_calculations",
     "math_proof_judgement",
+    "math_with_code",
     "mcqa",
     "mini_swe_agent_2",
+    "ns_tools",
     "omniscience",
     "openclaw_agent",
     "opencode_agent",
+    "openenv",
     "over_refusal_detection",
     "pi_agent",
     "pinchbench",
@@ -643,24 +665,36 @@ NEMO_COLUMNAR = [
     "swe_agents",
     "swebench",
     "swerl_llm_judge",
+    "terminal_multi_harness",
     "text_to_sql",
     "ugphysics_judge",
     "verifif",
     "wmt_translation",
+    "xlam_fc",
 ]
 
 
 @pytest.mark.parametrize("name", NEMO_COLUMNAR)
 def test_nemo_files_of_one_flat_shape_take_the_columnar_path(tmp_path: Path, name: str) -> None:
-    """NeMo Gym files whose requests hold the same fields in every row, no tools, and messages
-    of the same roles with text (or one text), are read columnar, to the same task set; the
-    others fall back (both paths on all 71 files above)."""
+    """NeMo Gym files whose requests hold the same fields in every row, a few tool lists, and
+    messages of the same roles with text (or one text), are read columnar, to the same task
+    set; the others fall back (both paths on all 71 files above)."""
     src = DATA / "peers" / "nemo_gym" / f"{name}.jsonl"
     same_both_ways(tmp_path, src, "nemo", {}, True)
 
 
 def _compact(row: dict[str, Any]) -> str:
     return json.dumps(row, separators=(",", ":"), ensure_ascii=False)
+
+
+FN = [{"type": "function", "name": "f", "description": "d", "parameters": {"type": "object"}}]
+MCP = [{"type": "mcp", "server_label": "w", "server_url": "http://127.0.0.1:9/mcp"}]
+FIRST = {"content": "q", "role": "user"}
+SYSTEM = {"content": "s", "role": "system"}
+
+
+def _tools(tools: Any) -> dict[str, Any]:
+    return {"responses_create_params": {"input": "q", "tools": tools}, "expected_answer": "1"}
 
 
 def _nemo(**fields: Any) -> dict[str, Any]:
@@ -731,11 +765,28 @@ def _nemo(**fields: Any) -> dict[str, Any]:
             ],
             False,
         ),
+        ("tools", [_tools(FN), _tools(FN)], True),
+        ("no tools", [_tools([]), _tools(None)], True),
+        ("tools of each row", [_tools(FN), _tools([{**FN[0], "name": "g"}]), _tools(MCP)], True),
         (
-            "request tools",
-            [{"responses_create_params": {"input": "q", "tools": [{"type": "function"}]}}] * 2,
-            False,
+            "a tool's keys in another order",
+            [_tools(FN), _tools([dict(reversed(FN[0].items()))])],
+            True,
         ),
+        ("a tool's extra key", [_tools(FN), _tools([{**FN[0], "x": 1}])], True),
+        ("a tool the row path refuses", [_tools(FN), _tools([{"type": "web_search"}])], False),
+        ("a tool that is no object", [_tools(FN), _tools(["f"])], False),
+        (
+            "tools before input",
+            [{"responses_create_params": {"tools": FN, "input": "q"}}] * 2,
+            True,
+        ),
+        (
+            "a message's content before its role",
+            [_nemo(), {**_nemo(), "responses_create_params": {"input": [SYSTEM, FIRST]}}],
+            True,
+        ),
+        ("messages' contents first", [{"responses_create_params": {"input": [FIRST]}}] * 2, True),
         ("an object", [_nemo(agent_ref=REF), _nemo(agent_ref={**REF, "name": "c"})], True),
         ("objects written compactly", [_compact(_nemo(agent_ref=REF))] * 2, True),
         ("objects of either spacing", [_compact(_nemo(agent_ref=REF)), _nemo(agent_ref=REF)], True),
@@ -889,6 +940,26 @@ def test_objects_a_line_writes_otherwise_take_the_row_paths_values(
     assert len(parsed) == 1 and parsed[0] < 3000 / 4  # the batch holding row 1500 only
     stored = [json.loads(row["extras"])["nemo"]["agent_ref"] for row in by_columns[2]]
     assert list(stored[1500]) == ["name", "type"] and list(stored[1499]) == ["type", "name"]
+
+
+def test_rows_keep_their_own_tools_one_template_per_tool_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tools are constants of a template: rows sharing a tool list share one; a batch with a
+    few lists fills each list's rows and puts them back in order; one where most rows have
+    their own list goes row by row, to the same task set."""
+    other = [{**FN[0], "name": "g"}]
+    rows: list[Any] = [_tools(FN if i % 3 else other) for i in range(3000)]
+    rows[1500:] = [_tools([{**FN[0], "name": f"f{i}"}]) for i in range(1500)]
+    src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
+    written = _spy(monkeypatch)
+    by_columns = outcome(tmp_path, "columns", src, "nemo", {}, columnar=True)
+    assert by_columns == outcome(tmp_path, "rows", src, "nemo", {}, columnar=False)
+    runs = _runs(written)
+    assert runs[0][0] == "columns" and runs[0][1] >= 1500  # two lists: one batch, two fills
+    assert sum(n for kind, n in runs if kind == "rows") >= 1000  # a list per row
+    names = [json.loads(row["tools"])[0]["name"] for row in by_columns[2]]
+    assert names[:4] == ["g", "f", "f", "g"] and names[1500:1502] == ["f0", "f1"]
 
 
 def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(

@@ -32,6 +32,7 @@ import pyarrow.json as pj
 
 from taskpack.converters._source import (
     Record,
+    RowError,
     arrow_records,
     base_suffix,
     json_lines,
@@ -45,6 +46,10 @@ from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
 _BLOCK = 1 << 20
 _PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source
+# `fill_each`: a batch of rows with more different templates than this many, or than one per
+# this many rows, goes row by row (a template costs about as much as a few rows mapped).
+_TEMPLATES = 8
+_ROWS_PER_TEMPLATE = 32
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 _ESCAPES = {
     "\\": "\\\\",
@@ -188,6 +193,45 @@ class Template:
             pa.table(columns_in_order, names=SCHEMA.names),
             _array(text(self.canonical, {**columns, **(hashed or {})}), size),
         )
+
+
+def fill_each(
+    keys: Sequence[str],
+    template: Callable[[str], Template],
+    ids: pa.Array,
+    columns: Mapping[str, pa.Array],
+    rows: pa.Array,
+    hashed: Mapping[str, pa.Array],
+) -> Batch:
+    """`Template.fill` for rows whose templates differ by a constant of theirs (`keys[i]`, such
+    as a row's tool list): each key's rows filled by its `template`, back in row order. A key
+    whose template cannot be built (the row path refuses its constant) sends its rows to the
+    row path, to be named in the error."""
+    groups: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    if len(groups) > max(_TEMPLATES, len(keys) // _ROWS_PER_TEMPLATE):
+        raise NotColumnar(f"{len(groups)} different templates in {len(keys)} rows")
+    filled = []
+    for key, at in groups.items():
+        try:
+            made = template(key)
+        except (RowError, ValueError) as e:
+            raise NotColumnar(f"a template the row path refuses: {e}", at) from None
+        if len(groups) == 1:
+            return made.fill(ids, columns, rows, hashed)
+        take = pa.array(at, pa.int64())
+        filled.append(
+            made.fill(
+                ids.take(take),
+                {n: c.take(take) for n, c in columns.items()},
+                rows.take(take),
+                {n: c.take(take) for n, c in hashed.items()},
+            )
+        )
+    back = pc.sort_indices(pa.array([i for at in groups.values() for i in at], pa.int64()))
+    table = pa.concat_tables([b.table for b in filled]).take(back)
+    return Batch(table, pa.concat_arrays([b.canonical for b in filled]).take(back))
 
 
 class Batch(NamedTuple):
@@ -724,8 +768,10 @@ def messages(prompt: pa.Array | pa.ChunkedArray) -> tuple[list[str], list[pa.Arr
     empty = prompt.type in (pa.list_(pa.null()), pa.large_list(pa.null()))
     if empty and not prompt.null_count and not pc.max(pc.list_value_length(prompt)).as_py():
         return [], []  # no messages in any row (an environment that writes its own)
-    message = pa.struct([("role", pa.string()), ("content", pa.string())])
-    if prompt.type not in (pa.list_(message), pa.large_list(message)):
+    kind = prompt.type
+    item = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
+    fields = {f.name: f.type for f in item} if item and pa.types.is_struct(item) else {}
+    if fields != {"role": pa.string(), "content": pa.string()}:  # the keys in either order
         raise NotColumnar(f"a prompt of type {prompt.type}")
     if prompt.null_count:
         refuse(pc.is_null(prompt), "no prompt")

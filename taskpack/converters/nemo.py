@@ -11,6 +11,7 @@ elsewhere gets `question` (its instruction) for NeMo Gym's verifiers.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from taskpack.converters._columnar import (
     NotColumnar,
     Parsed,
     Template,
+    fill_each,
     json_columns,
     json_slot,
     json_values,
@@ -252,24 +254,33 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
 def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
     holds `input` (messages of the same roles in every row with text contents, or one text; a
-    user one never empty) and the same other fields in every row but `tools` (kept as each row
-    has them), whose `expected_answer` and other fields are JSON values never null (objects and
-    floats as `json_columns` takes them), with `question` always or never the last user message
-    and an own `id` never the task id. The residue (`extras.nemo`) is the row path's, computed
-    once on a row of slots these checks keep true for every row."""
+    user one never empty) and the same other fields in every row (each kept as the row has it),
+    whose `expected_answer` and other fields are JSON values never null (objects and floats as
+    `json_columns` takes them), with `question` always or never the last user message and an
+    own `id` never the task id. The residue (`extras.nemo`) is the row path's, computed once on
+    a row of slots these checks keep true for every row, and its tool list (`fill_each`)."""
     import pyarrow.compute as pc
 
-    template: Template | None = None
-    constants: tuple[Any, ...] = ()
+    shape: tuple[Any, ...] | None = None
+    row: dict[str, Any] = {}
+
+    @functools.lru_cache(maxsize=64)
+    def template(tools: str) -> Template:
+        """The template of rows whose tool list has the JSON text `tools` (`""`: none)."""
+        assert shape is not None
+        params = {**row[PARAMS], "tools": json.loads(tools)} if tools else row[PARAMS]
+        return native_template(
+            FORMAT, {**row, PARAMS: params}, shape[0], lambda r, n: to_task(r, split, n), to_row
+        )
 
     def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
-        nonlocal template, constants
+        nonlocal shape, row
         names = table.schema.names
         params = table.column(PARAMS).combine_chunks() if PARAMS in names else None
         if params is None or not pa.types.is_struct(params.type) or params.null_count:
             raise NotColumnar(f"columns {names}")
         fields = [f.name for f in params.type]
-        if "input" not in fields or "tools" in fields or PAYLOAD_KEY in names:
+        if "input" not in fields or PAYLOAD_KEY in names:
             raise NotColumnar(f"{PARAMS} fields {params.type}")
         own_names(names)
         inputs = pc.struct_field(params, "input")
@@ -283,9 +294,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if fields != ["input"]:  # the request's other fields, kept as each row has them
             if any(list(row[PARAMS]) != fields for row in parsed()):
                 raise NotColumnar(f"{PARAMS} fields in another order, or lacking")
-            for f in (f for f in fields if f != "input"):
+            for f in (f for f in fields if f not in ("input", "tools")):
                 key = f"#{PARAMS}.{f}"
-                columns[key], hashed[key] = python_texts([row[PARAMS][f] for row in parsed()])
+                columns[key], hashed[key] = python_texts([r[PARAMS][f] for r in parsed()])
         null = pa.repeat(False, table.num_rows)
         for n in others:
             null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))
@@ -301,10 +312,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             if matches not in (0, table.num_rows):
                 raise NotColumnar("a question that is the last user message only in some rows")
             asked = matches > 0  # in every row (a count would differ between batches)
-        shape = (names, fields, as_text, roles, asked)
-        if template is None:
-            constants = shape
-            row: dict[str, Any] = {n: json_slot(n) for n in others}
+        if shape is None:
+            shape = (names, fields, as_text, roles, asked)
+            row = {n: json_slot(n) for n in others}
             if asked:
                 row["question"] = slot(f"#content{last}")
             messages_in = [
@@ -316,13 +326,13 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
                 else json_slot(f"#{PARAMS}.{f}")
                 for f in fields
             }
-            template = native_template(
-                FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
-            )
-        if shape != constants:
+        if shape != (names, fields, as_text, roles, asked):
             raise NotColumnar("a shape that changes between rows")
+        # Tools map to model objects a slot cannot stand for: constants of the template, one
+        # template per tool list (rows of a data set mostly share one).
+        tools = [json.dumps(r[PARAMS]["tools"]) for r in parsed()] if "tools" in fields else None
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
-        return template.fill(ids, columns, rows, hashed)
+        return fill_each(tools or [""] * table.num_rows, template, ids, columns, rows, hashed)
 
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 
