@@ -623,6 +623,7 @@ NEMO_COLUMNAR = [
     "biomnibench_da",
     "blackjack",
     "bunsenbench_chemistry_mcq",
+    "calendar_v2",
     "code_gen",
     "competitive_coding_challenges",
     "conversational_tool_use_simulation",
@@ -648,6 +649,7 @@ NEMO_COLUMNAR = [
     "math_with_code",
     "mcqa",
     "mini_swe_agent_2",
+    "multichallenge",
     "ns_tools",
     "omniscience",
     "openclaw_agent",
@@ -661,6 +663,7 @@ NEMO_COLUMNAR = [
     "proof_verification",
     "ruler",
     "scicode",
+    "speed_bench",
     "structeval",
     "swe_agents",
     "swebench",
@@ -676,9 +679,9 @@ NEMO_COLUMNAR = [
 
 @pytest.mark.parametrize("name", NEMO_COLUMNAR)
 def test_nemo_files_of_one_flat_shape_take_the_columnar_path(tmp_path: Path, name: str) -> None:
-    """NeMo Gym files whose requests hold the same fields in every row, a few tool lists, and
-    messages of the same roles with text (or one text), are read columnar, to the same task
-    set; the others fall back (both paths on all 71 files above)."""
+    """NeMo Gym files whose requests hold the same fields in every row, with messages of text
+    (or one text) and a few different conversation shapes and tool lists, are read columnar,
+    to the same task set; the others fall back (both paths on all 71 files above)."""
     src = DATA / "peers" / "nemo_gym" / f"{name}.jsonl"
     same_both_ways(tmp_path, src, "nemo", {}, True)
 
@@ -691,6 +694,12 @@ FN = [{"type": "function", "name": "f", "description": "d", "parameters": {"type
 MCP = [{"type": "mcp", "server_label": "w", "server_url": "http://127.0.0.1:9/mcp"}]
 FIRST = {"content": "q", "role": "user"}
 SYSTEM = {"content": "s", "role": "system"}
+
+
+def _talk(*turns: str, **fields: Any) -> dict[str, Any]:
+    """A conversation of user and assistant turns."""
+    said = [{"role": ("user", "assistant")[k % 2], "content": t} for k, t in enumerate(turns)]
+    return {"responses_create_params": {"input": said}, "expected_answer": "1", **fields}
 
 
 def _tools(tools: Any) -> dict[str, Any]:
@@ -765,6 +774,14 @@ def _nemo(**fields: Any) -> dict[str, Any]:
             ],
             False,
         ),
+        ("conversations of several lengths", [_nemo(), _talk("a", "b", "c")], True),
+        ("and each its question", [_nemo(question="q"), _talk("a", "b", "c", question="c")], True),
+        (
+            "its question in one of them",
+            [_nemo(question="q"), _talk("a", "b", "c", question="x")],
+            True,
+        ),
+        ("an empty user message in one", [_nemo(), _talk("a", "b", "")], False),
         ("tools", [_tools(FN), _tools(FN)], True),
         ("no tools", [_tools([]), _tools(None)], True),
         ("tools of each row", [_tools(FN), _tools([{**FN[0], "name": "g"}]), _tools(MCP)], True),

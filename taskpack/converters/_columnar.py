@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from functools import cache, partial
-from itertools import pairwise
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any, NamedTuple, TypeAlias, cast
 
@@ -32,7 +32,6 @@ import pyarrow.json as pj
 
 from taskpack.converters._source import (
     Record,
-    RowError,
     arrow_records,
     base_suffix,
     json_lines,
@@ -46,7 +45,7 @@ from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
 _BLOCK = 1 << 20
 _PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source
-# `fill_each`: a batch of rows with more different templates than this many, or than one per
+# `grouped`: a batch of rows with more different templates than this many, or than one per
 # this many rows, goes row by row (a template costs about as much as a few rows mapped).
 _TEMPLATES = 8
 _ROWS_PER_TEMPLATE = 32
@@ -195,43 +194,50 @@ class Template:
         )
 
 
-def fill_each(
+def grouped(
     keys: Sequence[str],
-    template: Callable[[str], Template],
-    ids: pa.Array,
-    columns: Mapping[str, pa.Array],
+    table: pa.Table,
     rows: pa.Array,
-    hashed: Mapping[str, pa.Array],
+    parsed: Parsed,
+    one: Callable[[pa.Table, pa.Array, Parsed], Batch],
 ) -> Batch:
-    """`Template.fill` for rows whose templates differ by a constant of theirs (`keys[i]`, such
-    as a row's tool list): each key's rows filled by its `template`, back in row order. A key
-    whose template cannot be built (the row path refuses its constant) sends its rows to the
-    row path, to be named in the error."""
+    """A batch whose rows differ in a constant of their template (`keys[i]`: a row's roles, its
+    tool list): the rows of each key mapped by `one` as a batch of their own (with their row
+    numbers and parsed rows), put back in row order. A refusal names the batch's rows; a group
+    refused whole goes row by row."""
     groups: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         groups.setdefault(key, []).append(i)
+    if len(groups) == 1:
+        return one(table, rows, parsed)
     if len(groups) > max(_TEMPLATES, len(keys) // _ROWS_PER_TEMPLATE):
         raise NotColumnar(f"{len(groups)} different templates in {len(keys)} rows")
     filled = []
-    for key, at in groups.items():
-        try:
-            made = template(key)
-        except (RowError, ValueError) as e:
-            raise NotColumnar(f"a template the row path refuses: {e}", at) from None
-        if len(groups) == 1:
-            return made.fill(ids, columns, rows, hashed)
+    for at in groups.values():
         take = pa.array(at, pa.int64())
-        filled.append(
-            made.fill(
-                ids.take(take),
-                {n: c.take(take) for n, c in columns.items()},
-                rows.take(take),
-                {n: c.take(take) for n, c in hashed.items()},
-            )
-        )
+        some = cache(lambda at=at: [parsed()[i] for i in at])
+        try:
+            filled.append(one(table.take(take), rows.take(take), some))
+        except NotColumnar as e:
+            refused = at if e.rows is None else [at[i] for i in e.rows]
+            raise NotColumnar(str(e), refused) from None
     back = pc.sort_indices(pa.array([i for at in groups.values() for i in at], pa.int64()))
     table = pa.concat_tables([b.table for b in filled]).take(back)
     return Batch(table, pa.concat_arrays([b.canonical for b in filled]).take(back))
+
+
+def role_keys(prompt: pa.Array) -> list[str]:
+    """Each row's roles as one text (a key for `grouped`); all alike where the prompt is not a
+    list of messages (`messages` then refuses it)."""
+    kind = prompt.type
+    item = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
+    if item is None or not pa.types.is_struct(item) or item.get_field_index("role") < 0:
+        return [""] * len(prompt)
+    lengths = pc.fill_null(pc.list_value_length(prompt), 0)
+    offsets = pa.array([0, *accumulate(lengths.to_pylist())], pa.int32())
+    roles = pc.struct_field(pc.list_flatten(prompt), "role")
+    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, roles), "\x1f")
+    return cast(list[str], pc.fill_null(joined, "").to_pylist())
 
 
 class Batch(NamedTuple):

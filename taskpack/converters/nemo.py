@@ -25,7 +25,7 @@ from taskpack.converters._columnar import (
     NotColumnar,
     Parsed,
     Template,
-    fill_each,
+    grouped,
     json_columns,
     json_slot,
     json_values,
@@ -35,6 +35,7 @@ from taskpack.converters._columnar import (
     own_names,
     python_texts,
     refuse,
+    role_keys,
     row_numbers,
     slot,
     table_chunks,
@@ -253,28 +254,41 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
 
 def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
-    holds `input` (messages of the same roles in every row with text contents, or one text; a
-    user one never empty) and the same other fields in every row (each kept as the row has it),
-    whose `expected_answer` and other fields are JSON values never null (objects and floats as
-    `json_columns` takes them), with `question` always or never the last user message and an
-    own `id` never the task id. The residue (`extras.nemo`) is the row path's, computed once on
-    a row of slots these checks keep true for every row, and its tool list (`fill_each`)."""
+    holds `input` (messages with text contents, or one text; a user one never empty) and the
+    same other fields in every row (each kept as the row has it), whose `expected_answer` and
+    other fields are JSON values never null (objects and floats as `json_columns` takes them),
+    with `question` always or never the last user message and an own `id` never the task id.
+    Rows are mapped in groups of one template (`grouped`): the same roles in their messages and
+    the same tool list (tools map to model objects a slot cannot stand for), its residue
+    (`extras.nemo`) the row path's, computed once on a row of slots the checks keep true."""
     import pyarrow.compute as pc
 
-    shape: tuple[Any, ...] | None = None
-    row: dict[str, Any] = {}
-
     @functools.lru_cache(maxsize=64)
-    def template(tools: str) -> Template:
-        """The template of rows whose tool list has the JSON text `tools` (`""`: none)."""
-        assert shape is not None
-        params = {**row[PARAMS], "tools": json.loads(tools)} if tools else row[PARAMS]
-        return native_template(
-            FORMAT, {**row, PARAMS: params}, shape[0], lambda r, n: to_task(r, split, n), to_row
-        )
+    def template(shape: tuple[Any, ...], tools: str) -> Template:
+        """The template of rows of one shape whose tool list has the JSON text `tools`."""
+        names, fields, as_text, roles, asked = shape
+        row: dict[str, Any] = {n: json_slot(n) for n in names if n != PARAMS}
+        last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
+        if asked:
+            row["question"] = slot(f"#content{last}")
+        messages_in = [
+            {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
+        ]
+        row[PARAMS] = {
+            f: (slot("#content0") if as_text else messages_in)
+            if f == "input"
+            else json.loads(tools)
+            if f == "tools"
+            else json_slot(f"#{PARAMS}.{f}")
+            for f in fields
+        }
+        to = lambda r, n: to_task(r, split, n)  # noqa: E731
+        try:
+            return native_template(FORMAT, row, list(names), to, to_row)
+        except (RowError, ValueError) as e:
+            raise NotColumnar(f"a template the row path refuses: {e}") from None
 
     def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
-        nonlocal shape, row
         names = table.schema.names
         params = table.column(PARAMS).combine_chunks() if PARAMS in names else None
         if params is None or not pa.types.is_struct(params.type) or params.null_count:
@@ -283,6 +297,19 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if "input" not in fields or PAYLOAD_KEY in names:
             raise NotColumnar(f"{PARAMS} fields {params.type}")
         own_names(names)
+        if fields != ["input"] and any(list(r[PARAMS]) != fields for r in parsed()):
+            raise NotColumnar(f"{PARAMS} fields in another order, or lacking")
+        keys = role_keys(pc.struct_field(params, "input"))
+        if "tools" in fields:
+            tools = [json.dumps(r[PARAMS]["tools"]) for r in parsed()]
+            keys = [f"{k}\x1e{t}" for k, t in zip(keys, tools, strict=True)]
+        return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
+
+    def one(table: pa.Table, rows: pa.Array, parsed: Parsed) -> Batch:
+        """Rows of one template: the same roles, the same tool list."""
+        names = table.schema.names
+        params = table.column(PARAMS).combine_chunks()
+        fields = [f.name for f in params.type]
         inputs = pc.struct_field(params, "input")
         as_text = pa.types.is_string(inputs.type)  # `input` as a bare string: one user message
         roles, contents = (["user"], [text(inputs)]) if as_text else messages(inputs)
@@ -291,17 +318,13 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             refuse(pc.equal(contents[last], ""), "an empty user message")
         others = [n for n in names if n != PARAMS]
         columns, hashed = json_columns(table, others, parsed)
-        if fields != ["input"]:  # the request's other fields, kept as each row has them
-            if any(list(row[PARAMS]) != fields for row in parsed()):
-                raise NotColumnar(f"{PARAMS} fields in another order, or lacking")
-            for f in (f for f in fields if f not in ("input", "tools")):
-                key = f"#{PARAMS}.{f}"
-                columns[key], hashed[key] = python_texts([r[PARAMS][f] for r in parsed()])
+        for f in (f for f in fields if f not in ("input", "tools")):
+            key = f"#{PARAMS}.{f}"  # the request's other fields, kept as each row has them
+            columns[key], hashed[key] = python_texts([r[PARAMS][f] for r in parsed()])
         null = pa.repeat(False, table.num_rows)
         for n in others:
             null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))
         refuse(null, "a null field")
-        rows = row_numbers(first, table.num_rows)
         ids = ordinal_ids(split, rows)
         if "id" in names:
             refuse(pc.equal(columns["id"], json_values(ids)), "an own id that is the task id")
@@ -312,27 +335,10 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             if matches not in (0, table.num_rows):
                 raise NotColumnar("a question that is the last user message only in some rows")
             asked = matches > 0  # in every row (a count would differ between batches)
-        if shape is None:
-            shape = (names, fields, as_text, roles, asked)
-            row = {n: json_slot(n) for n in others}
-            if asked:
-                row["question"] = slot(f"#content{last}")
-            messages_in = [
-                {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
-            ]
-            row[PARAMS] = {
-                f: (slot("#content0") if as_text else messages_in)
-                if f == "input"
-                else json_slot(f"#{PARAMS}.{f}")
-                for f in fields
-            }
-        if shape != (names, fields, as_text, roles, asked):
-            raise NotColumnar("a shape that changes between rows")
-        # Tools map to model objects a slot cannot stand for: constants of the template, one
-        # template per tool list (rows of a data set mostly share one).
-        tools = [json.dumps(r[PARAMS]["tools"]) for r in parsed()] if "tools" in fields else None
+        tools = json.dumps(parsed()[0][PARAMS]["tools"]) if "tools" in fields else ""
+        shape = (tuple(names), tuple(fields), as_text, tuple(roles), asked)
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
-        return fill_each(tools or [""] * table.num_rows, template, ids, columns, rows, hashed)
+        return template(shape, tools).fill(ids, columns, rows, hashed)
 
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 
