@@ -13,6 +13,7 @@ for its reward, the reward kind as `env_class`, for an environment the user regi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
+    Parsed,
     Template,
+    grouped,
     json_slot,
     json_values,
     mapped,
@@ -34,6 +37,7 @@ from taskpack.converters._columnar import (
     one_text,
     ordinal_ids,
     refuse,
+    role_keys,
     row_numbers,
     slot,
     table_chunks,
@@ -171,41 +175,44 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
 def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for Parquet as SkyRL's dataset scripts write
     it: exactly `data_source` (text, not "skyrl"), `env_class` and `reward_spec.method` (one
-    text each for the whole source), `reward_spec.ground_truth` (text), `prompt` (the same
-    roles in every row, text contents) and `extra_info` (JSON values, no id, no embedded task).
-    The residue is the row path's, computed once on a row of slots: with these checks its
-    comparisons come out the same for every row."""
+    text each among rows of the same roles), `reward_spec.ground_truth` (text), `prompt` (text
+    contents) and `extra_info` (JSON values, no id, no embedded task). Rows of the same roles
+    share a template (`grouped`), its residue the row path's, computed once on a row of slots:
+    with these checks its comparisons come out the same for every row."""
     import pyarrow.compute as pc
 
     if base_suffix(uri) != ".parquet":  # in JSON Lines, extra_info's key order may vary
         raise NotColumnar(uri)
-    template: Template | None = None
-    constants: tuple[Any, ...] = ()
 
-    def batch(table: pa.Table, first: int, _: object) -> Batch:
-        nonlocal template, constants
+    @functools.lru_cache(maxsize=64)
+    def template(
+        names: tuple[str, ...],
+        roles: tuple[str, ...],
+        env_class: str,
+        method: str,
+        extra: tuple[str, ...],
+    ) -> Template:
+        row = {
+            "data_source": slot("#data_source"),
+            "prompt": [
+                {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
+            ],
+            "env_class": env_class,
+            "reward_spec": {"method": method, "ground_truth": slot("#answer")},
+            "extra_info": {n: json_slot(f"#extra.{n}") for n in extra},
+        }
+        return native_template(FORMAT, row, list(names), lambda r, n: to_task(r, split, n), to_row)
+
+    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
         names = table.schema.names
         if sorted(names) != sorted(_SHAPE) or table.num_rows == 0:
             raise NotColumnar(f"columns {names}")
+        keys = role_keys(table.column("prompt").combine_chunks())
+        return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
+
+    def one(table: pa.Table, rows: pa.Array, _: Parsed) -> Batch:
+        """Rows of one template: the same roles (and one env_class and reward method)."""
         shape = _shape(table)
-        kept = (shape["roles"], shape["env_class"], shape["method"], list(shape["extra"]))
-        if template is None:
-            constants = kept
-            row = {
-                "data_source": slot("#data_source"),
-                "prompt": [
-                    {"role": role, "content": slot(f"#content{k}")}
-                    for k, role in enumerate(shape["roles"])
-                ],
-                "env_class": shape["env_class"],
-                "reward_spec": {"method": shape["method"], "ground_truth": slot("#answer")},
-                "extra_info": {n: json_slot(f"#extra.{n}") for n in shape["extra"]},
-            }
-            template = native_template(
-                FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
-            )
-        if kept != constants:
-            raise NotColumnar("a shape that changes between rows")
         data_source = text(table.column("data_source").combine_chunks())
         refuse(pc.equal(data_source, "skyrl"), "data_source 'skyrl'")
         columns = {
@@ -214,8 +221,14 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             **{f"#content{k}": c for k, c in enumerate(shape["contents"])},
             **{f"#extra.{n}": values for n, values in shape["extra"].items()},
         }
-        rows = row_numbers(first, table.num_rows)
-        return template.fill(ordinal_ids(split, rows), columns, rows)
+        made = template(
+            tuple(table.schema.names),
+            tuple(shape["roles"]),
+            shape["env_class"],
+            shape["method"],
+            tuple(shape["extra"]),
+        )
+        return made.fill(ordinal_ids(split, rows), columns, rows)
 
     yield from mapped(table_chunks(uri), batch, lambda rows, n: _native(rows, split, n))
 

@@ -13,6 +13,7 @@ the export gets `taskpack_env.py`, a module whose `load_environment()` returns a
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Iterable, Iterator
@@ -27,10 +28,13 @@ from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
     Batch,
     NotColumnar,
+    Parsed,
     Template,
+    grouped,
     mapped,
     messages,
     refuse,
+    role_keys,
     row_numbers,
     slot,
     table_chunks,
@@ -169,19 +173,34 @@ _COLUMNS = ("question", "answer", "example_id", "prompt")
 def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for files as `vf.SingleTurnEnv` datasets
     hold them: exactly `question` and `answer` (text), `example_id` (a whole number, not
-    negative) and `prompt` (the same roles in every row, a user one among them, text contents),
-    the question either always or never the last user message. The residue is the row path's,
-    computed once on a row of slots that these checks keep true for every row."""
+    negative) and `prompt` (a user message among them, text contents), the question either
+    always or never the last user message among rows of the same roles. Rows of the same roles
+    share a template (`grouped`), its residue the row path's, computed once on a row of slots
+    that these checks keep true for every row."""
     import pyarrow.compute as pc
 
-    template: Template | None = None
-    constants: tuple[Any, ...] = ()
+    @functools.lru_cache(maxsize=64)
+    def template(names: tuple[str, ...], roles: tuple[str, ...], asked: bool) -> Template:
+        last = len(roles) - 1 - roles[::-1].index("user")
+        row = {
+            "question": slot(f"#content{last}" if asked else "question"),
+            "answer": slot("answer"),
+            "example_id": 0,  # a number: the id is written back as it
+            "prompt": [
+                {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
+            ],
+        }
+        return native_template(FORMAT, row, list(names), lambda r, n: to_task(r, split, n), to_row)
 
-    def batch(table: pa.Table, first: int, _: object) -> Batch:
-        nonlocal template, constants
+    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
         names = table.schema.names
         if sorted(names) != sorted(_COLUMNS) or table.num_rows == 0:
             raise NotColumnar(f"columns {names}")
+        keys = role_keys(table.column("prompt").combine_chunks())
+        return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
+
+    def one(table: pa.Table, rows: pa.Array, _: Parsed) -> Batch:
+        """Rows of one template: the same roles."""
         roles, contents = messages(table.column("prompt"))
         if "user" not in roles:
             raise NotColumnar("a prompt without a user message")
@@ -196,28 +215,13 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             raise NotColumnar("an example_id that is not a whole number")
         refuse(pc.is_null(example_id), "no example_id")
         refuse(pc.less(example_id, 0), "a negative example_id")  # no number to write back
-        if template is None:
-            constants = (roles, asked)
-            row = {
-                "question": slot(f"#content{last}" if asked else "question"),
-                "answer": slot("answer"),
-                "example_id": 0,  # a number: the id is written back as it
-                "prompt": [
-                    {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
-                ],
-            }
-            template = native_template(
-                FORMAT, row, names, lambda r, n: to_task(r, split, n), to_row
-            )
-        if (roles, asked) != constants:
-            raise NotColumnar("a shape that changes between rows")
         columns = {
             "question": question,
             "answer": answer,
             **{f"#content{k}": c for k, c in enumerate(contents)},
         }
         ids = pc.cast(example_id, pa.string())
-        return template.fill(ids, columns, row_numbers(first, table.num_rows))
+        return template(tuple(table.schema.names), tuple(roles), asked).fill(ids, columns, rows)
 
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 
