@@ -633,12 +633,14 @@ NEMO_COLUMNAR = [
     "example_mcp_weather",
     "example_multi_turn_gymnasium",
     "example_single_tool_call",
+    "finance_agent_v2",
     "format_verification",
     "gdpval",
     "google_search",
     "graphwalks",
     "grl_tetris",
     "gymnasium",
+    "hotpotqa_qa",
     "imo_gradingbench",
     "indirect_prompt_injection",
     "inverse_if",
@@ -700,6 +702,14 @@ def _talk(*turns: str, **fields: Any) -> dict[str, Any]:
     """A conversation of user and assistant turns."""
     said = [{"role": ("user", "assistant")[k % 2], "content": t} for k, t in enumerate(turns)]
     return {"responses_create_params": {"input": said}, "expected_answer": "1", **fields}
+
+
+USER = {"type": "message", "role": "user", "content": "q"}
+CALL = {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+
+
+def _items(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"responses_create_params": {"input": list(items)}, "expected_answer": "1"}
 
 
 def _tools(tools: Any) -> dict[str, Any]:
@@ -782,6 +792,13 @@ def _nemo(**fields: Any) -> dict[str, Any]:
             True,
         ),
         ("an empty user message in one", [_nemo(), _talk("a", "b", "")], False),
+        (
+            "messages as Responses items",
+            [_items(USER), _items(SYSTEM | {"type": "message"}, USER)],
+            True,
+        ),
+        ("a message without its type", [_items(USER), _items(SYSTEM, USER)], False),
+        ("a function call among them", [_items(USER), _items(CALL, USER)], False),
         ("tools", [_tools(FN), _tools(FN)], True),
         ("no tools", [_tools([]), _tools(None)], True),
         ("tools of each row", [_tools(FN), _tools([{**FN[0], "name": "g"}]), _tools(MCP)], True),

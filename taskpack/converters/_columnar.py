@@ -226,6 +226,20 @@ def grouped(
     return Batch(table, pa.concat_arrays([b.canonical for b in filled]).take(back))
 
 
+def _list_offsets(values: pa.Array) -> pa.Array:
+    """The offsets of a list array's items in its `list_flatten`, nulls as empty lists."""
+    lengths = pc.fill_null(pc.list_value_length(values), 0)
+    return pa.array([0, *accumulate(lengths.to_pylist())], pa.int32())
+
+
+def without(prompt: pa.Array, field: str) -> pa.Array:
+    """A list of structs (messages) without one of their fields; its nulls must be refused."""
+    items = pc.list_flatten(prompt)
+    kept = [f.name for f in items.type if f.name != field]
+    values = pa.StructArray.from_arrays([pc.struct_field(items, n) for n in kept], names=kept)
+    return pa.ListArray.from_arrays(_list_offsets(prompt), values)
+
+
 def role_keys(prompt: pa.Array) -> list[str]:
     """Each row's roles as one text (a key for `grouped`); all alike where the prompt is not a
     list of messages (`messages` then refuses it)."""
@@ -233,10 +247,8 @@ def role_keys(prompt: pa.Array) -> list[str]:
     item = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
     if item is None or not pa.types.is_struct(item) or item.get_field_index("role") < 0:
         return [""] * len(prompt)
-    lengths = pc.fill_null(pc.list_value_length(prompt), 0)
-    offsets = pa.array([0, *accumulate(lengths.to_pylist())], pa.int32())
     roles = pc.struct_field(pc.list_flatten(prompt), "role")
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, roles), "\x1f")
+    joined = pc.binary_join(pa.ListArray.from_arrays(_list_offsets(prompt), roles), "\x1f")
     return cast(list[str], pc.fill_null(joined, "").to_pylist())
 
 

@@ -40,6 +40,7 @@ from taskpack.converters._columnar import (
     slot,
     table_chunks,
     text,
+    without,
 )
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
@@ -266,13 +267,14 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     @functools.lru_cache(maxsize=64)
     def template(shape: tuple[Any, ...], tools: str) -> Template:
         """The template of rows of one shape whose tool list has the JSON text `tools`."""
-        names, fields, as_text, roles, asked = shape
+        names, fields, as_text, roles, asked, typed = shape
         row: dict[str, Any] = {n: json_slot(n) for n in names if n != PARAMS}
         last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
         if asked:
             row["question"] = slot(f"#content{last}")
+        kind = {"type": "message"} if typed else {}
         messages_in = [
-            {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
+            {"role": role, "content": slot(f"#content{k}"), **kind} for k, role in enumerate(roles)
         ]
         row[PARAMS] = {
             f: (slot("#content0") if as_text else messages_in)
@@ -312,6 +314,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         fields = [f.name for f in params.type]
         inputs = pc.struct_field(params, "input")
         as_text = pa.types.is_string(inputs.type)  # `input` as a bare string: one user message
+        typed = _typed_messages(inputs)
+        if typed:
+            inputs = without(inputs, "type")
         roles, contents = (["user"], [text(inputs)]) if as_text else messages(inputs)
         last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
         if last is not None:  # an empty one: the row has no question
@@ -336,11 +341,30 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
                 raise NotColumnar("a question that is the last user message only in some rows")
             asked = matches > 0  # in every row (a count would differ between batches)
         tools = json.dumps(parsed()[0][PARAMS]["tools"]) if "tools" in fields else ""
-        shape = (tuple(names), tuple(fields), as_text, tuple(roles), asked)
+        shape = (tuple(names), tuple(fields), as_text, tuple(roles), asked, typed)
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
         return template(shape, tools).fill(ids, columns, rows, hashed)
 
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
+
+
+def _typed_messages(inputs: pa.Array) -> bool:
+    """Whether `input` holds Responses-API message items, `"type": "message"` in every item;
+    rows where an item says otherwise, or lacks it, go row by row."""
+    import pyarrow.compute as pc
+
+    kind = inputs.type
+    if not pa.types.is_list(kind) or not pa.types.is_struct(kind.value_type):
+        return False
+    if kind.value_type.get_field_index("type") < 0:
+        return False
+    refuse(pc.is_null(inputs), "no input")
+    kinds = pc.struct_field(pc.list_flatten(inputs), "type")
+    other = pc.invert(pc.fill_null(pc.equal(kinds, "message"), False))
+    if pc.any(other).as_py():
+        rows = pc.unique(pc.filter(pc.list_parent_indices(inputs), other))
+        raise NotColumnar("an input item not a message", sorted(rows.to_pylist()))
+    return True
 
 
 FORMAT = Format(
