@@ -258,10 +258,11 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     holds `input` (messages with text contents, or one text; a user one never empty) and the
     same other fields in every row (each kept as the row has it), whose `expected_answer` and
     other fields are JSON values never null (objects and floats as `json_columns` takes them),
-    with `question` always or never the last user message and an own `id` never the task id.
-    Rows are mapped in groups of one template (`grouped`): the same roles in their messages and
-    the same tool list (tools map to model objects a slot cannot stand for), its residue
-    (`extras.nemo`) the row path's, computed once on a row of slots the checks keep true."""
+    with `question` always or never the last user message (among rows of the same roles) and
+    an own `id` never the task id. Rows are mapped in groups of one template (`grouped`): the
+    same roles in their messages and the same tool list (tools map to model objects a slot
+    cannot stand for), its residue (`extras.nemo`) the row path's, computed once on a row of
+    slots the checks keep true."""
     import pyarrow.compute as pc
 
     @functools.lru_cache(maxsize=64)
