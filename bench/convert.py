@@ -5,10 +5,13 @@ alternating, several rounds, medians.
     python bench/convert.py                      # 10k and 1M rows, 3 rounds
     python bench/convert.py --rows 10000 --rounds 5
     python bench/convert.py --shape nemo --rows 100000   # NeMo Gym rows, objects and floats
+    python bench/convert.py --shape nemo-tools --rows 100000   # and tools, conversations
 
 `--shape nemo`: NeMo Gym rows as its dataset scripts write them (`json.dumps`): a request of a
 system and a user message, an expected answer, an `agent_ref` object and a `metadata` object
 with a float; the script keeps what it does not map as JSON text, as taskpack does.
+`--shape nemo-tools`: the same with a list of two function tools in every request, and every
+other row a conversation of four messages (a columnar reader maps rows in groups of one shape).
 
 Peak memory matters because importers must stream: the goals are the 1M peak within 2x the 10k
 peak, and at least the hand-written script's rows per second (GSM8K has a columnar reader; see
@@ -18,6 +21,7 @@ taskpack/converters/_columnar.py).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import statistics
@@ -61,16 +65,20 @@ import json, sys
 import pyarrow as pa, pyarrow.parquet as pq
 schema = pa.schema([("id", pa.string()),
     ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-    ("answer", pa.string()), ("extras", pa.string())])
+    ("answer", pa.string()), ("tools", pa.string()), ("extras", pa.string())])
 writer = pq.ParquetWriter(sys.argv[2], schema, compression="zstd")
 rows = []
 with open(sys.argv[1], "rb") as f:
     for n, line in enumerate(f):
         r = json.loads(line)
-        prompt = r.pop("responses_create_params")["input"]
+        params = r.pop("responses_create_params")
+        prompt = params["input"]
+        tools = json.dumps(params.get("tools", []))
         answer = json.dumps(r.pop("expected_answer"))
         extras = json.dumps({"nemo": r}, separators=(",", ":"), ensure_ascii=False)
-        rows.append({"id": f"train-{n:05d}", "prompt": prompt, "answer": answer, "extras": extras})
+        rows.append(
+            {"id": f"train-{n:05d}", "prompt": prompt, "answer": answer, "tools": tools,
+             "extras": extras})
         if len(rows) == 1024:
             writer.write_table(pa.Table.from_pylist(rows, schema)); rows = []
 if rows:
@@ -79,10 +87,27 @@ writer.close()
 """
 
 
-def make_nemo_source(path: Path, rows: int, odd: int = 0) -> None:
+TOOLS = [
+    {
+        "type": "function",
+        "name": name,
+        "description": f"{name.title()} two numbers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+        "strict": True,
+    }
+    for name in ("add", "multiply")
+]
+
+
+def make_nemo_source(path: Path, rows: int, odd: int = 0, tools: bool = False) -> None:
     """`rows` NeMo Gym rows; `odd` of them, evenly spread, hold their `agent_ref` keys the
     other way round (the row path keeps each row's order, so that batch's objects are read
-    from the row path's reading)."""
+    from the row path's reading). With `tools`, every request offers TOOLS and every other row
+    is a conversation of four messages."""
     rng = random.Random(rows)
     every = rows // odd if odd else 0
     with path.open("w", encoding="utf-8") as f:
@@ -91,13 +116,20 @@ def make_nemo_source(path: Path, rows: int, odd: int = 0) -> None:
             ref = {"type": "responses_api_agents", "name": "math_with_judge_simple_agent"}
             if every and i % every == every // 2:
                 ref = dict(reversed(ref.items()))
-            row = {
-                "responses_create_params": {
-                    "input": [
-                        {"role": "system", "content": "Put the final answer in \\boxed{}."},
-                        {"role": "user", "content": f"What is {a} + {b}? (#{i})"},
+            said = [
+                {"role": "system", "content": "Put the final answer in \\boxed{}."},
+                {"role": "user", "content": f"What is {a} + {b}? (#{i})"},
+            ]
+            request: dict[str, object] = {"input": said}
+            if tools:
+                request["tools"] = TOOLS
+                if i % 2:
+                    said[1:1] = [
+                        {"role": "user", "content": "What is 2 + 2?"},
+                        {"role": "assistant", "content": "\\boxed{4}"},
                     ]
-                },
+            row = {
+                "responses_create_params": request,
                 "expected_answer": str(a + b),
                 "agent_ref": ref,
                 "metadata": {"source": "synthetic", "level": rng.randint(1, 5), "p": 0.25},
@@ -126,16 +158,14 @@ def main() -> None:
     parser.add_argument("--rows", default="10000,1000000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--odd", type=int, default=0, help="rows no columnar check takes")
-    parser.add_argument("--shape", choices=("gsm8k", "nemo"), default="gsm8k")
+    parser.add_argument("--shape", choices=("gsm8k", "nemo", "nemo-tools"), default="gsm8k")
     args = parser.parse_args()
-    make, baseline = (
-        (make_nemo_source, NEMO_BASELINE)
-        if args.shape == "nemo"
-        else (
-            make_source,
-            BASELINE,
-        )
-    )
+    fmt = args.shape.split("-")[0]
+    make, baseline = {
+        "gsm8k": (make_source, BASELINE),
+        "nemo": (make_nemo_source, NEMO_BASELINE),
+        "nemo-tools": (functools.partial(make_nemo_source, tools=True), NEMO_BASELINE),
+    }[args.shape]
     sizes = [int(x) for x in args.rows.split(",")]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,7 +177,7 @@ def main() -> None:
             for r in range(args.rounds):
                 for name, script in (("taskpack", OURS), ("pyarrow script", baseline)):
                     out = Path(tmp) / f"out-{name.split()[0]}-{rows}-{r}"
-                    seconds, peak = peak_process(script, str(source), str(out), args.shape)
+                    seconds, peak = peak_process(script, str(source), str(out), fmt)
                     times[name].append(seconds)
                     peaks[name].append(peak)
             results[rows] = {

@@ -461,16 +461,21 @@ def _counted(records: Iterator[Record], tally: list[int]) -> Iterator[Record]:
 
 
 def table_chunks(
-    uri: str, delimiter: str | None = None, strip_headers: bool = False, keyed: bool = False
+    uri: str,
+    delimiter: str | None = None,
+    strip_headers: bool = False,
+    keyed: bool = False,
+    unread: frozenset[str] = frozenset(),
 ) -> Iterator[Chunk]:
     """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in chunks of rows (see
     `Chunk`), else `NotColumnar`. `keyed`: every row's keys come in its table's column order
-    (see `_parse`)."""
+    (see `_parse`); `unread`: columns whose JSON text the reader never takes (`json_columns`),
+    not checked against the lines."""
     if "://" in uri or not Path(uri).is_file():
         raise NotColumnar(uri)
     suffix = base_suffix(uri)
     if suffix == ".jsonl":
-        return jsonl_chunks(uri, keyed)
+        return jsonl_chunks(uri, keyed, unread)
     if suffix in (".csv", ".tsv", ".txt"):
         return csv_chunks(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
     if suffix == ".parquet":
@@ -478,7 +483,9 @@ def table_chunks(
     raise NotColumnar(uri)
 
 
-def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
+def jsonl_chunks(
+    uri: str, keyed: bool = False, unread: frozenset[str] = frozenset()
+) -> Iterator[Chunk]:
     """A local JSON Lines file in pieces of whole lines, `_BLOCK` bytes of text at a time
     (memory stays flat however long the file). A line longer than the row path reads gives up
     on the source (the row path names it)."""
@@ -492,7 +499,7 @@ def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
             if piece:
-                chunk = _jsonl_chunk(piece, uri, line, most, keyed, None)
+                chunk = _jsonl_chunk(piece, uri, line, most, keyed, unread, None)
                 yield chunk
                 line += chunk.rows
             if not data:
@@ -502,7 +509,13 @@ def jsonl_chunks(uri: str, keyed: bool = False) -> Iterator[Chunk]:
 
 
 def _jsonl_chunk(
-    piece: bytes, uri: str, line: int, most: int | None, keyed: bool, parsed: pa.Table | None
+    piece: bytes,
+    uri: str,
+    line: int,
+    most: int | None,
+    keyed: bool,
+    unread: frozenset[str],
+    parsed: pa.Table | None,
 ) -> Chunk:
     """Whole lines of `uri` from line `line` on (`parsed`: their table, when known)."""
     tables = [] if parsed is None else [parsed]
@@ -510,7 +523,7 @@ def _jsonl_chunk(
 
     def table() -> pa.Table:
         if not tables:
-            tables.append(_parse(piece, lines, most, chunk.parsed if keyed else None))
+            tables.append(_parse(piece, lines, most, chunk.parsed if keyed else None, unread))
         return tables[0]
 
     def cut(bounds: list[int]) -> list[Chunk]:
@@ -527,6 +540,7 @@ def _jsonl_chunk(
                 line + a,
                 most,
                 keyed,
+                unread,
                 None if whole is None else whole[a:b],
             )
             for a, b in pairwise(bounds)
@@ -539,7 +553,9 @@ def _jsonl_chunk(
     return chunk
 
 
-def _parse(piece: bytes, lines: int, most: int | None, keyed: Parsed | None) -> pa.Table:
+def _parse(
+    piece: bytes, lines: int, most: int | None, keyed: Parsed | None, unread: frozenset[str]
+) -> pa.Table:
     """A piece of `lines` JSON Lines as one table, only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
     would do otherwise, so the piece's rows must be its lines.
@@ -572,7 +588,7 @@ def _parse(piece: bytes, lines: int, most: int | None, keyed: Parsed | None) -> 
         names = table.schema.names
         spaced = re.search(rb'"[ \t\r]+:', piece) is not None
         try:
-            table = _confirm_texts(table, texts, _key_positions(texts, names, spaced))
+            table = _confirm_texts(table, texts, _key_positions(texts, names, spaced), unread)
         except NotColumnar:  # a key's text is no guide to its value: objects go by the records
             if any(list(row) != names for row in keyed()):
                 raise NotColumnar("keys in another order than the columns") from None
@@ -628,7 +644,9 @@ def _unsure(kind: pa.DataType) -> bool:
     return bool(pa.types.is_struct(kind) or pa.types.is_floating(kind))
 
 
-def _confirm_texts(table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array]) -> pa.Table:
+def _confirm_texts(
+    table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array], unread: frozenset[str]
+) -> pa.Table:
     """The table, each column holding objects or floats marked confirmed where every line holds
     right after its key the very text `json_values` makes of the row's value (compact, or with
     `json.dumps`'s default spaces): then its keys and numbers are the row path's. An object's
@@ -638,7 +656,7 @@ def _confirm_texts(table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array]) 
     # The spacing the first line writes is tried first (`json.dumps` writes `": `).
     spacings = (True, False) if b'": ' in lines[0].as_py() else (False, True)
     for i, field in enumerate(fields):
-        if not _holds(field.type, _unsure):
+        if field.name in unread or not _holds(field.type, _unsure):
             continue
         values = table.column(i).combine_chunks()
         after = pc.add(keys[field.name], len(field.name) + 3)  # past `"<name>":`

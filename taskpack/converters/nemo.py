@@ -346,7 +346,8 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
         return template(shape, tools).fill(ids, columns, rows, hashed)
 
-    yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
+    chunks = table_chunks(uri, keyed=True, unread=frozenset({PARAMS}))
+    yield from mapped(chunks, batch, lambda rows, n: _native(rows, split, n))
 
 
 def _typed_messages(inputs: pa.Array) -> bool:
