@@ -199,25 +199,25 @@ def grouped(
     table: pa.Table,
     rows: pa.Array,
     parsed: Parsed,
-    one: Callable[[pa.Table, pa.Array, Parsed], Batch],
+    one: Callable[[pa.Table, pa.Array, Parsed, str], Batch],
 ) -> Batch:
     """A batch whose rows differ in a constant of their template (`keys[i]`: a row's roles, its
     tool list): the rows of each key mapped by `one` as a batch of their own (with their row
-    numbers and parsed rows), put back in row order. A refusal names the batch's rows; a group
+    numbers, parsed rows and key), put back in row order. A refusal names the batch's rows; a group
     refused whole goes row by row."""
     groups: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         groups.setdefault(key, []).append(i)
     if len(groups) == 1:
-        return one(table, rows, parsed)
+        return one(table, rows, parsed, keys[0])
     if len(groups) > max(_TEMPLATES, len(keys) // _ROWS_PER_TEMPLATE):
         raise NotColumnar(f"{len(groups)} different templates in {len(keys)} rows")
     filled = []
-    for at in groups.values():
+    for key, at in groups.items():
         take = pa.array(at, pa.int64())
         some = cache(lambda at=at: [parsed()[i] for i in at])
         try:
-            filled.append(one(table.take(take), rows.take(take), some))
+            filled.append(one(table.take(take), rows.take(take), some, key))
         except NotColumnar as e:
             refused = at if e.rows is None else [at[i] for i in e.rows]
             raise NotColumnar(str(e), refused) from None
@@ -465,17 +465,17 @@ def table_chunks(
     delimiter: str | None = None,
     strip_headers: bool = False,
     keyed: bool = False,
-    unread: frozenset[str] = frozenset(),
+    by_field: frozenset[str] = frozenset(),
 ) -> Iterator[Chunk]:
     """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in chunks of rows (see
     `Chunk`), else `NotColumnar`. `keyed`: every row's keys come in its table's column order
-    (see `_parse`); `unread`: columns whose JSON text the reader never takes (`json_columns`),
-    not checked against the lines."""
+    (see `_parse`); `by_field`: columns of objects the reader takes field by field
+    (`fields_table`), each field's text checked against the lines, not the whole object's."""
     if "://" in uri or not Path(uri).is_file():
         raise NotColumnar(uri)
     suffix = base_suffix(uri)
     if suffix == ".jsonl":
-        return jsonl_chunks(uri, keyed, unread)
+        return jsonl_chunks(uri, keyed, by_field)
     if suffix in (".csv", ".tsv", ".txt"):
         return csv_chunks(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
     if suffix == ".parquet":
@@ -484,7 +484,7 @@ def table_chunks(
 
 
 def jsonl_chunks(
-    uri: str, keyed: bool = False, unread: frozenset[str] = frozenset()
+    uri: str, keyed: bool = False, by_field: frozenset[str] = frozenset()
 ) -> Iterator[Chunk]:
     """A local JSON Lines file in pieces of whole lines, `_BLOCK` bytes of text at a time
     (memory stays flat however long the file). A line longer than the row path reads gives up
@@ -499,7 +499,7 @@ def jsonl_chunks(
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
             if piece:
-                chunk = _jsonl_chunk(piece, uri, line, most, keyed, unread, None)
+                chunk = _jsonl_chunk(piece, uri, line, most, keyed, by_field, None)
                 yield chunk
                 line += chunk.rows
             if not data:
@@ -514,7 +514,7 @@ def _jsonl_chunk(
     line: int,
     most: int | None,
     keyed: bool,
-    unread: frozenset[str],
+    by_field: frozenset[str],
     parsed: pa.Table | None,
 ) -> Chunk:
     """Whole lines of `uri` from line `line` on (`parsed`: their table, when known)."""
@@ -523,7 +523,7 @@ def _jsonl_chunk(
 
     def table() -> pa.Table:
         if not tables:
-            tables.append(_parse(piece, lines, most, chunk.parsed if keyed else None, unread))
+            tables.append(_parse(piece, lines, most, chunk.parsed if keyed else None, by_field))
         return tables[0]
 
     def cut(bounds: list[int]) -> list[Chunk]:
@@ -540,7 +540,7 @@ def _jsonl_chunk(
                 line + a,
                 most,
                 keyed,
-                unread,
+                by_field,
                 None if whole is None else whole[a:b],
             )
             for a, b in pairwise(bounds)
@@ -554,7 +554,7 @@ def _jsonl_chunk(
 
 
 def _parse(
-    piece: bytes, lines: int, most: int | None, keyed: Parsed | None, unread: frozenset[str]
+    piece: bytes, lines: int, most: int | None, keyed: Parsed | None, by_field: frozenset[str]
 ) -> pa.Table:
     """A piece of `lines` JSON Lines as one table, only if every line is one JSON object: the row
     path reads blank lines past and two objects on one line as an error, where Arrow's parser
@@ -588,7 +588,9 @@ def _parse(
         names = table.schema.names
         spaced = re.search(rb'"[ \t\r]+:', piece) is not None
         try:
-            table = _confirm_texts(table, texts, _key_positions(texts, names, spaced), unread)
+            keys = _key_positions(texts, names, spaced)
+            table = _confirm_texts(table, texts, keys, by_field)
+            table = _confirm_fields(table, texts, keys, by_field, spaced)
         except NotColumnar:  # a key's text is no guide to its value: objects go by the records
             if any(list(row) != names for row in keyed()):
                 raise NotColumnar("keys in another order than the columns") from None
@@ -619,11 +621,67 @@ def _key_positions(lines: pa.Array, names: list[str], spaced: bool) -> dict[str,
     return found
 
 
+def _confirm_fields(
+    table: pa.Table,
+    lines: pa.Array,
+    keys: dict[str, pa.Array],
+    columns: frozenset[str],
+    spaced: bool,
+) -> pa.Table:
+    """The table, each of `columns` (objects) whose every row holds every field (no null), each
+    field's key once on a line, inside the object's text, in the column's field order, marked
+    `_IN_ORDER`, its fields' texts confirmed as columns' are (`_confirm_texts`). A field's key
+    found once in the line, and inside its object, is that object's own key: the row has it."""
+    names = table.schema.names
+    for name in columns & set(names):
+        i = names.index(name)
+        values = table.column(i).combine_chunks()
+        if not pa.types.is_struct(values.type) or values.null_count:
+            continue
+        children = values.flatten()
+        if any(child.null_count for child in children):
+            continue
+        fields = [f.name for f in values.type]
+        try:
+            at = _key_positions(lines, fields, spaced)
+        except NotColumnar:
+            continue
+        end = keys[names[i + 1]] if i + 1 < len(names) else pc.binary_length(lines)
+        if not all(
+            pc.all(pc.and_(pc.greater(at[f], keys[name]), pc.less(at[f], end))).as_py()
+            for f in fields
+        ):
+            continue
+        own = _confirm_texts(pa.Table.from_arrays(children, names=fields), lines, at, frozenset())
+        struct = pa.StructArray.from_arrays(
+            [c.combine_chunks() for c in own.columns], fields=list(own.schema)
+        )
+        table = table.set_column(i, table.schema.field(i).with_metadata(_IN_ORDER), struct)
+    return table
+
+
+def fields_table(table: pa.Table, name: str) -> pa.Table:
+    """Column `name` (objects) as a table of its fields, for `json_columns` (with the rows'
+    values of that column as parsed): texts `_confirm_fields` checked are taken as they are."""
+    values = table.column(name).combine_chunks()
+    return pa.Table.from_arrays(
+        values.flatten(), schema=pa.schema(list(values.type), table.schema.metadata)
+    )
+
+
+def in_field_order(table: pa.Table, name: str) -> bool:
+    """Whether every row holds every field of column `name` in the column's order (checked in
+    the lines' text by `_confirm_fields`)."""
+    return bool(table.schema.field(name).metadata == _IN_ORDER)
+
+
 # The field metadata of a column whose text each row of the source was seen to hold as
 # `json_values` writes it (see `_confirm_texts`).
 _CONFIRMED = {b"taskpack": b"text confirmed"}
 _CONFIRMED_ABSENT = {b"taskpack": b"text confirmed, null fields absent"}  # see `_json_objects`
 _MARKS = (_CONFIRMED, _CONFIRMED_ABSENT)
+# The field metadata of a column of objects every row holds with every field, in its order.
+_IN_ORDER = {b"taskpack": b"fields in order"}
 # The schema metadata of a JSON Lines piece's table: its records are JSON values.
 _JSON_LINES = {b"taskpack": b"json lines"}
 
@@ -645,7 +703,7 @@ def _unsure(kind: pa.DataType) -> bool:
 
 
 def _confirm_texts(
-    table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array], unread: frozenset[str]
+    table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array], by_field: frozenset[str]
 ) -> pa.Table:
     """The table, each column holding objects or floats marked confirmed where every line holds
     right after its key the very text `json_values` makes of the row's value (compact, or with
@@ -656,7 +714,7 @@ def _confirm_texts(
     # The spacing the first line writes is tried first (`json.dumps` writes `": `).
     spacings = (True, False) if b'": ' in lines[0].as_py() else (False, True)
     for i, field in enumerate(fields):
-        if field.name in unread or not _holds(field.type, _unsure):
+        if field.name in by_field or not _holds(field.type, _unsure):
             continue
         values = table.column(i).combine_chunks()
         after = pc.add(keys[field.name], len(field.name) + 3)  # past `"<name>":`

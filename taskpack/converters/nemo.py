@@ -25,7 +25,9 @@ from taskpack.converters._columnar import (
     NotColumnar,
     Parsed,
     Template,
+    fields_table,
     grouped,
+    in_field_order,
     json_columns,
     json_slot,
     json_values,
@@ -33,7 +35,6 @@ from taskpack.converters._columnar import (
     messages,
     ordinal_ids,
     own_names,
-    python_texts,
     refuse,
     role_keys,
     row_numbers,
@@ -49,6 +50,7 @@ from taskpack.converters._source import Record, RowError, iter_table_rows
 from taskpack.model import Item, Part, Task, Tool
 
 PARAMS = "responses_create_params"
+_TOOLS = "\x1e"  # in a row's template key: its roles, this, and its tool list's JSON text
 # Responses-API part type -> model part: (model type, {model field: Responses field})
 _PARTS: dict[str, tuple[str, dict[str, str]]] = {
     "input_text": ("text", {"text": "text"}),
@@ -300,16 +302,20 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if "input" not in fields or PAYLOAD_KEY in names:
             raise NotColumnar(f"{PARAMS} fields {params.type}")
         own_names(names)
-        if fields != ["input"] and any(list(r[PARAMS]) != fields for r in parsed()):
+        ordered = fields == ["input"] or in_field_order(table, PARAMS)
+        if not ordered and any(list(r[PARAMS]) != fields for r in parsed()):
             raise NotColumnar(f"{PARAMS} fields in another order, or lacking")
         keys = role_keys(pc.struct_field(params, "input"))
         if "tools" in fields:
-            tools = [json.dumps(r[PARAMS]["tools"]) for r in parsed()]
-            keys = [f"{k}\x1e{t}" for k, t in zip(keys, tools, strict=True)]
+            request = fields_table(table, PARAMS)
+            tools = json_columns(request, ["tools"], lambda: [r[PARAMS] for r in parsed()])[0]
+            keys = [
+                f"{k}{_TOOLS}{t}" for k, t in zip(keys, tools["tools"].to_pylist(), strict=True)
+            ]
         return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
 
-    def one(table: pa.Table, rows: pa.Array, parsed: Parsed) -> Batch:
-        """Rows of one template: the same roles, the same tool list."""
+    def one(table: pa.Table, rows: pa.Array, parsed: Parsed, key: str) -> Batch:
+        """Rows of one template: the same roles, the same tool list (in the key)."""
         names = table.schema.names
         params = table.column(PARAMS).combine_chunks()
         fields = [f.name for f in params.type]
@@ -324,9 +330,13 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             refuse(pc.equal(contents[last], ""), "an empty user message")
         others = [n for n in names if n != PARAMS]
         columns, hashed = json_columns(table, others, parsed)
-        for f in (f for f in fields if f not in ("input", "tools")):
-            key = f"#{PARAMS}.{f}"  # the request's other fields, kept as each row has them
-            columns[key], hashed[key] = python_texts([r[PARAMS][f] for r in parsed()])
+        kept = [f for f in fields if f not in ("input", "tools")]  # as each row has them
+        texts, sorted_texts = json_columns(
+            fields_table(table, PARAMS), kept, lambda: [r[PARAMS] for r in parsed()]
+        )
+        columns |= {f"#{PARAMS}.{f}": t for f, t in texts.items()}
+        hashed |= {f"#{PARAMS}.{f}": t for f, t in sorted_texts.items()}
+        tools = key.partition(_TOOLS)[2]
         null = pa.repeat(False, table.num_rows)
         for n in others:
             null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))
@@ -341,12 +351,11 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
             if matches not in (0, table.num_rows):
                 raise NotColumnar("a question that is the last user message only in some rows")
             asked = matches > 0  # in every row (a count would differ between batches)
-        tools = json.dumps(parsed()[0][PARAMS]["tools"]) if "tools" in fields else ""
         shape = (tuple(names), tuple(fields), as_text, tuple(roles), asked, typed)
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
         return template(shape, tools).fill(ids, columns, rows, hashed)
 
-    chunks = table_chunks(uri, keyed=True, unread=frozenset({PARAMS}))
+    chunks = table_chunks(uri, keyed=True, by_field=frozenset({PARAMS}))
     yield from mapped(chunks, batch, lambda rows, n: _native(rows, split, n))
 
 

@@ -210,7 +210,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         keys = role_keys(table.column("prompt").combine_chunks())
         return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
 
-    def one(table: pa.Table, rows: pa.Array, _: Parsed) -> Batch:
+    def one(table: pa.Table, rows: pa.Array, _: Parsed, _key: str) -> Batch:
         """Rows of one template: the same roles (and one env_class and reward method)."""
         shape = _shape(table)
         data_source = text(table.column("data_source").combine_chunks())

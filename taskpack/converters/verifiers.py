@@ -199,7 +199,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         keys = role_keys(table.column("prompt").combine_chunks())
         return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
 
-    def one(table: pa.Table, rows: pa.Array, _: Parsed) -> Batch:
+    def one(table: pa.Table, rows: pa.Array, _: Parsed, _key: str) -> Batch:
         """Rows of one template: the same roles."""
         roles, contents = messages(table.column("prompt"))
         if "user" not in roles:
