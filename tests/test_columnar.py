@@ -712,8 +712,12 @@ def _items(*items: dict[str, Any]) -> dict[str, Any]:
     return {"responses_create_params": {"input": list(items)}, "expected_answer": "1"}
 
 
-def _tools(tools: Any) -> dict[str, Any]:
-    return {"responses_create_params": {"input": "q", "tools": tools}, "expected_answer": "1"}
+def _tools(tools: Any, first: bool = False) -> dict[str, Any]:
+    request = {"tools": tools, "input": "q"} if first else {"input": "q", "tools": tools}
+    return {"responses_create_params": request, "expected_answer": "1"}
+
+
+M = {"m": {"tools": 2}}
 
 
 def _nemo(**fields: Any) -> dict[str, Any]:
@@ -815,6 +819,9 @@ def _nemo(**fields: Any) -> dict[str, Any]:
             [{"responses_create_params": {"tools": FN, "input": "q"}}] * 2,
             True,
         ),
+        ("tools before input in one row", [_tools(FN), _tools(FN, first=True)], False),
+        ("a key named tools elsewhere too", [_tools(FN) | {"m": {"tools": 1}}] * 2, True),
+        ("tools elsewhere, none in a request", [_tools(FN) | M, _nemo(m={"tools": None})], False),
         (
             "a message's content before its role",
             [_nemo(), {**_nemo(), "responses_create_params": {"input": [SYSTEM, FIRST]}}],
@@ -994,6 +1001,29 @@ def test_rows_keep_their_own_tools_one_template_per_tool_list(
     assert sum(n for kind, n in runs if kind == "rows") >= 1000  # a list per row
     names = [json.loads(row["tools"])[0]["name"] for row in by_columns[2]]
     assert names[:4] == ["g", "f", "f", "g"] and names[1500:1502] == ["f0", "f1"]
+
+
+def test_request_fields_each_once_in_order_are_read_without_parsing_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request whose every field's key is found once on each line, inside the request and in
+    its order, has its fields' texts (tools, a temperature) confirmed in the lines: no batch
+    parses its rows in Python; a line holding a key of the same name deeper makes only its
+    batch do so."""
+    rows: list[Any] = [
+        {"responses_create_params": {"input": f"q{i}", "tools": FN, "temperature": 0.5}, "m": {}}
+        for i in range(3000)
+    ]
+    rows[1500]["m"] = {"temperature": 1}
+    src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
+    written = _spy(monkeypatch)
+    parsed: list[int] = []
+    real = _columnar._parsed_rows
+    monkeypatch.setattr(_columnar, "_parsed_rows", lambda r, n: (parsed.append(n), real(r, n))[1])
+    by_columns = outcome(tmp_path, "columns", src, "nemo", {}, columnar=True)
+    assert _runs(written) == [("columns", 3000)]
+    assert by_columns == outcome(tmp_path, "rows", src, "nemo", {}, columnar=False)
+    assert len(parsed) == 1 and parsed[0] < 3000 / 4  # the batch holding row 1500 only
 
 
 def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(
