@@ -970,15 +970,7 @@ def test_objects_a_line_writes_otherwise_take_the_row_paths_values(
     for every row of the batch, and the rows stay columnar, each keeping its own key order."""
     rows: list[Any] = [_nemo(expected_answer=str(i), agent_ref=REF) for i in range(3000)]
     rows[1500] = _nemo(agent_ref=FER)
-    src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
-    written = _spy(monkeypatch)
-    parsed: list[int] = []
-    real = _columnar._parsed_rows
-    monkeypatch.setattr(_columnar, "_parsed_rows", lambda r, n: (parsed.append(n), real(r, n))[1])
-    by_columns = outcome(tmp_path, "columns", src, "nemo", {}, columnar=True)
-    assert _runs(written) == [("columns", 3000)]
-    assert by_columns == outcome(tmp_path, "rows", src, "nemo", {}, columnar=False)
-    assert len(parsed) == 1 and parsed[0] < 3000 / 4  # the batch holding row 1500 only
+    by_columns = _one_batch_parsed(tmp_path, monkeypatch, rows)
     stored = [json.loads(row["extras"])["nemo"]["agent_ref"] for row in by_columns[2]]
     assert list(stored[1500]) == ["name", "type"] and list(stored[1499]) == ["type", "name"]
 
@@ -1015,15 +1007,22 @@ def test_request_fields_each_once_in_order_are_read_without_parsing_rows(
         for i in range(3000)
     ]
     rows[1500]["m"] = {"temperature": 1}
-    src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
+    _one_batch_parsed(tmp_path, monkeypatch, rows)
+
+
+def _one_batch_parsed(tmp: Path, monkeypatch: pytest.MonkeyPatch, rows: list[Any]) -> Any:
+    """The NeMo import of 3000 `rows` whose row 1500 is odd: every row columnar, the same task
+    set as the row path's, and only the batch holding row 1500 parsed row by row."""
+    src = _odd_source(tmp, rows, ".jsonl", monkeypatch)
     written = _spy(monkeypatch)
     parsed: list[int] = []
     real = _columnar._parsed_rows
     monkeypatch.setattr(_columnar, "_parsed_rows", lambda r, n: (parsed.append(n), real(r, n))[1])
-    by_columns = outcome(tmp_path, "columns", src, "nemo", {}, columnar=True)
+    by_columns = outcome(tmp, "columns", src, "nemo", {}, columnar=True)
     assert _runs(written) == [("columns", 3000)]
-    assert by_columns == outcome(tmp_path, "rows", src, "nemo", {}, columnar=False)
+    assert by_columns == outcome(tmp, "rows", src, "nemo", {}, columnar=False)
     assert len(parsed) == 1 and parsed[0] < 3000 / 4  # the batch holding row 1500 only
+    return by_columns
 
 
 def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(
