@@ -240,12 +240,22 @@ def without(prompt: pa.Array, field: str) -> pa.Array:
     return pa.ListArray.from_arrays(_list_offsets(prompt), values)
 
 
+def item_fields(kind: pa.DataType) -> dict[str, pa.DataType]:
+    """The fields of the objects a list type holds (a prompt's messages), or {} for any other
+    type."""
+    item = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
+    return {f.name: f.type for f in item} if item and pa.types.is_struct(item) else {}
+
+
+def last_user(roles: Sequence[str]) -> int | None:
+    """Where the last user message is among a prompt's `roles`, if it has one."""
+    return len(roles) - 1 - list(roles)[::-1].index("user") if "user" in roles else None
+
+
 def role_keys(prompt: pa.Array) -> list[str]:
     """Each row's roles as one text (a key for `grouped`); all alike where the prompt is not a
     list of messages (`messages` then refuses it)."""
-    kind = prompt.type
-    item = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
-    if item is None or not pa.types.is_struct(item) or item.get_field_index("role") < 0:
+    if "role" not in item_fields(prompt.type):
         return [""] * len(prompt)
     roles = pc.struct_field(pc.list_flatten(prompt), "role")
     joined = pc.binary_join(pa.ListArray.from_arrays(_list_offsets(prompt), roles), "\x1f")
@@ -862,10 +872,7 @@ def messages(prompt: pa.Array | pa.ChunkedArray) -> tuple[list[str], list[pa.Arr
     empty = prompt.type in (pa.list_(pa.null()), pa.large_list(pa.null()))
     if empty and not prompt.null_count and not pc.max(pc.list_value_length(prompt)).as_py():
         return [], []  # no messages in any row (an environment that writes its own)
-    kind = prompt.type
-    item = kind.value_type if pa.types.is_list(kind) or pa.types.is_large_list(kind) else None
-    fields = {f.name: f.type for f in item} if item and pa.types.is_struct(item) else {}
-    if fields != {"role": pa.string(), "content": pa.string()}:  # the keys in either order
+    if item_fields(prompt.type) != {"role": pa.string(), "content": pa.string()}:  # any order
         raise NotColumnar(f"a prompt of type {prompt.type}")
     if prompt.null_count:
         refuse(pc.is_null(prompt), "no prompt")

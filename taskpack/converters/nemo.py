@@ -28,9 +28,11 @@ from taskpack.converters._columnar import (
     fields_table,
     grouped,
     in_field_order,
+    item_fields,
     json_columns,
     json_slot,
     json_values,
+    last_user,
     mapped,
     messages,
     ordinal_ids,
@@ -272,7 +274,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         """The template of rows of one shape whose tool list has the JSON text `tools`."""
         names, fields, as_text, roles, asked, typed = shape
         row: dict[str, Any] = {n: json_slot(n) for n in names if n != PARAMS}
-        last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
+        last = last_user(roles)
         if asked:
             row["question"] = slot(f"#content{last}")
         kind = {"type": "message"} if typed else {}
@@ -325,7 +327,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if typed:
             inputs = without(inputs, "type")
         roles, contents = (["user"], [text(inputs)]) if as_text else messages(inputs)
-        last = len(roles) - 1 - roles[::-1].index("user") if "user" in roles else None
+        last = last_user(roles)
         if last is not None:  # an empty one: the row has no question
             refuse(pc.equal(contents[last], ""), "an empty user message")
         others = [n for n in names if n != PARAMS]
@@ -364,10 +366,7 @@ def _typed_messages(inputs: pa.Array) -> bool:
     rows where an item says otherwise, or lacks it, go row by row."""
     import pyarrow.compute as pc
 
-    kind = inputs.type
-    if not pa.types.is_list(kind) or not pa.types.is_struct(kind.value_type):
-        return False
-    if kind.value_type.get_field_index("type") < 0:
+    if "type" not in item_fields(inputs.type):
         return False
     refuse(pc.is_null(inputs), "no input")
     kinds = pc.struct_field(pc.list_flatten(inputs), "type")

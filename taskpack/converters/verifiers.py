@@ -31,6 +31,7 @@ from taskpack.converters._columnar import (
     Parsed,
     Template,
     grouped,
+    last_user,
     mapped,
     messages,
     refuse,
@@ -181,7 +182,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
 
     @functools.lru_cache(maxsize=64)
     def template(names: tuple[str, ...], roles: tuple[str, ...], asked: bool) -> Template:
-        last = len(roles) - 1 - roles[::-1].index("user")
+        last = last_user(roles)
         row = {
             "question": slot(f"#content{last}" if asked else "question"),
             "answer": slot("answer"),
@@ -202,9 +203,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     def one(table: pa.Table, rows: pa.Array, _: Parsed, _key: str) -> Batch:
         """Rows of one template: the same roles."""
         roles, contents = messages(table.column("prompt"))
-        if "user" not in roles:
+        last = last_user(roles)
+        if last is None:
             raise NotColumnar("a prompt without a user message")
-        last = len(roles) - 1 - roles[::-1].index("user")
         question, answer = text_columns(table, ["question", "answer"])
         matches = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
         if matches not in (0, table.num_rows):
