@@ -84,11 +84,19 @@ def peak_process(code: str, *args: str, quiet: bool = False) -> tuple[float, flo
 
 def alternate(contenders: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
     """Median of each contender's timings, run in turn round after round (same conditions)."""
+    times = alternate_times(contenders, rounds)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def alternate_times(
+    contenders: dict[str, Callable[[], float]], rounds: int
+) -> dict[str, list[float]]:
+    """Each contender's timings, round by round: the i-th of each were taken side by side."""
     times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, run in contenders.items():
             times[name].append(run())
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
 
 
 def per_call(fn: Callable[[int], Any], indices: list[int]) -> float:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import alternate, build_taskset, fresh_process, per_call
+from common import alternate, alternate_times, build_taskset, fresh_process, per_call
 
 TASKPACK = """
 import sys, taskpack
@@ -48,10 +50,11 @@ print(pf.read_row_group(g).slice(i - starts[g], 1).to_pylist()[0]["id"])
 BARE = "print('task')"
 # Import cost alone: taskpack with its read path loaded (its names load on first use) against
 # the pyarrow module a hand-written reader imports.
+TASKPACK_IMPORT, PYARROW_IMPORT = "import taskpack (+ load)", "import pyarrow.parquet"
 IMPORTS = {
-    "import taskpack (+ load)": "import taskpack; taskpack.load",
+    TASKPACK_IMPORT: "import taskpack; taskpack.load",
     "import taskpack (alone)": "import taskpack",
-    "import pyarrow.parquet": "import pyarrow.parquet",
+    PYARROW_IMPORT: "import pyarrow.parquet",
 }
 
 
@@ -86,11 +89,32 @@ def episode_start(parquet: Path, rounds: int, index: int) -> dict[str, float]:
     )
 
 
-def imports(rounds: int) -> dict[str, float]:
-    return alternate(
+def imports(rounds: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Each import's median, and the median of its difference from pyarrow's round by round:
+    this machine drifts by tens of milliseconds within a run, which moves both sides of a round
+    alike, so a difference of medians taken apart can miss by as much."""
+    times = alternate_times(
         {name: (lambda code=code: fresh_process(code)) for name, code in IMPORTS.items()},
-        rounds * 3,
+        rounds * 5,
     )
+    base = times[PYARROW_IMPORT]
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    extra = {
+        name: statistics.median(a - b for a, b in zip(values, base, strict=True))
+        for name, values in times.items()
+    }
+    return medians, extra
+
+
+def modules_added() -> list[str]:
+    """The modules the taskpack read path loads that `import pyarrow.parquet` does not."""
+
+    def loaded(code: str) -> set[str]:
+        listing = f"{code}; import sys; print(chr(10).join(sys.modules))"
+        run = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True)
+        return set(run.stdout.split())
+
+    return sorted(loaded(IMPORTS[TASKPACK_IMPORT]) - loaded(IMPORTS[PYARROW_IMPORT]))
 
 
 def random_access(parquet: Path, rounds: int, count: int) -> dict[str, float]:
@@ -136,17 +160,18 @@ def main() -> dict[str, dict[str, float]]:
         fresh_process(DATASETS, str(index), str(parquet))  # build the datasets cache: hot
         fresh_process(TASKPACK, str(index))  # resolve once: the version is now pinned in cache
         start = episode_start(parquet, args.rounds, index)
-        imported = imports(args.rounds)
+        imported, extra = imports(args.rounds)
+        added = modules_added()
         access = random_access(parquet, args.rounds, 2000)
     ours = start["taskpack"]
     print(f"episode start, fresh process, task {index} of {args.tasks} (median of {args.rounds}):")
     for name, seconds in start.items():
         print(f"  {name:<22}{seconds * 1000:8.0f} ms   taskpack / this = {ours / seconds:5.2f}")
-    print(f"import, fresh process (median of {args.rounds * 3}):")
-    base = imported["import pyarrow.parquet"]
+    print(f"import, fresh process (median of {args.rounds * 5}; over pyarrow: of the rounds):")
     for name, seconds in imported.items():
-        extra = (seconds - base) * 1000
-        print(f"  {name:<26}{seconds * 1000:8.0f} ms   this - pyarrow = {extra:+5.0f} ms")
+        over = extra[name] * 1000
+        print(f"  {name:<26}{seconds * 1000:8.0f} ms   over pyarrow {over:+5.0f} ms")
+    print(f"  modules '{TASKPACK_IMPORT}' adds to pyarrow.parquet's: {', '.join(added)}")
     print("random access in one process (median per call):")
     base = access["pyarrow slice"]
     for name, seconds in access.items():
