@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from taskpack.errors import TaskpackError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
     import pyarrow as pa
 
@@ -153,34 +155,174 @@ def typed_columns(table: pa.Table, json_columns: Sequence[str]) -> pa.Table:
     """`table` with each of its `json_columns` decoded into Arrow types (structs, lists,
     numbers), so a table viewer or an SQL engine can filter by `metadata.difficulty` or
     `environment.repo`. A part whose rows disagree in shape (an answer that is a number here
-    and a list there) stays JSON text rather than being coerced; see `_typed_array`."""
-    for i, name in enumerate(table.column_names):
-        if name in json_columns:
-            values = [None if v is None else json.loads(v) for v in table.column(i).to_pylist()]
-            table = table.set_column(i, name, _typed_array(values))
-    return table
+    and a list there) stays JSON text rather than being coerced; see `_plan`."""
+    return _refitted(_plans([table], json_columns), lambda plans: _typed(table, plans))
 
 
-def _typed_array(values: list[Any]) -> pa.Array:
-    """The values as one Arrow array: inferred when they share a shape Parquet can store; else
-    a struct of such arrays, key by key, when they are all objects; else JSON text."""
+def write_typed(split: Split, path: Path, **parquet: Any) -> None:
+    """The split as one Parquet file at `path`, its JSON columns typed as `typed_columns` types
+    them over the whole split, a row group at a time: each column's type is planned over every
+    row group first (one pass, nothing kept but the plans), then each group is converted to it
+    and written (a second), so memory does not grow with the split. Where a group's values do
+    not fit the plan (an integer no double holds exactly, in a field planned as floats), that
+    part is loosened as inference over the whole split would have it, and the file is written
+    again."""
+    import pyarrow.parquet as pq
+
+    def write(plans: dict[str, Any]) -> None:
+        writer = None
+        try:
+            for group in split.row_groups():
+                typed = _typed(group, plans)
+                writer = writer or pq.ParquetWriter(path, typed.schema, **parquet)
+                writer.write_table(typed)
+            if writer is None:  # no row group: the columns as they are, with no rows
+                pq.write_table(split.columns(), path, **parquet)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    _refitted(_plans(split.row_groups(), split.json_columns), write)
+
+
+# A plan: how a JSON column becomes Arrow. The type pyarrow infers for its values; where it
+# infers none and the values are objects, a dict of one plan per key; else _TEXT, the values as
+# JSON text.
+_TEXT = "json text"
+T = TypeVar("T")
+
+
+class _Unfit(Exception):
+    """Values the plan at `path` (a column, then keys) does not fit: a number too wide for the
+    type planned from all groups together, where each group's own type took it."""
+
+    def __init__(self, path: tuple[str, ...]) -> None:
+        self.path = path
+
+
+def _refitted(plans: dict[str, Any], attempt: Callable[[dict[str, Any]], T]) -> T:
+    """`attempt(plans)`, again wherever the plan did not fit with that part loosened: a
+    struct taken key by key, anything else as text, as `_plan` does where inference fails."""
+    while True:
+        try:
+            return attempt(plans)
+        except _Unfit as e:
+            plans = _loosened(plans, e.path)
+
+
+def _loosened(plan: Any, path: tuple[str, ...]) -> Any:
+    import pyarrow as pa
+
+    if path:
+        return {**plan, path[0]: _loosened(plan[path[0]], path[1:])}
+    if isinstance(plan, pa.DataType) and pa.types.is_struct(plan):
+        return {f.name: f.type for f in plan}
+    return _TEXT
+
+
+def _plans(tables: Iterable[pa.Table], json_columns: Sequence[str]) -> dict[str, Any]:
+    """Each JSON column's plan over all of `tables`: each table's own, merged."""
+    plans: dict[str, Any] = {}
+    for table in tables:
+        for name in json_columns:
+            if name in table.column_names:
+                mine = _plan(_decoded(table, name))
+                plans[name] = _merge(plans[name], mine) if name in plans else mine
+    return {name: _writable(plan) for name, plan in plans.items()}
+
+
+def _decoded(table: pa.Table, name: str) -> list[Any]:
+    return [None if v is None else json.loads(v) for v in table.column(name).to_pylist()]
+
+
+def _plan(values: list[Any]) -> Any:
     import pyarrow as pa
 
     try:
-        array = pa.array(values)
-        if _parquet_writable(array.type):
-            return array
+        return pa.array(values).type
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         pass
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, dict) for v in present):
-        keys = list(dict.fromkeys(k for v in present for k in v))
-        if keys:
-            fields = [_typed_array([None if v is None else v.get(k) for v in values]) for k in keys]
-            nulls = pa.array([v is None for v in values], pa.bool_())
-            return pa.StructArray.from_arrays(fields, names=keys, mask=nulls)
-    text = [None if v is None else json.dumps(v, separators=(",", ":")) for v in values]
-    return pa.array(text, pa.string())
+        keys = dict.fromkeys(k for v in present for k in v)
+        return {k: _plan([_get(v, k) for v in values]) for k in keys}
+    return _TEXT
+
+
+def _merge(a: Any, b: Any) -> Any:
+    """The plan of two tables' values together, as `_plan` of them all would give: where
+    pyarrow's inference unifies the two types (a null with anything, an integer with a float,
+    the fields of two structs) the unified type, else objects key by key, else text."""
+    import pyarrow as pa
+
+    if _TEXT in (a, b):
+        return _TEXT
+    if isinstance(a, pa.DataType) and isinstance(b, pa.DataType):
+        both = [pa.schema([pa.field("v", t)]) for t in (a, b)]
+        try:
+            return pa.unify_schemas(both, promote_options="permissive").field("v").type
+        except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
+            pass
+    keyed_a, keyed_b = _by_key(a), _by_key(b)
+    if keyed_a is None or keyed_b is None:
+        return _TEXT
+    null = pa.null()
+    keys = dict.fromkeys([*keyed_a, *keyed_b])
+    return {k: _merge(keyed_a.get(k, null), keyed_b.get(k, null)) for k in keys}
+
+
+def _by_key(plan: Any) -> dict[str, Any] | None:
+    """A plan of objects as one plan per key; None for a plan of other values."""
+    import pyarrow as pa
+
+    if isinstance(plan, dict):
+        return plan
+    if pa.types.is_null(plan):
+        return {}
+    if pa.types.is_struct(plan):
+        return {f.name: f.type for f in plan}
+    return None
+
+
+def _writable(plan: Any) -> Any:
+    """The plan with what Parquet cannot store (a struct without fields) taken key by key,
+    or as text where there is no key."""
+    import pyarrow as pa
+
+    if isinstance(plan, dict):
+        return {k: _writable(p) for k, p in plan.items()} or _TEXT
+    if plan == _TEXT or _parquet_writable(plan):
+        return plan
+    if pa.types.is_struct(plan) and plan.num_fields:
+        return {f.name: _writable(f.type) for f in plan}
+    return _TEXT
+
+
+def _typed(table: pa.Table, plans: Mapping[str, Any]) -> pa.Table:
+    for name, plan in plans.items():
+        i = table.column_names.index(name)
+        table = table.set_column(i, name, _array(_decoded(table, name), plan, (name,)))
+    return table
+
+
+def _array(values: list[Any], plan: Any, path: tuple[str, ...]) -> pa.Array:
+    import pyarrow as pa
+
+    if plan == _TEXT:
+        text = [None if v is None else json.dumps(v, separators=(",", ":")) for v in values]
+        return pa.array(text, pa.string())
+    if isinstance(plan, dict):
+        fields = [_array([_get(v, k) for v in values], p, (*path, k)) for k, p in plan.items()]
+        nulls = pa.array([v is None for v in values], pa.bool_())
+        return pa.StructArray.from_arrays(fields, names=list(plan), mask=nulls)
+    try:
+        return pa.array(values, type=plan)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        raise _Unfit(path) from None
+
+
+def _get(value: dict[str, Any] | None, key: str) -> Any:
+    return None if value is None else value.get(key)
 
 
 def _parquet_writable(t: pa.DataType) -> bool:

@@ -225,6 +225,59 @@ def test_typed_arrow_has_real_columns_where_rows_agree(split: Any, tmp_path: Pat
     pq.write_table(table, tmp_path / "mixed.parquet")
 
 
+def test_typed_file_is_written_a_row_group_at_a_time_as_the_whole_split_types_it(
+    tmp_path: Path,
+) -> None:
+    """`write_typed` (the Hub viewer's copy) plans each JSON column over every row group, then
+    converts and writes group by group: the file holds what `typed_columns` gives for the whole
+    split at once, where the groups disagree (a float after integers, a key first seen later, a
+    key of another type, a list after numbers, a number too wide for the float planned)."""
+    import pyarrow.parquet as pq
+
+    from taskpack.taskset import ROW_GROUP_ROWS
+    from taskpack.views import typed_columns, write_typed
+
+    shapes = [  # (metadata, answer) of each row group's tasks
+        ({"n": 1, "tags": []}, 1),
+        ({"n": 2.5, "extra": {"k": "v"}}, 2),
+        ({"n": 3, "extra": {"k": 7}, "big": 1.5}, [3]),
+        ({"big": 2**62}, 4),
+    ]
+    rows = [
+        make_task(i, files=[], metadata=meta, answer=answer)
+        for g, (meta, answer) in enumerate(shapes)
+        for i in range(g * ROW_GROUP_ROWS, (g + 1) * ROW_GROUP_ROWS)
+    ]
+    taskpack.write(tmp_path / "ts", {"train": rows}, name="shapes")
+    split = taskpack.open(tmp_path / "ts").split("train")
+    write_typed(split, tmp_path / "typed.parquet")
+
+    back = pq.ParquetFile(tmp_path / "typed.parquet")
+    assert back.num_row_groups == len(shapes)
+    streamed = back.read()
+    whole = typed_columns(split.columns(), split.json_columns)
+    assert streamed.schema.remove_metadata() == whole.schema.remove_metadata()
+    assert streamed.to_pylist() == whole.to_pylist()
+    metadata = streamed.column("metadata").type
+    assert str(metadata.field("n").type) == "double"  # integers and floats: floats
+    assert str(metadata.field("extra").type) == "struct<k: string>"  # "v" and 7: JSON text
+    assert str(metadata.field("big").type) == "string"  # 2**62 is no exact double: JSON text
+    firsts = streamed.take([0, ROW_GROUP_ROWS, 2 * ROW_GROUP_ROWS, 3 * ROW_GROUP_ROWS])
+    assert [m["extra"] for m in firsts.column("metadata").to_pylist()] == [
+        None,
+        {"k": '"v"'},
+        {"k": "7"},
+        None,
+    ]
+    assert [m["big"] for m in firsts.column("metadata").to_pylist()] == [
+        None,
+        None,
+        "1.5",
+        str(2**62),
+    ]
+    assert firsts.column("answer").to_pylist() == ["1", "2", "[3]", "4"]
+
+
 def test_adapters_are_not_imported_at_episode_start(tmp_path: Path) -> None:
     taskpack.write(tmp_path / "ts", {"train": [make_task(0)]}, name="x")
     probe = (

@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -337,38 +338,43 @@ class HubRegistry(Registry):
         adds: list[Any] = [CommitOperationAdd(path, local) for path, local in files.items()]
         adds.append(CommitOperationAdd(MANIFEST, m.model_dump_json(indent=2).encode()))
         adds.append(CommitOperationAdd(CARD, dataset_card(ts, self.owner).encode()))
-        views = {viewer_path(name): viewer_parquet(ts, name) for name in m.splits}
-        adds.extend(CommitOperationAdd(path, data) for path, data in views.items())
-        kept = {*files, *views, MANIFEST, CARD, ".gitattributes"}
-        for _ in range(_CAS_ATTEMPTS):
-            refs = self._refs(m.name)
-            head = next((b.target_commit for b in refs.branches if b.name == branch), None)
-            if head is None:  # the first older version: branch off main
-                with self._errors(f"create the branch {branch} of {m.name}"):
-                    self.api.create_branch(
-                        self._repo(m.name), branch=branch, repo_type="dataset", exist_ok=True
+        with tempfile.TemporaryDirectory(prefix="taskpack-hub-") as tmp:
+            views = {
+                viewer_path(n): viewer_parquet(ts, n, Path(tmp) / f"{n}.parquet") for n in m.splits
+            }
+            adds.extend(CommitOperationAdd(path, str(local)) for path, local in views.items())
+            kept = {*files, *views, MANIFEST, CARD, ".gitattributes"}
+            for _ in range(_CAS_ATTEMPTS):
+                refs = self._refs(m.name)
+                head = next((b.target_commit for b in refs.branches if b.name == branch), None)
+                if head is None:  # the first older version: branch off main
+                    with self._errors(f"create the branch {branch} of {m.name}"):
+                        self.api.create_branch(
+                            self._repo(m.name), branch=branch, repo_type="dataset", exist_ok=True
+                        )
+                    continue
+                with self._errors(f"list the files of {m.name}"):
+                    present = self.api.list_repo_files(
+                        self._repo(m.name), repo_type="dataset", revision=head
                     )
-                continue
-            with self._errors(f"list the files of {m.name}"):
-                present = self.api.list_repo_files(
-                    self._repo(m.name), repo_type="dataset", revision=head
-                )
-            stale = [CommitOperationDelete(path) for path in present if path not in kept]
-            try:
-                info = self.api.create_commit(
-                    self._repo(m.name),
-                    [*adds, *stale],
-                    commit_message=f"{m.name} {m.version}",
-                    commit_description=m.digest,
-                    repo_type="dataset",
-                    revision=branch,
-                    parent_commit=head,
-                )
-                return str(info.oid)
-            except Exception as e:  # noqa: BLE001
-                if _status(e) != 412:
-                    raise self._fail(e, f"upload {m.name}@{m.version}") from None
-        raise TaskpackError(f"{self.url}: {branch} of {m.name} kept moving; gave up after retries")
+                stale = [CommitOperationDelete(path) for path in present if path not in kept]
+                try:
+                    info = self.api.create_commit(
+                        self._repo(m.name),
+                        [*adds, *stale],
+                        commit_message=f"{m.name} {m.version}",
+                        commit_description=m.digest,
+                        repo_type="dataset",
+                        revision=branch,
+                        parent_commit=head,
+                    )
+                    return str(info.oid)
+                except Exception as e:  # noqa: BLE001
+                    if _status(e) != 412:
+                        raise self._fail(e, f"upload {m.name}@{m.version}") from None
+            raise TaskpackError(
+                f"{self.url}: {branch} of {m.name} kept moving; gave up after retries"
+            )
 
     def _highest_release(self, m: Manifest) -> bool:
         if not is_release(m.version):
@@ -414,19 +420,16 @@ def viewer_path(split: str) -> str:
     return f"data/{split}.parquet"
 
 
-def viewer_parquet(ts: TaskSet, split: str) -> bytes:
-    """The viewer's copy of a split: the same rows with the JSON columns as real Arrow types
-    (`metadata.difficulty`, `source.dataset`, `reward.kind`), so the Hub's viewer filters by
-    them and a plain `load_dataset` gets structures, not JSON text. taskpack itself reads the
-    content-addressed `splits/` files; this copy is derived and never read back."""
-    import pyarrow.parquet as pq
+def viewer_parquet(ts: TaskSet, split: str, path: Path) -> Path:
+    """The viewer's copy of a split, written to `path`: the same rows with the JSON columns as
+    real Arrow types (`metadata.difficulty`, `source.dataset`, `reward.kind`), so the Hub's
+    viewer filters by them and a plain `load_dataset` gets structures, not JSON text. Written a
+    row group at a time, so a split of millions of tasks is not held in memory. taskpack itself
+    reads the content-addressed `splits/` files; this copy is derived and never read back."""
+    from taskpack.views import write_typed
 
-    from taskpack.taskset import ROW_GROUP_ROWS
-
-    out = io.BytesIO()
-    table = ts.split(split).to_arrow(typed=True)
-    pq.write_table(table, out, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-    return out.getvalue()
+    write_typed(ts.split(split), path, compression="zstd")
+    return path
 
 
 def reward_kinds(ts: TaskSet) -> list[str]:
