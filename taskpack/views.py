@@ -186,8 +186,8 @@ def write_typed(split: Split, path: Path, **parquet: Any) -> None:
 
 
 # A plan: how a JSON column becomes Arrow. The type pyarrow infers for its values; where it
-# infers none and the values are objects, a dict of one plan per key; else _TEXT, the values as
-# JSON text.
+# infers none and the values are objects, a dict of one plan per key; else _TEXT (compared by
+# identity: an Arrow type equals the string of its name), the values as JSON text.
 _TEXT = "json text"
 T = TypeVar("T")
 
@@ -255,7 +255,7 @@ def _merge(a: Any, b: Any) -> Any:
     the fields of two structs) the unified type, else objects key by key, else text."""
     import pyarrow as pa
 
-    if _TEXT in (a, b):
+    if a is _TEXT or b is _TEXT:
         return _TEXT
     if isinstance(a, pa.DataType) and isinstance(b, pa.DataType):
         both = [pa.schema([pa.field("v", t)]) for t in (a, b)]
@@ -291,7 +291,7 @@ def _writable(plan: Any) -> Any:
 
     if isinstance(plan, dict):
         return {k: _writable(p) for k, p in plan.items()} or _TEXT
-    if plan == _TEXT or _parquet_writable(plan):
+    if plan is _TEXT or _parquet_writable(plan):
         return plan
     if pa.types.is_struct(plan) and plan.num_fields:
         return {f.name: _writable(f.type) for f in plan}
@@ -308,7 +308,7 @@ def _typed(table: pa.Table, plans: Mapping[str, Any]) -> pa.Table:
 def _array(values: list[Any], plan: Any, path: tuple[str, ...]) -> pa.Array:
     import pyarrow as pa
 
-    if plan == _TEXT:
+    if plan is _TEXT:
         text = [None if v is None else json.dumps(v, separators=(",", ":")) for v in values]
         return pa.array(text, pa.string())
     if isinstance(plan, dict):
