@@ -12,10 +12,12 @@ For the same reason the disk rounds start after a sync and that window.
 
 Then the row exports' peak memory (RSS of the whole process) at several sizes: SkyRL Parquet
 and NeMo Gym JSONL are read a row group and written a batch at a time, so it should not grow
-with the tasks written. A Parquet footer holds an entry per column of each row group (30 MiB in
-memory for one file of a million tasks); a split of more than `PART_GROUPS` row groups is stored
-as several files, read one at a time, so the largest footer an export holds is bounded too. It
-is shown apart: the largest file of the source split, opened with nothing read.
+with the tasks written; nor should writing the Hub viewer's copy of a split, whose JSON
+columns are typed over the whole split before it is written a row group at a time. A Parquet
+footer holds an entry per column of each row group (30 MiB in memory for one file of a million
+tasks); a split of more than `PART_GROUPS` row groups is stored as several files, read one at a
+time, so the largest footer an export holds is bounded too. It is shown apart: the largest file
+of the source split, opened with nothing read.
 
     python bench/export.py                 # 20000 tasks, 3 rounds; memory at 10k, 100k, 200k
     python bench/export.py --tasks 2000 --rounds 2 --memory 2000,20000
@@ -93,6 +95,21 @@ def _peak_mib(source: Path, fmt: str, out: Path) -> float:
     return peak
 
 
+VIEWER = """
+import sys, taskpack
+from pathlib import Path
+from taskpack.registry.hub import viewer_parquet
+viewer_parquet(taskpack.open(sys.argv[1]), "train", Path(sys.argv[2]))
+"""
+
+
+def _viewer_mib(source: Path, out: Path) -> float:
+    """Peak RSS in MiB of writing the Hub viewer's copy of the split (its JSON columns typed)."""
+    _, peak = peak_process(VIEWER, str(source), str(out))
+    out.unlink()
+    return peak
+
+
 def _footer_mib(source: Path) -> float:
     """What opening the split's largest Parquet file adds to a process (its footer: an entry
     per column of each 1024-task row group)."""
@@ -139,11 +156,17 @@ def main() -> None:
             for name, t in medians.items():
                 print(f"{where}: taskpack export --to {name} {t:.1f} s ({t / plain:.2f}x plain)")
         sizes = [int(n) for n in args.memory.split(",")]
-        peaks: dict[str, list[float]] = {"skyrl": [], "nemo": [], "source footer": []}
+        peaks: dict[str, list[float]] = {
+            "skyrl": [],
+            "nemo": [],
+            "hub viewer copy": [],
+            "source footer": [],
+        }
         for count in sizes:
             source = build_taskset(work / f"mem{count}", count)
             for fmt in ("skyrl", "nemo"):
                 peaks[fmt].append(_peak_mib(source, fmt, work / f"{fmt}{count}"))
+            peaks["hub viewer copy"].append(_viewer_mib(source, work / "viewer.parquet"))
             peaks["source footer"].append(_footer_mib(source))
             shutil.rmtree(source)
         for what, found in peaks.items():
@@ -152,7 +175,8 @@ def main() -> None:
                 print(f"of which the largest Parquet footer of the source (open): {each}")
                 continue
             steps = " then ".join(f"{b / a:.2f}x" for a, b in itertools.pairwise(found))
-            print(f"row export --to {what}: peak {each} ({steps})")
+            writes = "writing the" if what == "hub viewer copy" else "row export --to"
+            print(f"{writes} {what}: peak {each} ({steps})")
     finally:
         for base in places.values():
             shutil.rmtree(base, ignore_errors=True)
