@@ -15,6 +15,7 @@ random generator, whose stream may change between versions, decides it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -159,30 +160,48 @@ def typed_columns(table: pa.Table, json_columns: Sequence[str]) -> pa.Table:
     return _refitted(_plans([table], json_columns), lambda plans: _typed(table, plans))
 
 
-def write_typed(split: Split, path: Path, **parquet: Any) -> None:
+def write_typed(split: Split, path: Path, *, group_rows: int = 16_384, **parquet: Any) -> None:
     """The split as one Parquet file at `path`, its JSON columns typed as `typed_columns` types
-    them over the whole split, a row group at a time: each column's type is planned over every
-    row group first (one pass, nothing kept but the plans), then each group is converted to it
-    and written (a second), so memory does not grow with the split. Where a group's values do
-    not fit the plan (an integer no double holds exactly, in a field planned as floats), that
-    part is loosened as inference over the whole split would have it, and the file is written
-    again."""
+    them over the whole split, a few row groups at a time: each column's type is planned over
+    every row group first (one pass, nothing kept but the plans), then the groups are converted
+    to it and written in groups of `group_rows` (a second), so memory does not grow with the
+    split (nor the writer's footer: an entry per column of each group written). Where a
+    group's values do not fit the plan (an integer no double holds exactly, in a field planned
+    as floats), that part is loosened as inference over the whole split would have it, and the
+    file is written again."""
     import pyarrow.parquet as pq
 
     def write(plans: dict[str, Any]) -> None:
-        writer = None
-        try:
-            for group in split.row_groups():
-                typed = _typed(group, plans)
-                writer = writer or pq.ParquetWriter(path, typed.schema, **parquet)
-                writer.write_table(typed)
+        typed = (_typed(group, plans) for group in split.row_groups())
+        with contextlib.ExitStack() as stack:
+            writer = None
+            for batch in _batched_rows(typed, group_rows):
+                if writer is None:
+                    writer = pq.ParquetWriter(path, batch.schema, **parquet)
+                    stack.callback(writer.close)
+                writer.write_table(batch, row_group_size=group_rows)
             if writer is None:  # no row group: the columns as they are, with no rows
                 pq.write_table(split.columns(), path, **parquet)
-        finally:
-            if writer is not None:
-                writer.close()
 
     _refitted(_plans(split.row_groups(), split.json_columns), write)
+
+
+def _batched_rows(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The tables' rows in tables of `rows` rows (the last one fewer), however the tables
+    are cut."""
+    import pyarrow as pa
+
+    pending: list[pa.Table] = []
+    held = 0
+    for table in tables:
+        pending.append(table)
+        held += table.num_rows
+        while held >= rows:
+            whole = pa.concat_tables(pending)
+            yield whole.slice(0, rows)
+            pending, held = [whole.slice(rows)], held - rows
+    if held:
+        yield pa.concat_tables(pending)
 
 
 # A plan: how a JSON column becomes Arrow. The type pyarrow infers for its values; where it

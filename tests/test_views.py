@@ -250,10 +250,11 @@ def test_typed_file_is_written_a_row_group_at_a_time_as_the_whole_split_types_it
     ]
     taskpack.write(tmp_path / "ts", {"train": rows}, name="shapes")
     split = taskpack.open(tmp_path / "ts").split("train")
-    write_typed(split, tmp_path / "typed.parquet")
+    write_typed(split, tmp_path / "typed.parquet", group_rows=2 * ROW_GROUP_ROWS)
 
     back = pq.ParquetFile(tmp_path / "typed.parquet")
-    assert back.num_row_groups == len(shapes)
+    sizes = [back.metadata.row_group(g).num_rows for g in range(back.num_row_groups)]
+    assert sizes == [2 * ROW_GROUP_ROWS] * (len(shapes) // 2)
     streamed = back.read()
     whole = typed_columns(split.columns(), split.json_columns)
     assert streamed.schema.remove_metadata() == whole.schema.remove_metadata()

@@ -330,7 +330,7 @@ class HubRegistry(Registry):
         the version is the highest release, so the repo's page and a plain
         `load_dataset("owner/name")` always show the latest release; an older version or a
         pre-release goes on the branch `taskpack-older` (its tag reaches it just the same)."""
-        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+        from huggingface_hub import CommitOperationAdd
 
         m = ts.manifest
         branch = "main" if self._highest_release(m) else OLDER_BRANCH
@@ -343,38 +343,42 @@ class HubRegistry(Registry):
                 viewer_path(n): viewer_parquet(ts, n, Path(tmp) / f"{n}.parquet") for n in m.splits
             }
             adds.extend(CommitOperationAdd(path, str(local)) for path, local in views.items())
-            kept = {*files, *views, MANIFEST, CARD, ".gitattributes"}
-            for _ in range(_CAS_ATTEMPTS):
-                refs = self._refs(m.name)
-                head = next((b.target_commit for b in refs.branches if b.name == branch), None)
-                if head is None:  # the first older version: branch off main
-                    with self._errors(f"create the branch {branch} of {m.name}"):
-                        self.api.create_branch(
-                            self._repo(m.name), branch=branch, repo_type="dataset", exist_ok=True
-                        )
-                    continue
-                with self._errors(f"list the files of {m.name}"):
-                    present = self.api.list_repo_files(
-                        self._repo(m.name), repo_type="dataset", revision=head
+            return self._commit(m, branch, adds, {*files, *views, MANIFEST, CARD, ".gitattributes"})
+
+    def _commit(self, m: Manifest, branch: str, adds: list[Any], kept: set[str]) -> str:
+        """`adds` as one commit on `branch` that also deletes whatever else its head holds but
+        `kept`; retried from the new head while the branch moves. The commit id."""
+        from huggingface_hub import CommitOperationDelete
+
+        for _ in range(_CAS_ATTEMPTS):
+            refs = self._refs(m.name)
+            head = next((b.target_commit for b in refs.branches if b.name == branch), None)
+            if head is None:  # the first older version: branch off main
+                with self._errors(f"create the branch {branch} of {m.name}"):
+                    self.api.create_branch(
+                        self._repo(m.name), branch=branch, repo_type="dataset", exist_ok=True
                     )
-                stale = [CommitOperationDelete(path) for path in present if path not in kept]
-                try:
-                    info = self.api.create_commit(
-                        self._repo(m.name),
-                        [*adds, *stale],
-                        commit_message=f"{m.name} {m.version}",
-                        commit_description=m.digest,
-                        repo_type="dataset",
-                        revision=branch,
-                        parent_commit=head,
-                    )
-                    return str(info.oid)
-                except Exception as e:  # noqa: BLE001
-                    if _status(e) != 412:
-                        raise self._fail(e, f"upload {m.name}@{m.version}") from None
-            raise TaskpackError(
-                f"{self.url}: {branch} of {m.name} kept moving; gave up after retries"
-            )
+                continue
+            with self._errors(f"list the files of {m.name}"):
+                present = self.api.list_repo_files(
+                    self._repo(m.name), repo_type="dataset", revision=head
+                )
+            stale = [CommitOperationDelete(path) for path in present if path not in kept]
+            try:
+                info = self.api.create_commit(
+                    self._repo(m.name),
+                    [*adds, *stale],
+                    commit_message=f"{m.name} {m.version}",
+                    commit_description=m.digest,
+                    repo_type="dataset",
+                    revision=branch,
+                    parent_commit=head,
+                )
+                return str(info.oid)
+            except Exception as e:  # noqa: BLE001
+                if _status(e) != 412:
+                    raise self._fail(e, f"upload {m.name}@{m.version}") from None
+        raise TaskpackError(f"{self.url}: {branch} of {m.name} kept moving; gave up after retries")
 
     def _highest_release(self, m: Manifest) -> bool:
         if not is_release(m.version):
