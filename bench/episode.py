@@ -111,7 +111,9 @@ def modules_added() -> list[str]:
 
     def loaded(code: str) -> set[str]:
         listing = f"{code}; import sys; print(chr(10).join(sys.modules))"
-        run = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True)
+        run = subprocess.run(
+            [sys.executable, "-c", listing], capture_output=True, text=True, check=True
+        )
         return set(run.stdout.split())
 
     return sorted(loaded(IMPORTS[TASKPACK_IMPORT]) - loaded(IMPORTS[PYARROW_IMPORT]))

@@ -183,7 +183,8 @@ def write_typed(split: Split, path: Path, *, group_rows: int = 16_384, **parquet
             if writer is None:  # no row group: the columns as they are, with no rows
                 pq.write_table(split.columns(), path, **parquet)
 
-    _refitted(_plans(split.row_groups(), split.json_columns), write)
+    planned = split.row_groups(split.json_columns)  # the other columns are not read to plan
+    _refitted(_plans(planned, split.json_columns), write)
 
 
 def _batched_rows(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
