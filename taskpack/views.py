@@ -157,7 +157,8 @@ def typed_columns(table: pa.Table, json_columns: Sequence[str]) -> pa.Table:
     numbers), so a table viewer or an SQL engine can filter by `metadata.difficulty` or
     `environment.repo`. A part whose rows disagree in shape (an answer that is a number here
     and a list there) stays JSON text rather than being coerced; see `_plan`."""
-    return _refitted(_plans([table], json_columns), lambda plans: _typed(table, plans))
+    decoded = _decoded(table, json_columns)
+    return _refitted(_plans([decoded]), lambda plans: _typed(table, plans, decoded))
 
 
 def write_typed(split: Split, path: Path, *, group_rows: int = 16_384, **parquet: Any) -> None:
@@ -172,7 +173,8 @@ def write_typed(split: Split, path: Path, *, group_rows: int = 16_384, **parquet
     import pyarrow.parquet as pq
 
     def write(plans: dict[str, Any]) -> None:
-        typed = (_typed(group, plans) for group in split.row_groups())
+        groups = split.row_groups()
+        typed = (_typed(g, plans, _decoded(g, split.json_columns)) for g in groups)
         with contextlib.ExitStack() as stack:
             writer = None
             for batch in _batched_rows(typed, group_rows):
@@ -184,7 +186,7 @@ def write_typed(split: Split, path: Path, *, group_rows: int = 16_384, **parquet
                 pq.write_table(split.columns(), path, **parquet)
 
     planned = split.row_groups(split.json_columns)  # the other columns are not read to plan
-    _refitted(_plans(planned, split.json_columns), write)
+    _refitted(_plans(_decoded(g, split.json_columns) for g in planned), write)
 
 
 def _batched_rows(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
@@ -236,23 +238,32 @@ def _loosened(plan: Any, path: tuple[str, ...]) -> Any:
     if path:
         return {**plan, path[0]: _loosened(plan[path[0]], path[1:])}
     if isinstance(plan, pa.DataType) and pa.types.is_struct(plan):
-        return {f.name: f.type for f in plan}
+        return _fields(plan)
     return _TEXT
 
 
-def _plans(tables: Iterable[pa.Table], json_columns: Sequence[str]) -> dict[str, Any]:
-    """Each JSON column's plan over all of `tables`: each table's own, merged."""
+def _plans(tables: Iterable[dict[str, list[Any]]]) -> dict[str, Any]:
+    """Each JSON column's plan over all of `tables` (their decoded columns): each table's own,
+    merged."""
     plans: dict[str, Any] = {}
-    for table in tables:
-        for name in json_columns:
-            if name in table.column_names:
-                mine = _plan(_decoded(table, name))
-                plans[name] = _merge(plans[name], mine) if name in plans else mine
+    for columns in tables:
+        for name, values in columns.items():
+            mine = _plan(values)
+            plans[name] = _merge(plans[name], mine) if name in plans else mine
     return {name: _writable(plan) for name, plan in plans.items()}
 
 
-def _decoded(table: pa.Table, name: str) -> list[Any]:
-    return [None if v is None else json.loads(v) for v in table.column(name).to_pylist()]
+def _decoded(table: pa.Table, json_columns: Sequence[str]) -> dict[str, list[Any]]:
+    """The table's JSON columns, each as its rows' values."""
+    return {
+        name: [None if v is None else json.loads(v) for v in table.column(name).to_pylist()]
+        for name in json_columns
+        if name in table.column_names
+    }
+
+
+def _fields(struct: pa.DataType) -> dict[str, Any]:
+    return {f.name: f.type for f in struct}
 
 
 def _plan(values: list[Any]) -> Any:
@@ -300,7 +311,7 @@ def _by_key(plan: Any) -> dict[str, Any] | None:
     if pa.types.is_null(plan):
         return {}
     if pa.types.is_struct(plan):
-        return {f.name: f.type for f in plan}
+        return _fields(plan)
     return None
 
 
@@ -314,14 +325,15 @@ def _writable(plan: Any) -> Any:
     if plan is _TEXT or _parquet_writable(plan):
         return plan
     if pa.types.is_struct(plan) and plan.num_fields:
-        return {f.name: _writable(f.type) for f in plan}
+        return _writable(_fields(plan))
     return _TEXT
 
 
-def _typed(table: pa.Table, plans: Mapping[str, Any]) -> pa.Table:
+def _typed(table: pa.Table, plans: Mapping[str, Any], decoded: dict[str, list[Any]]) -> pa.Table:
+    """The table with its JSON columns (`decoded`) as `plans` type them."""
     for name, plan in plans.items():
         i = table.column_names.index(name)
-        table = table.set_column(i, name, _array(_decoded(table, name), plan, (name,)))
+        table = table.set_column(i, name, _array(decoded[name], plan, (name,)))
     return table
 
 
