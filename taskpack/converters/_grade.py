@@ -5,44 +5,109 @@ taskpack copies this file into the `tests/` folder of every task it exports to a
 format whose reward it can check itself (answers, unit tests), next to `expected.json`: the
 reward kind, the reference, and the name each check reports under. It reads the agent's work
 from /app (`answer.txt`, `solution.py`) and writes /logs/verifier/reward.txt (the weighted score,
-0 to 1) and reward.json (the score and each check's result). Nothing here trusts the agent's
-files: any error in them scores 0.
+0 to 1) and reward.json (the score and each check's result), last of all.
+
+Nothing here trusts the agent's files or the code under test:
+- the agent's files are read as regular files only (a symlink to the reference scores 0), and
+  at most `MAX_READ` bytes of them;
+- the tests run in this process; the code under test runs in a child process that only answers
+  their calls, its results sent back as tagged JSON and decoded here to plain built-in data. So
+  its exit status (`sys.exit(0)`, `os._exit(0)`, an atexit hook) decides nothing, an object
+  whose `__eq__` says yes to everything never reaches a test, and pass markers it prints go to a
+  log nobody reads for the score;
+- run as root (as verifiers are), the child runs as the unprivileged `CANDIDATE_UID`: it cannot
+  write /logs, edit /tests or signal this grader, and every process it left is killed after.
+What the tests pass to the code under test goes pickled, so arguments may be objects of classes
+the test file defines; what comes back must be data. A test that needs the code under test to
+change its arguments in place, or to return an object of its own, scores 0 here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import sys
+from fractions import Fraction
 from typing import Any
 
 APP = os.environ.get("TASKPACK_APP", "/app")
 TESTS = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.environ.get("TASKPACK_LOGS", "/logs/verifier")
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|-?\.\d+")
+MAX_READ = 1 << 20  # bytes of an agent's file read at most
+CANDIDATE_UID = 64999  # the code under test runs as this uid when the grader is root
+
+# A number as people write answers: sign, thousands commas, decimals, exponent; a fraction
+# a/b; LaTeX's \frac{a}{b} (and \dfrac, \tfrac).
+_DECIMAL = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_FRACTION = re.compile(
+    r"^([-+]?)\\[dt]?frac\{\s*(" + _DECIMAL + r")\s*\}\{\s*(" + _DECIMAL + r")\s*\}$"
+)
+_NUMBER = re.compile(
+    r"\\[dt]?frac\{[^{}]*\}\{[^{}]*\}|[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?"
+    r"(?:[eE][-+]?\d+)?|[-+]?\.\d+"
+)
+_WRAPPERS = re.compile(r"^(?:\\boxed\{(.*)\}|\$(.*)\$|\\\((.*)\\\))$", re.S)
+
+
+def read_agent_file(name: str) -> bytes:
+    """A file the agent wrote in /app: a regular file, not a link, at most MAX_READ bytes."""
+    import stat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(os.path.join(APP, name), flags), "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{name} is not a regular file")
+        return f.read(MAX_READ)
 
 
 def read_answer() -> str:
-    with open(os.path.join(APP, "answer.txt"), encoding="utf-8") as f:
-        return f.read()
+    return read_agent_file("answer.txt").decode("utf-8")
 
 
-def as_number(text: str) -> float | None:
-    cleaned = text.strip().replace(",", "").replace("$", "").rstrip("%").strip()
+def _exact(text: str) -> Fraction | None:
+    """`text` as an exact number if the whole of it is one, else None."""
+    s = text.strip().rstrip(".").strip()
+    while True:
+        wrapped = _WRAPPERS.match(s)
+        if not wrapped:
+            break
+        s = next(g for g in wrapped.groups() if g is not None).strip()
+    s = s.replace("$", "").replace("\\!", "").replace("\\,", "").replace(" ", "")
+    s = s.removesuffix("\\%").removesuffix("%")
+    frac = _FRACTION.match(s)
     try:
-        return float(cleaned)
-    except ValueError:
-        found = _NUMBER.findall(text)
-        return float(found[-1].replace(",", "")) if found else None
+        if frac:
+            sign, top, bottom = frac.groups()
+            value = Fraction(top.replace(",", "")) / Fraction(bottom.replace(",", ""))
+            return -value if sign == "-" else value
+        if re.fullmatch(_DECIMAL + r"/" + _DECIMAL, s):
+            top, bottom = s.split("/")
+            return Fraction(top.replace(",", "")) / Fraction(bottom.replace(",", ""))
+        if re.fullmatch(_DECIMAL, s) and any(c.isdigit() for c in s):
+            return Fraction(s.replace(",", ""))
+    except (ValueError, ZeroDivisionError):
+        return None
+    return None
+
+
+def as_number(text: str) -> Fraction | None:
+    """The number an answer gives: the whole text if it is one, else the last number in it
+    (a worked answer ends with its result, as GSM8K's grader reads it)."""
+    whole = _exact(text)
+    if whole is not None:
+        return whole
+    found = _NUMBER.findall(text)
+    return _exact(found[-1]) if found else None
 
 
 def same_number(got: str, expected: Any, tolerance: float) -> bool:
     a, b = as_number(got), as_number(str(expected))
     if a is None or b is None:
         return False
-    return abs(a - b) <= max(tolerance, 1e-9 * max(1.0, abs(b)))
+    return a == b or abs(float(a - b)) <= max(tolerance, 1e-9 * max(1.0, abs(float(b))))
 
 
 def same_text(got: str, expected: Any, spec: dict[str, Any]) -> bool:
@@ -71,41 +136,287 @@ def answer_score(spec: dict[str, Any], got: str) -> float:
     return 1.0 if ok else 0.0
 
 
-_RUN_TESTS = """
-import sys
-solution_path, test_path, entry_point = sys.argv[1:4]
-namespace = {"__name__": "solution"}
-exec(compile(open(solution_path, encoding="utf-8").read(), "solution.py", "exec"), namespace)
-candidate = namespace[entry_point]
-test_code = open(test_path, encoding="utf-8").read()
-tests = dict(namespace)
-exec(compile(test_code, test_path, "exec"), tests)
-if "def check" in test_code:
-    tests["check"](candidate)
+# The code under test, in a child process of its own: it defines the solution, then answers
+# calls, one line each way. Arguments come pickled (from the grader: the candidate may trust
+# them); results go back as tagged JSON, which the grader decodes to plain built-in data only.
+_CANDIDATE = r"""
+import base64, collections, decimal, fractions, json, os, pickle, sys, types
+_job = json.loads(sys.stdin.buffer.read())
+sys.stdin.close()
+_requests, _replies = os.fdopen(int(sys.argv[1]), "rb"), os.fdopen(int(sys.argv[2]), "wb")
+_tests = types.ModuleType(_job["module"])
+sys.modules[_job["module"]] = _tests
+exec(compile(_job["classes"], _job["test_name"], "exec"), _tests.__dict__)
+_solution = {"__name__": "solution"}
+exec(compile(_job["solution"], "solution.py", "exec"), _solution)
+def _enc(v, depth=0):
+    if depth > 100:
+        raise ValueError("nested too deep")
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return {"f": repr(float(v))}
+    if isinstance(v, complex):
+        return {"complex": [repr(v.real), repr(v.imag)]}
+    if isinstance(v, (bytes, bytearray)):
+        return {"bytes": base64.b64encode(bytes(v)).decode()}
+    if isinstance(v, fractions.Fraction):
+        return {"fraction": str(v)}
+    if isinstance(v, decimal.Decimal):
+        return {"decimal": str(v)}
+    if isinstance(v, dict):
+        return {"dict": [[_enc(k, depth + 1), _enc(x, depth + 1)] for k, x in v.items()]}
+    for kind in (tuple, list, set, frozenset):
+        if isinstance(v, kind):
+            return {kind.__name__: [_enc(x, depth + 1) for x in v]}
+    if isinstance(v, (range, collections.deque, types.GeneratorType, map, filter, zip,
+                      enumerate, reversed, type({}.keys()), type({}.values()),
+                      type({}.items()), type(iter([])), type(iter(())), type(iter("")))):
+        return {"iter": [_enc(x, depth + 1) for x in v]}
+    raise TypeError(f"returned a {type(v).__name__}, which is not plain data")
+for _line in _requests:
+    _name, _args, _kwargs = pickle.loads(base64.b64decode(_line))
+    try:
+        _reply = {"value": _enc(_solution[_name](*_args, **_kwargs))}
+    except BaseException as e:
+        _reply = {"raised": type(e).__name__, "message": str(e)[:500]}
+    _replies.write(json.dumps(_reply).encode() + b"\n")
+    _replies.flush()
 """
+_TESTS_MODULE = "taskpack_tests"
+_MAX_REPLY = 64 << 20  # bytes of one result
+
+
+def _decode(value: Any) -> Any:
+    """A result of the code under test as plain data; anything else is refused."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if not isinstance(value, dict) or len(value) != 1:
+        raise ValueError("a result that is not tagged data")
+    ((tag, x),) = value.items()
+    if tag == "f":
+        return float(str(x))
+    if tag == "complex":
+        return complex(float(str(x[0])), float(str(x[1])))
+    if tag == "bytes":
+        import base64
+
+        return base64.b64decode(str(x), validate=True)
+    if tag == "fraction":
+        return Fraction(str(x))
+    if tag == "decimal":
+        from decimal import Decimal
+
+        return Decimal(str(x))
+    if tag == "dict":
+        return {_decode(k): _decode(v) for k, v in x}
+    kinds: dict[str, Any] = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+    if tag in kinds or tag == "iter":
+        items = [_decode(v) for v in x]
+        return iter(items) if tag == "iter" else kinds[tag](items)
+    raise ValueError(f"a result tagged {tag!r}")
+
+
+class _Candidate:
+    """The code under test, across a process boundary: `name(*args)` there, its result here as
+    plain data, its exceptions as exceptions of the same built-in type."""
+
+    def __init__(self, child: Any, deadline: float) -> None:
+        self.child, self.deadline = child, deadline
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        import base64
+        import pickle
+        import select
+        import time
+
+        request = base64.b64encode(pickle.dumps((name, args, kwargs))) + b"\n"
+        self.child.requests.write(request)
+        self.child.requests.flush()
+        reply = b""
+        while not reply.endswith(b"\n"):
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([self.child.replies], [], [], left)[0]:
+                raise TimeoutError("the code under test took too long")
+            more = os.read(self.child.replies.fileno(), 1 << 16)
+            if not more or len(reply) + len(more) > _MAX_REPLY:
+                raise RuntimeError("the code under test ended or said too much")
+            reply += more
+        answer = json.loads(reply)
+        if "value" in answer:
+            return _decode(answer["value"])
+        import builtins
+
+        kind = getattr(builtins, str(answer.get("raised")), None)
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = RuntimeError
+        raise kind(str(answer.get("message", "")))
+
+    def function(self, name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, args, kwargs)
+
+        call.__name__ = name
+        return call
+
+
+def _names(solution: str, tests: str) -> tuple[list[str], str, str]:
+    """From the sources: the solution's functions (each called across the boundary), its
+    imports of standard modules (which tests written beside it may lean on), and the class
+    definitions and imports of the tests (the candidate needs them to read arguments)."""
+    import ast
+
+    try:
+        tree = ast.parse(solution)
+    except SyntaxError:
+        return [], "", ""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+    functions = [n.name for n in tree.body if isinstance(n, kinds)]
+    standard = getattr(sys, "stdlib_module_names", ())
+
+    def standard_import(n: ast.stmt) -> bool:
+        if isinstance(n, ast.Import):
+            return all(a.name.split(".")[0] in standard for a in n.names)
+        return (
+            isinstance(n, ast.ImportFrom)
+            and n.level == 0
+            and (n.module or "").split(".")[0] in standard
+            and all(a.name != "*" for a in n.names)
+        )
+
+    imports = [n for n in tree.body if standard_import(n)]
+    test_tree = ast.parse(tests)
+    kept = (ast.ClassDef, ast.Import, ast.ImportFrom)
+    classes = ast.Module(body=[n for n in test_tree.body if isinstance(n, kept)], type_ignores=[])
+    return functions, ast.unparse(ast.Module(body=imports, type_ignores=[])), ast.unparse(classes)
+
+
+def _as_candidate() -> dict[str, Any]:
+    """How to start the child: as CANDIDATE_UID when this grader is root and may switch."""
+    if not hasattr(os, "getuid") or os.getuid() != 0:
+        return {}
+    return {"user": CANDIDATE_UID, "group": CANDIDATE_UID, "extra_groups": []}
+
+
+def _kill_leftovers(session: int, dropped: bool) -> None:
+    """Whatever the child started: its session, and (as another uid) every process of it."""
+    import signal
+
+    with contextlib.suppress(OSError):
+        os.killpg(session, signal.SIGKILL)
+    if dropped:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the forked killer
+            try:
+                os.setgroups([])
+                os.setgid(CANDIDATE_UID)
+                os.setuid(CANDIDATE_UID)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+
+class _Child:
+    def __init__(self, solution: str, classes: str, test_name: str, cwd: str) -> None:
+        import subprocess
+
+        to_child, self_requests = os.pipe()
+        self_replies, from_child = os.pipe()
+        self.drop = _as_candidate()
+        if self.drop and not os.stat(cwd).st_mode & 0o001:
+            cwd = "/"  # a folder the candidate's uid may enter
+        log = _log_file()
+        job = {"solution": solution, "classes": classes, "test_name": test_name}
+        job["module"] = _TESTS_MODULE
+        args = [sys.executable, "-I", "-c", _CANDIDATE, str(to_child), str(from_child)]
+        common = {"stdin": subprocess.PIPE, "stdout": log, "stderr": log}
+        common |= {"pass_fds": (to_child, from_child), "start_new_session": True}
+        try:
+            try:
+                self.process = subprocess.Popen(args, cwd=cwd, **common, **self.drop)
+            except PermissionError:  # this Python is out of the unprivileged uid's reach
+                self.drop = {}
+                self.process = subprocess.Popen(args, cwd=cwd, **common)
+        finally:
+            os.close(to_child)
+            os.close(from_child)
+        self.requests = os.fdopen(self_requests, "wb")
+        self.replies = os.fdopen(self_replies, "rb", buffering=0)
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(job).encode())
+            self.process.stdin.close()
+        except OSError:
+            pass  # it has already ended: every call fails
+
+    def close(self) -> None:
+        for f in (self.requests, self.replies):
+            with contextlib.suppress(OSError):
+                f.close()
+        self.process.kill()
+        self.process.wait()
+        _kill_leftovers(self.process.pid, bool(self.drop))
 
 
 def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -> float:
-    """The code in file `solution` against the test file `tests`: 1.0 if they pass. The code
-    runs in a child process, so nothing it does reaches this grader."""
+    """The code `solution` against the test code `tests`: 1.0 if every test passed. The tests
+    run here; the code under test in a child process that only answers their calls, so
+    nothing it does (exiting 0, killing or hooking a process, printing) decides the score."""
+    import signal
+    import time
+    import types
+
+    timeout = float(spec.get("timeout_sec", 60))
+    functions, imports, classes = _names(solution, tests)
+    if spec["entry_point"] not in functions:
+        return 0.0
+    module = types.ModuleType(_TESTS_MODULE)
+    sys.modules[_TESTS_MODULE] = module
+    child = _Child(solution, classes, spec["test_file"], cwd)
+    candidate = _Candidate(child, time.monotonic() + timeout)
+
+    def timed_out(*_: Any) -> None:
+        raise TimeoutError("the tests took too long")
+
+    namespace = module.__dict__
+    previous = signal.signal(signal.SIGALRM, timed_out)
+    signal.setitimer(signal.ITIMER_REAL, timeout + 1)
+    try:
+        exec(compile(imports, "solution.py", "exec"), namespace)
+        namespace.update({name: candidate.function(name) for name in functions})
+        exec(compile(tests, spec["test_file"], "exec"), namespace)
+        if callable(namespace.get("check")) and "def check" in tests:
+            namespace["check"](namespace[spec["entry_point"]])
+    except BaseException:  # noqa: BLE001 - any failure of a test, whatever made it fail
+        return 0.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        child.close()
+    return 1.0
+
+
+def _log_file() -> Any:
+    """Where the code under test prints: the verifier's log, else nowhere."""
     import subprocess
 
-    args = [sys.executable, "-c", _RUN_TESTS, solution, tests, spec["entry_point"]]
     try:
-        done = subprocess.run(
-            args, cwd=cwd, timeout=spec.get("timeout_sec", 60), check=False, capture_output=True
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return 0.0
-    return 1.0 if done.returncode == 0 else 0.0
+        return open(os.path.join(LOGS, "unit_tests.log"), "ab")
+    except OSError:
+        return subprocess.DEVNULL
 
 
 def score_app(spec: dict[str, Any]) -> float:
     """The agent's work in /app against `spec`."""
-    if spec["kind"] == "unit_tests":
-        solution = os.path.join(APP, "solution.py")
-        return unit_test_score(spec, solution, os.path.join(TESTS, spec["test_file"]), APP)
     try:
+        if spec["kind"] == "unit_tests":
+            with open(os.path.join(TESTS, spec["test_file"]), encoding="utf-8") as f:
+                tests = f.read()  # read before any code under test runs
+            solution = read_agent_file("solution.py").decode("utf-8")
+            return unit_test_score(spec, solution, tests, APP)
         return answer_score(spec, read_answer())
     except (OSError, UnicodeDecodeError):
         return 0.0
@@ -114,14 +425,17 @@ def score_app(spec: dict[str, Any]) -> float:
 def main() -> int:
     with open(os.path.join(TESTS, "expected.json"), encoding="utf-8") as f:
         spec = json.load(f)
+    os.makedirs(LOGS, exist_ok=True)
+    for name in ("reward.txt", "reward.json"):  # nothing written before grading is read
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(LOGS, name))
     score = score_app(spec)
     if not math.isfinite(score):
         score = 0.0
-    os.makedirs(LOGS, exist_ok=True)
+    with open(os.path.join(LOGS, "reward.json"), "w") as f:
+        json.dump({"reward": score} | {spec["test"]: score}, f)  # Harbor: numbers only
     with open(os.path.join(LOGS, "reward.txt"), "w") as f:
         f.write(f"{score:g}\n")
-    with open(os.path.join(LOGS, "reward.json"), "w") as f:
-        json.dump({"reward": score, "tests": {spec["test"]: score}}, f)
     return 0
 
 

@@ -27,18 +27,41 @@ from taskpack.model import (
 
 ANSWER_FILE = "/app/answer.txt"
 CODE_FILE = "/app/solution.py"
-# Harbor's convention for a script that signals success by its exit code.
-REWARD_FROM_EXIT = """
-_EXIT_CODE=$?
+REWARD_FILES = "/logs/verifier/reward.txt /logs/verifier/reward.json"
+# The first lines of every test.sh taskpack generates; a script that has them is not wrapped
+# again when a task goes from one folder format to another.
+WRAPPED = "# taskpack verifier:"
+# A task's own test script, kept byte for byte below these lines and run in a shell of its own
+# (`set -e` or `exit` there ends only that shell); the reward it writes is kept as it is, and
+# one that writes none is scored by its exit status, as Harbor's Terminal-Bench mapper does.
+# Stale rewards go first, so none written before the verifier ran is ever read.
+_OWN_TEST = """#!/bin/bash
+{marker} the task's own test script (below, unchanged) runs in a shell of its own; the
+# reward it writes is kept, and a script that writes none scores 1 if it exits 0, else 0.
+rm -f {rewards}
 mkdir -p /logs/verifier
-if [ $_EXIT_CODE -eq 0 ]; then reward=1; else reward=0; fi
-echo $reward > /logs/verifier/reward.txt
-exit $_EXIT_CODE
+_taskpack_script=$(mktemp)
+cat > "$_taskpack_script" <<'{end}'
+{script}{end}
+bash -c '. "$1"' "$0" "$_taskpack_script" "$@"
+_taskpack_status=$?
+rm -f "$_taskpack_script"
+if [ ! -e /logs/verifier/reward.txt ] && [ ! -e /logs/verifier/reward.json ]; then
+    if [ $_taskpack_status -eq 0 ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+fi
+exit $_taskpack_status
 """
-_GRADE_TEST = """#!/bin/bash
-# Grade /app against the reference in /tests/expected.json (taskpack grade.py, stdlib only).
+# grade.py writes the reward last; if it did not finish (it crashed, or the code under test
+# killed it), any reward file there is not its, and the score is 0.
+_GRADE_TEST = f"""#!/bin/bash
+{WRAPPED} grade /app against the reference in /tests/expected.json (tests/grade.py,
+# standard library only); the reward is grade.py's alone.
+rm -f {REWARD_FILES}
 mkdir -p /logs/verifier
-python3 /tests/grade.py
+if ! python3 /tests/grade.py; then
+    rm -f {REWARD_FILES}
+    echo 0 > /logs/verifier/reward.txt
+fi
 """
 _COMMAND_TEST = """#!/bin/bash
 # Run the task's own check; its exit code is the reward.
@@ -122,12 +145,26 @@ def _grader() -> bytes:
     return resources.files("taskpack.converters").joinpath("_grade.py").read_bytes()
 
 
+def is_wrapped(script: bytes) -> bool:
+    """Whether `script` is a test.sh taskpack wrote (its second line says so)."""
+    lines = script.split(b"\n", 2)
+    return len(lines) > 1 and lines[1].startswith(WRAPPED.encode())
+
+
 def with_exit_reward(script: str | bytes) -> bytes:
-    """A test script that signals by its exit code, made to write the reward as well."""
-    text = script.decode("utf-8") if isinstance(script, bytes) else script
-    if not text.endswith("\n"):
-        text += "\n"
-    return (text + REWARD_FROM_EXIT).encode("utf-8")
+    """A task's own test script, wrapped so that it always leaves a reward (see `_OWN_TEST`);
+    one taskpack already wrapped is returned as it is."""
+    data = script.encode("utf-8") if isinstance(script, str) else script
+    if is_wrapped(data):
+        return data
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    import hashlib
+
+    end = "TASKPACK_OWN_TEST_" + hashlib.sha256(data).hexdigest()[:16]  # not a line of it
+    head, tail = _OWN_TEST.split("{script}")
+    fill = {"marker": WRAPPED, "rewards": REWARD_FILES, "end": end}
+    return head.format(**fill).encode() + data + tail.format(**fill).encode()
 
 
 def solve_reference(task: Task) -> str | None:
