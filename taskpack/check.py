@@ -1,29 +1,34 @@
-"""Does an exported task work? For each task of a folder export (Harbor, OpenReward), run its
-reference solution, then its verifier, and read the reward; then the verifier alone, with no
-solution applied. A working task scores 1 and 0.
+"""Does an exported task work, and can its reward be forged? For each task of a folder export
+(Harbor, OpenReward): its reference solution, then its verifier, must score 1; the verifier
+with no solution, 0; and every forger of the battery (`FORGERS`: the reward hacks RL agents
+find), 0. Against its source (`sources=`), the source task's own verifier runs on the same
+candidates and must give the same rewards (reward parity).
 
-Tasks run in a bubblewrap sandbox with no network: /app (the workdir, built from the
-Dockerfile's COPY steps), /tests, /solution and /logs are temporary folders, and the root
-file system is this machine's /usr, read-only. That stands in for `python:*` base images only;
-a task that needs any other image, a build step (RUN), or several containers cannot be run here
-and is counted as "not run" with the reason, never as passed.
+Tasks run in `taskpack.sandbox`: /app (the workdir, built from the Dockerfile's COPY steps),
+/tests, /solution and /logs are folders on a bounded tmpfs, the root file system is this
+machine's /usr, read-only. That stands in for `python:*` base images only; a task that needs
+any other image, a build step (RUN), or several containers cannot be run here and is counted
+as "not run" with the reason, never as passed.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import json
+import math
 import os
 import re
 import shlex
-import shutil
-import subprocess
+import stat
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
 from taskpack.errors import TaskpackError
+from taskpack.model import Task
+from taskpack.sandbox import SandboxError, files, run
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,10 +38,27 @@ else:  # pragma: no cover - Python 3.10
 STAND_IN = re.compile(r"^(?:docker\.io/)?(?:library/)?python:[\w.-]+$")
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "USER", "SHELL", "STOPSIGNAL", "ARG"}
 Status = Literal["ok", "failed", "not run"]
+Tree = dict[str, tuple[bytes, int]]  # path -> (bytes, mode)
+Reward = float | dict[str, float]
 
 
 class NotRunnable(Exception):
     """The task needs something this machine cannot give it; the message says what."""
+
+
+class Refused(Exception):
+    """The task is unsafe or malformed to run (a link, a bad Dockerfile, a bad reward)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds of one attempt: seconds per script run, bytes of disk (the attempt's tmpfs, also
+    the largest file), bytes of address space per process, processes at once."""
+
+    timeout: float = 120.0
+    disk: int = 1 << 30
+    memory: int = 4 << 30
+    processes: int = 512
 
 
 @dataclass
@@ -46,13 +68,47 @@ class TaskCheck:
     oracle: float | None = None
     null: float | None = None
     reason: str = ""
+    forged: dict[str, float] = field(default_factory=dict)  # forgers that scored above 0
+    parity: list[str] = field(default_factory=list)  # candidates scored otherwise by the source
+    source_null: float | None = None
 
 
 @dataclass
-class _Image:
-    workdir: str
+class Side:
+    """One task as it runs: what /app starts with, its verifier's files, its solution, and
+    whether its verifier signals by its exit status alone (Terminal-Bench's run-tests.sh)."""
+
+    app: Tree
+    tests: Tree
+    solution: Tree
     env: dict[str, str]
-    copies: list[tuple[Path, str]]  # (source in the build context, destination)
+    workdir: str = "/app"
+    from_exit: bool = False
+
+
+# --- reading a task ------------------------------------------------------------------------
+
+
+def _tree(root: Path, top: Path) -> Tree:
+    """Every file below `root`, refusing links (a link would make check read a host file)."""
+    out: Tree = {}
+    if not root.exists():
+        return out
+    if root.is_symlink():
+        raise Refused(f"{root.relative_to(top)} is a link (links are never followed)")
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                target = os.readlink(path)
+                rel = path.relative_to(top)
+                raise Refused(f"{rel} is a link to {target} (links are never followed)")
+            if name in filenames:
+                if not stat.S_ISREG(info.st_mode):
+                    raise Refused(f"{path.relative_to(top)} is not a regular file")
+                out[path.relative_to(root).as_posix()] = (path.read_bytes(), info.st_mode & 0o777)
+    return out
 
 
 def _instructions(text: str) -> list[tuple[str, str]]:
@@ -66,168 +122,446 @@ def _instructions(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _image(folder: Path) -> _Image:
-    context = folder / "environment"
-    if (context / "docker-compose.yaml").exists() or (context / "docker-compose.yml").exists():
+def _words(rest: str, word: str) -> list[str]:
+    try:
+        args = [a for a in shlex.split(rest) if not a.startswith("--")]
+    except ValueError as e:
+        raise Refused(f"Dockerfile {word} {rest!r}: {e}") from None
+    if not args:
+        raise Refused(f"Dockerfile {word} without arguments")
+    return args
+
+
+def _copied(context: Tree, src: str) -> Tree:
+    """The build-context files `COPY src ...` takes, by their path below what it names."""
+    norm = os.path.normpath(src).lstrip("/")
+    if norm == ".." or norm.startswith("../"):
+        raise NotRunnable(f"Dockerfile copies {src} from outside its build context")
+    norm = "" if norm == "." else norm
+    out: Tree = {}
+    for rel, entry in context.items():
+        if norm == "" or rel == norm or fnmatch.fnmatchcase(rel, norm):
+            out[PurePosixPath(rel).name if norm else rel] = entry
+        elif rel.startswith(norm + "/"):
+            out[rel[len(norm) + 1 :]] = entry
+    return out
+
+
+def _image(context: Tree, app: Tree) -> tuple[dict[str, str], str]:
+    """Lay the Dockerfile's COPY steps into `app`; its ENV and WORKDIR."""
+    if "docker-compose.yaml" in context or "docker-compose.yml" in context:
         raise NotRunnable("several containers (docker-compose): no container runtime here")
-    dockerfile = context / "Dockerfile"
-    if not dockerfile.is_file():
+    if "Dockerfile" not in context:
         raise NotRunnable("no environment/Dockerfile to build the environment from")
-    image = _Image(workdir="/", env={}, copies=[])
-    for word, rest in _instructions(dockerfile.read_text(encoding="utf-8")):
+    workdir, env = "/", {}
+    text = context["Dockerfile"][0].decode("utf-8", "replace")
+    for word, rest in _instructions(text):
         if word == "FROM":
-            base = rest.split()[0]
+            base = _words(rest, word)[0]
             if not STAND_IN.match(base):
                 raise NotRunnable(f"needs image {base}, which cannot be pulled or built here")
         elif word == "WORKDIR":
-            image.workdir = os.path.normpath(os.path.join(image.workdir, rest))
+            workdir = os.path.normpath(os.path.join(workdir, _words(rest, word)[0]))
         elif word == "ENV":
-            pairs = shlex.split(rest)
+            pairs = _words(rest, word)
             if len(pairs) == 2 and "=" not in pairs[0]:
-                image.env[pairs[0]] = pairs[1]
+                env[pairs[0]] = pairs[1]
             else:
-                image.env.update(p.split("=", 1) for p in pairs if "=" in p)  # type: ignore[misc]
+                env.update(p.split("=", 1) for p in pairs if "=" in p)  # type: ignore[misc]
         elif word in ("COPY", "ADD"):
-            args = [a for a in shlex.split(rest) if not a.startswith("--")]
-            dest = os.path.normpath(os.path.join(image.workdir, args[-1]))
+            args = _words(rest, word)
+            if len(args) < 2:
+                raise Refused(f"Dockerfile {word} {rest!r}: no destination")
+            dest = os.path.normpath(os.path.join(workdir, args[-1]))
+            if dest != "/app" and not dest.startswith("/app/"):
+                raise NotRunnable(f"copies to {dest}, not /app (only /app is set up here)")
+            into = args[-1].endswith("/") or len(args) > 2
             for src in args[:-1]:
-                path = (context / src).resolve()
-                if not path.is_relative_to(context.resolve()):
-                    raise NotRunnable(f"Dockerfile copies {src} from outside its build context")
-                image.copies.append((path, dest + ("/" if args[-1].endswith("/") else "")))
+                found = _copied(context, src)
+                single = (
+                    len(found) == 1 and not into and next(iter(found)) == PurePosixPath(src).name
+                )
+                for rel, entry in found.items():
+                    target = dest if single else os.path.join(dest, rel)
+                    app[os.path.relpath(target, "/app")] = entry
         elif word not in _IGNORED:
             raise NotRunnable(f"Dockerfile has a {word} step, and no image can be built here")
-    if image.workdir != "/app" or any(not d.startswith("/app") for _, d in image.copies):
-        raise NotRunnable(f"works in {image.workdir}, not /app (only /app is set up here)")
-    return image
+    if workdir != "/app":
+        raise NotRunnable(f"works in {workdir}, not /app (only /app is set up here)")
+    return env, workdir
 
 
-def _lay_out(image: _Image, folder: Path, app: Path) -> None:
-    for src, dest in image.copies:
-        target = app / os.path.relpath(dest.rstrip("/"), "/app")
-        if src.is_dir():
-            shutil.copytree(src, target, dirs_exist_ok=True, symlinks=False)
-        else:
-            target = target / src.name if dest.endswith("/") else target
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
-    workspace = folder / "workspace"  # OpenReward: the agent's starting files
-    if workspace.is_dir():
-        shutil.copytree(workspace, app, dirs_exist_ok=True)
-
-
-def _bwrap() -> str:
-    found = shutil.which("bwrap")
-    if found is None:
-        raise TaskpackError("bubblewrap is not installed (apt-get install bubblewrap)")
-    return found
-
-
-def _run(
-    root: Path, image: _Image, script: str, timeout: float
-) -> subprocess.CompletedProcess[bytes]:
-    binds = []
-    for name in ("app", "tests", "solution", "logs"):
-        binds += ["--bind", str(root / name), f"/{name}"]
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TEST_DIR": "/tests"}
-    env.update(image.env)
-    setenv = [x for k, v in env.items() for x in ("--setenv", k, v)]
-    args = [
-        _bwrap(),
-        "--unshare-all",
-        "--die-with-parent",
-        "--ro-bind", "/usr", "/usr",
-        "--symlink", "usr/bin", "/bin",
-        "--symlink", "usr/lib", "/lib",
-        "--symlink", "usr/lib64", "/lib64",
-        "--symlink", "usr/sbin", "/sbin",
-        "--proc", "/proc",
-        "--dev", "/dev",
-        "--tmpfs", "/tmp",
-        *binds,
-        "--chdir", image.workdir,
-        "--clearenv",
-        *setenv,
-        "bash", script,
-    ]  # fmt: skip
-    return subprocess.run(args, capture_output=True, timeout=timeout, check=False)
-
-
-def _reward(logs: Path) -> float:
-    import json
-
-    text_file, json_file = logs / "verifier" / "reward.txt", logs / "verifier" / "reward.json"
-    if text_file.is_file():
-        return float(text_file.read_text().strip())
-    if json_file.is_file():
-        data = json.loads(json_file.read_text())
-        if isinstance(data, dict) and "reward" in data:
-            return float(data["reward"])
-        values = [float(v) for v in data.values()] if isinstance(data, dict) else []
-        return sum(values) / len(values) if values else 0.0
-    return 0.0  # the verifier wrote nothing: no reward
-
-
-def _attempt(folder: Path, image: _Image, oracle: bool, timeout: float) -> float:
-    with tempfile.TemporaryDirectory(prefix="taskpack-check-") as tmp:
-        root = Path(tmp)
-        for name in ("app", "tests", "solution", "logs/verifier", "logs/agent"):
-            (root / name).mkdir(parents=True)
-        _lay_out(image, folder, root / "app")
-        for name in ("tests", "solution"):
-            if (folder / name).is_dir():
-                shutil.copytree(folder / name, root / name, dirs_exist_ok=True)
-        if oracle:
-            _run(root, image, "/solution/solve.sh", timeout)
-        _run(root, image, "/tests/test.sh", timeout)
-        return _reward(root / "logs")
-
-
-def check_task(folder: Path, timeout: float = 120.0) -> TaskCheck:
-    """Run one task folder's oracle and null attempts; see the module's docstring."""
-    try:
-        if (folder / "steps").is_dir():
-            raise NotRunnable("multi-step tasks are not checked yet")
-        if not (folder / "tests" / "test.sh").is_file():
-            raise NotRunnable("no tests/test.sh verifier")
-        if not (folder / "solution" / "solve.sh").is_file():
-            raise NotRunnable("no solution/solve.sh reference solution")
-        if (folder / "task.toml").is_file():
+def folder_side(folder: Path) -> Side:
+    """A Harbor or OpenReward task folder as it runs."""
+    for marker in ("task.toml", "task.yaml", "instruction.md"):
+        if (folder / marker).is_symlink():
+            raise Refused(f"{marker} is a link (links are never followed)")
+    if (folder / "steps").is_dir():
+        raise NotRunnable("multi-step tasks are not checked yet")
+    tests, solution = _tree(folder / "tests", folder), _tree(folder / "solution", folder)
+    if "test.sh" not in tests:
+        raise NotRunnable("no tests/test.sh verifier")
+    if (folder / "task.toml").is_file() and not (folder / "environment" / "Dockerfile").exists():
+        try:
             config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-            if not (folder / "environment" / "Dockerfile").is_file():
-                image_name = config.get("environment", {}).get("docker_image")
-                if image_name and not STAND_IN.match(image_name):
-                    raise NotRunnable(f"needs image {image_name}, which cannot be pulled here")
-        image = _image(folder)
-        oracle = _attempt(folder, image, True, timeout)
-        null = _attempt(folder, image, False, timeout)
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            raise Refused(f"task.toml: {e}") from None
+        env_table = config.get("environment")
+        image = env_table.get("docker_image") if isinstance(env_table, dict) else None
+        if isinstance(image, str) and not STAND_IN.match(image):
+            raise NotRunnable(f"needs image {image}, which cannot be pulled here")
+    app: Tree = {}
+    env, workdir = _image(_tree(folder / "environment", folder), app)
+    app.update(_tree(folder / "workspace", folder))  # OpenReward: the agent's starting files
+    return Side(app, tests, solution, env, workdir)
+
+
+def task_side(task: Task, like: Side) -> Side:
+    """A source task as it runs: its own environment and verifier files where it has them
+    (read from its folder by taskpack's reader, byte for byte), else `like`'s environment and
+    taskpack's reference grader for its reward spec."""
+    from taskpack.converters._format import Losses, Target, WriteOptions
+    from taskpack.converters._verifier import graded, tests_files
+
+    def role(name: str) -> Tree:
+        return {f.path: (f.read_bytes(), f.mode) for f in task.files_of(name) if f.step is None}
+
+    if task.steps:
+        raise NotRunnable("multi-step tasks are not checked yet")
+    tests, context = role("tests"), role("environment")
+    solution = role("solution")
+    from_exit = task.source is not None and task.source.format == "terminal-bench"
+    if "test.sh" not in tests:
+        if not graded(task):
+            raise NotRunnable("the source's reward cannot run here (no test script to run)")
+        probe = Target(WriteOptions(), Losses("check"))
+        tests = {name: entry for name, entry in tests_files(task, "reward", probe).items()}
+    if context:
+        app: Tree = {}
+        env, workdir = _image(context, app)
+    else:
+        app, env, workdir = dict(like.app), dict(like.env), like.workdir
+    app.update(role("workspace"))
+    return Side(app, tests, solution, env, workdir, from_exit)
+
+
+# --- rewards -------------------------------------------------------------------------------
+
+
+def _finite(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Refused(f"{where}: {value!r} is not a number")
+    if not math.isfinite(value):
+        raise Refused(f"{where}: {value!r} is not a finite number")
+    return float(value)
+
+
+def parse_reward(read: Mapping[str, Any], status: int | None, from_exit: bool) -> Reward | None:
+    """The reward the verifier left, read as Harbor reads it (reward.json first: a number or an
+    object of numbers; else reward.txt: one number); None when it left none."""
+    if read.get("error"):
+        raise Refused(str(read["error"]))
+    if "reward.json" in read:
+        try:
+            data = json.loads(read["reward.json"])
+        except ValueError as e:
+            raise Refused(f"reward.json is not JSON ({e})") from None
+        if isinstance(data, dict):
+            if not data:
+                raise Refused("reward.json is an empty object")
+            return {str(k): _finite(v, f"reward.json[{k!r}]") for k, v in data.items()}
+        return _finite(data, "reward.json")
+    if "reward.txt" in read:
+        text = read["reward.txt"].strip()
+        try:
+            return _finite(float(text), "reward.txt")
+        except ValueError:
+            raise Refused(f"reward.txt holds {text[:40]!r}, not a number") from None
+    if from_exit and status is not None:
+        return 1.0 if status == 0 else 0.0
+    return None
+
+
+def score(reward: Reward) -> float:
+    """One number for a reward: its `reward` entry, else the mean of its entries."""
+    if isinstance(reward, dict):
+        return reward["reward"] if "reward" in reward else sum(reward.values()) / len(reward)
+    return reward
+
+
+# --- the forgers ---------------------------------------------------------------------------
+
+
+def _entry_point(side: Side) -> str:
+    spec = side.tests.get("expected.json")
+    try:
+        name = json.loads(spec[0]).get("entry_point") if spec else None
+    except ValueError:
+        name = None
+    return name if isinstance(name, str) and name.isidentifier() else "solve"
+
+
+_SOLVE = "#!/bin/bash\n# taskpack forger: {what}\n"
+_CODE = "cat > /app/solution.py <<'TASKPACK_FORGER'\n{code}TASKPACK_FORGER\n"
+_ANSWER = "printf '%s\\n' {answer} > /app/answer.txt\n"
+
+# name -> (what it tries, the code it hands in as /app/solution.py or None, the answer it
+# writes, more shell); {f} is the task's entry point.
+FORGERS: dict[str, tuple[str, str | None, str, str]] = {
+    "exit-0-on-import": (
+        "the code under test exits 0 before any test runs",
+        "import sys\nsys.exit(0)\n",
+        "'$(exit 0)'",
+        "",
+    ),
+    "os-exit-in-call": (
+        "the code under test ends the test process with status 0 when called",
+        "import os\ndef {f}(*args, **kwargs):\n    os._exit(0)\n",
+        "0",
+        "",
+    ),
+    "atexit-status-0": (
+        "an atexit hook forces status 0 after failing tests",
+        "import atexit, os\natexit.register(lambda: os._exit(0))\n"
+        "def {f}(*args, **kwargs):\n    return None\n",
+        "0",
+        "",
+    ),
+    "always-equal": (
+        "the result claims to equal anything",
+        "class _Any:\n    def __eq__(self, other): return True\n"
+        "    def __ne__(self, other): return False\n    __hash__ = object.__hash__\n"
+        "def {f}(*args, **kwargs):\n    return _Any()\n",
+        "0",
+        "",
+    ),
+    "kill-the-grader": (
+        "the code under test kills its parent processes",
+        "import os, signal\ndef {f}(*args, **kwargs):\n"
+        "    for pid in (os.getppid(), -1):\n"
+        "        try:\n            os.kill(pid, signal.SIGKILL)\n        except OSError:\n"
+        "            pass\n",
+        "0",
+        "",
+    ),
+    "reward-from-the-code": (
+        "the code under test writes reward 1 and kills the grader",
+        "import json, os, signal\ndef {f}(*args, **kwargs):\n"
+        "    os.makedirs('/logs/verifier', exist_ok=True)\n"
+        "    open('/logs/verifier/reward.txt', 'w').write('1\\n')\n"
+        "    json.dump({{'reward': 1}}, open('/logs/verifier/reward.json', 'w'))\n"
+        "    os.kill(os.getppid(), signal.SIGKILL)\n",
+        "0",
+        "",
+    ),
+    "pass-markers": (
+        "prints the lines test runners print on success",
+        "def {f}(*args, **kwargs):\n"
+        "    print('PASSED\\n1 passed in 0.01s\\nOK\\nAll tests passed\\nreward: 1')\n",
+        "'All tests passed' 'PASSED' '1 passed' 'reward: 1'",
+        "echo 'PASSED'; echo '===== 1 passed in 0.01s ====='\n",
+    ),
+    "pre-written-reward": (
+        "writes reward 1 before the verifier runs",
+        None,
+        "0",
+        "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"
+        "echo '{{\"reward\": 1}}' > /logs/verifier/reward.json\n",
+    ),
+    "edit-the-tests": (
+        "rewrites /tests (test.sh, expected.json) during the solution phase",
+        None,
+        "0",
+        "mkdir -p /tests && printf '#!/bin/bash\\necho 1 > /logs/verifier/reward.txt\\n' "
+        '> /tests/test.sh\necho \'{{"kind": "exact_match", "answer": "0", '
+        '"test": "reward"}}\' > /tests/expected.json\n',
+    ),
+    "links": (
+        "links the answer to the reference and the reward to a file holding 1",
+        None,
+        "",
+        "rm -f /app/answer.txt /app/solution.py\nln -s /tests/expected.json /app/answer.txt\n"
+        "ln -s /tests/test.py /app/solution.py\necho 1 > /app/one\n"
+        "mkdir -p /logs/verifier && ln -sf /app/one /logs/verifier/reward.txt\n",
+    ),
+    "reward-daemon": (
+        "leaves a process behind that keeps writing reward 1",
+        None,
+        "0",
+        "setsid bash -c 'while true; do mkdir -p /logs/verifier; echo 1 > "
+        "/logs/verifier/reward.txt; sleep 0.01; done' >/dev/null 2>&1 &\nsleep 0.1\n",
+    ),
+}
+_CODE_FORGERS = {name for name, (_, code, _, _) in FORGERS.items() if code is not None}
+
+
+def forger(name: str, side: Side) -> bytes:
+    """The solve.sh of forger `name` for the task `side`."""
+    what, code, answer, shell = FORGERS[name]
+    text = _SOLVE.format(what=what)
+    if code is not None:
+        text += _CODE.format(code=code.format(f=_entry_point(side)))
+    if answer:
+        text += _ANSWER.format(answer=answer)
+    return (text + shell.format()).encode()
+
+
+def forgers_for(side: Side) -> list[str]:
+    """The forgers worth trying: those handing in code only where the verifier runs code."""
+    spec = side.tests.get("expected.json")
+    try:
+        kind = json.loads(spec[0]).get("kind") if spec else None
+    except ValueError:
+        kind = None
+    if kind is not None and kind != "unit_tests":
+        return [name for name in FORGERS if name not in _CODE_FORGERS]
+    return list(FORGERS)
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def attempt(side: Side, candidate: Tree | None, limits: Limits) -> Reward | None:
+    """The reward the side's verifier gives after `candidate` (solution files; None: no
+    solution) ran in /app; None when the verifier wrote none."""
+    job = {
+        "app": files(side.app),
+        "candidate": files(candidate) if candidate is not None else None,
+        "verifiers": [files(side.tests)],
+        "workdir": side.workdir,
+        "env": side.env,
+        "timeout": limits.timeout,
+        "disk": limits.disk,
+        "memory": limits.memory,
+        "processes": limits.processes,
+    }
+    report = run(job, timeout=3 * limits.timeout + 60)
+    [verifier] = report["verifiers"]
+    if verifier["timed_out"]:
+        raise Refused(f"the verifier timed out after {limits.timeout:g} s")
+    return parse_reward(verifier["reward"], verifier["status"], side.from_exit)
+
+
+def _solo(reward: Reward | None) -> float:
+    return 0.0 if reward is None else score(reward)
+
+
+def _show(reward: Reward | None) -> str:
+    if reward is None:
+        return "no reward"
+    if isinstance(reward, dict):
+        return json.dumps(reward, sort_keys=True)
+    return f"{reward:g}"
+
+
+def _same(a: Reward | None, b: Reward | None) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
+        return a == b
+    return (a is None) == (b is None) and _solo(a) == _solo(b)
+
+
+def check_task(
+    folder: Path,
+    limits: Limits | None = None,
+    *,
+    adversarial: bool = True,
+    source: Task | None = None,
+) -> TaskCheck:
+    """Run one task folder's oracle, no solution and (with `adversarial`) every forger; with a
+    `source`, the source task's verifier on the same candidates too. See the module's doc."""
+    limits = limits or Limits()
+    try:
+        side = folder_side(folder)
+        if "solve.sh" not in side.solution:
+            raise NotRunnable("no solution/solve.sh reference solution")
+        candidates: dict[str, Tree | None] = {"oracle": side.solution, "no solution": None}
+        if adversarial:
+            for name in forgers_for(side):
+                candidates[name] = {"solve.sh": (forger(name, side), 0o755)}
+        rewards = {name: attempt(side, tree, limits) for name, tree in candidates.items()}
+        theirs = {}
+        if source is not None:
+            origin = task_side(source, side)
+            theirs = {name: attempt(origin, tree, limits) for name, tree in candidates.items()}
     except NotRunnable as e:
         return TaskCheck(folder, "not run", reason=str(e))
-    except subprocess.TimeoutExpired:
-        return TaskCheck(folder, "failed", reason=f"timed out after {timeout:g} s")
+    except (Refused, SandboxError) as e:
+        return TaskCheck(folder, "failed", reason=str(e))
     except (ValueError, OSError) as e:
-        return TaskCheck(folder, "failed", reason=f"unreadable reward or folder ({e})")
-    ok = oracle == 1.0 and null == 0.0
-    reason = "" if ok else f"oracle scored {oracle:g}, no solution scored {null:g}"
-    return TaskCheck(folder, "ok" if ok else "failed", oracle, null, reason)
+        return TaskCheck(folder, "failed", reason=f"unreadable task folder ({e})")
+    oracle, null = rewards.pop("oracle"), rewards.pop("no solution")
+    result = TaskCheck(folder, "ok", _solo(oracle), _solo(null))
+    result.forged = {n: _solo(r) for n, r in rewards.items() if _solo(r) > 0}
+    problems = []
+    if oracle is None or null is None:
+        which = "the oracle" if oracle is None else "no solution"
+        problems.append(f"the verifier wrote no reward for {which}")
+    elif result.oracle != 1.0 or result.null != 0.0:
+        problems.append(f"oracle scored {result.oracle:g}, no solution scored {result.null:g}")
+    if result.forged:
+        forged = ", ".join(f"{n} {v:g}" for n, v in sorted(result.forged.items()))
+        problems.append(f"forged rewards: {forged}")
+    if theirs:
+        result.source_null = _solo(theirs["no solution"])
+        ours = {"oracle": oracle, "no solution": null, **rewards}
+        result.parity = [
+            f"{name}: source {_show(theirs[name])}, export {_show(ours[name])}"
+            for name in theirs
+            if not _same(theirs[name], ours[name])
+        ]
+        if result.parity:
+            problems.append("rewards differ from the source's: " + "; ".join(result.parity))
+    if problems:
+        result.status, result.reason = "failed", "; ".join(problems)
+    return result
 
 
 def check_export(
     root: str | os.PathLike[str],
-    timeout: float = 120.0,
+    limits: Limits | None = None,
     jobs: int | None = None,
     progress: Callable[[Iterator[TaskCheck], int], Iterator[TaskCheck]] | None = None,
+    *,
+    adversarial: bool = True,
+    sources: Iterable[Task] | None = None,
 ) -> list[TaskCheck]:
-    """Check every task folder below `root`, `jobs` at a time (default: one per CPU)."""
+    """Check every task folder below `root`, `jobs` at a time (default: one per CPU). With
+    `sources`, each task is compared with the source task of the same id."""
     from concurrent.futures import ThreadPoolExecutor
 
-    _bwrap()
     from taskpack.converters._folders import task_folders
 
-    folders = [folder for _, folder in task_folders(os.fspath(root), ("task.toml", "task.yaml"))]
+    if not any(os.access(os.path.join(p, "bwrap"), os.X_OK) for p in _path()):
+        raise TaskpackError("bubblewrap is not installed (apt-get install bubblewrap)")
+    folders = _with_ids(Path(root), task_folders)
+    by_id = {task.id: task for task in sources} if sources is not None else None
+    if by_id is not None:
+        missing = sorted(task_id for task_id, _ in folders if task_id not in by_id)
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise TaskpackError(f"{len(missing)} exported task(s) not in the source: {shown}")
+
+    def one(item: tuple[str, Path]) -> TaskCheck:
+        source = by_id[item[0]] if by_id is not None else None
+        return check_task(item[1], limits, adversarial=adversarial, source=source)
+
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
-        results = pool.map(lambda folder: check_task(folder, timeout), folders)
+        results = pool.map(one, folders)
         return list(progress(results, len(folders)) if progress else results)
+
+
+def _path() -> list[str]:
+    return os.environ.get("PATH", "").split(os.pathsep)
+
+
+def _with_ids(root: Path, task_folders: Any) -> list[tuple[str, Path]]:
+    """(task id, folder) of every task below `root`: ids as each split's index.json names
+    them (a split folder of the export, or the export itself, may be given)."""
+    markers = ("task.toml", "task.yaml")
+    splits = [p for p in sorted(root.iterdir()) if (p / "index.json").is_file()]
+    if (root / "index.json").is_file() or not splits:
+        return list(task_folders(os.fspath(root), markers))
+    return [pair for split in splits for pair in task_folders(os.fspath(split), markers)]
 
 
 def summary(results: list[TaskCheck]) -> list[str]:
@@ -236,7 +570,7 @@ def summary(results: list[TaskCheck]) -> list[str]:
 
     counts = Counter(r.status for r in results)
     lines = [
-        f"{len(results)} tasks: {counts['ok']} ok (oracle 1, no solution 0), "
+        f"{len(results)} tasks: {counts['ok']} ok (oracle 1, no solution 0, no forger above 0), "
         f"{counts['failed']} failed, {counts['not run']} not run"
     ]
     reasons = Counter((r.status, r.reason) for r in results if r.status != "ok")

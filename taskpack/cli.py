@@ -547,25 +547,66 @@ def formats(as_json: bool) -> None:
 
 @main.command()
 @click.argument("export_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--against",
+    "source",
+    help="The source the export was made from (a task set, NAME@VERSION, or with --from a "
+    "file or folder of that format): its verifier must give every candidate the same reward.",
+)
+@click.option("--from", "source_format", help="Format of the --against source (e.g. harbor).")
+@click.option("-O", "--option", "pairs", multiple=True, help="Reader option KEY=VALUE.")
+@split_option
+@registry_option
+@click.option(
+    "--adversarial/--no-adversarial",
+    default=True,
+    show_default=True,
+    help="Also run the battery of forgers (reward hacks); any that scores above 0 fails.",
+)
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds per script run.")
+@click.option("--memory", default=4096, show_default=True, help="MiB of memory per process.")
+@click.option("--disk", default=1024, show_default=True, help="MiB of disk per attempt.")
 @click.option("--jobs", "-j", type=int, help="Tasks checked at once (default: one per CPU).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per task.")
 @quiet_option
 @_user_errors
-def check(export_dir: Path, timeout: float, jobs: int | None, as_json: bool, quiet: bool) -> None:
-    """Run each exported task's reference solution and verifier, then the verifier alone, in a
-    bubblewrap sandbox: a working task scores 1, then 0. Exit 1 if any task fails."""
-    from taskpack.check import TaskCheck, check_export, summary
+def check(
+    export_dir: Path,
+    source: str | None,
+    source_format: str | None,
+    pairs: tuple[str, ...],
+    split_name: str | None,
+    registry: str | None,
+    adversarial: bool,
+    timeout: float,
+    memory: int,
+    disk: int,
+    jobs: int | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Run each exported task in a bubblewrap sandbox: its reference solution must score 1,
+    no solution 0, and each forger of the battery 0; with --against, the source task's own
+    verifier must score the same candidates the same. Exit 1 if any task fails."""
+    from taskpack.check import Limits, TaskCheck, check_export, summary
     from taskpack.progress import counted
 
     def count(results: Iterator[TaskCheck], total: int) -> Iterator[TaskCheck]:
         return counted(results, "checked", total=total, quiet=quiet)
 
-    results = check_export(export_dir, timeout=timeout, jobs=jobs, progress=count)
+    sources = None
+    if source is not None:
+        sources = list(_source_tasks(source, source_format, pairs, split_name, registry))
+    limits = Limits(timeout=timeout, disk=disk << 20, memory=memory << 20)
+    results = check_export(
+        export_dir, limits, jobs, count, adversarial=adversarial, sources=sources
+    )
     for r in results:
         if as_json:
             task = str(r.folder.relative_to(export_dir))
-            entry = {"task": task, "status": r.status, "oracle": r.oracle, "null": r.null}
+            entry: dict[str, Any] = {"task": task, "status": r.status, "oracle": r.oracle}
+            entry |= {"null": r.null, "forged": r.forged, "parity": r.parity}
+            entry["source_null"] = r.source_null
             click.echo(json.dumps({**entry, "reason": r.reason}))
         elif r.status == "failed":
             click.echo(f"failed: {r.folder.relative_to(export_dir)}: {r.reason}", err=True)
@@ -573,6 +614,24 @@ def check(export_dir: Path, timeout: float, jobs: int | None, as_json: bool, qui
         click.echo("\n".join(summary(results)))
     if any(r.status == "failed" for r in results):
         raise click.ClickException(f"{export_dir}: some tasks do not work (see above)")
+
+
+def _source_tasks(
+    source: str,
+    fmt: str | None,
+    pairs: tuple[str, ...],
+    split: str | None,
+    registry: str | None,
+) -> Iterator[Task]:
+    """The tasks of a --against source: read as `fmt`, or a task set's (one split or all)."""
+    if fmt is not None:
+        from taskpack.importer import read_source
+
+        yield from read_source(source, fmt, split=split or "train", **_options(pairs, None, None))
+        return
+    ts = _open_any(source, registry)
+    for name in [split] if split else ts.splits:
+        yield from ts.split(name)
 
 
 @main.group()

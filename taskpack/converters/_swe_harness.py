@@ -17,11 +17,15 @@ from taskpack.model import Task
 NAMESPACE = "swebench"  # the harness's images on Docker Hub: swebench/sweb.eval.x86_64.<id>
 REPO_DIR = "/testbed"
 _TEST = """#!/bin/bash
-# Run the SWE-bench harness's eval script for this instance, then grade its log with the
-# harness's own parser (tests/grade_swebench.py).
+# taskpack verifier: run the SWE-bench harness's eval script for this instance, then grade its
+# log with the harness's own parser (tests/grade_swebench.py); the reward is the grader's alone.
+rm -f /logs/verifier/reward.txt /logs/verifier/reward.json
 mkdir -p /logs/verifier
 bash /tests/eval.sh > /logs/verifier/test_output.txt 2>&1
-python3 /tests/grade_swebench.py
+if ! python3 /tests/grade_swebench.py; then
+    rm -f /logs/verifier/reward.txt /logs/verifier/reward.json
+    echo 0 > /logs/verifier/reward.txt
+fi
 """
 
 

@@ -84,7 +84,7 @@ def entry_point(tests: list[Any], code: str) -> str | None:
         called += [c.func.id for c in calls if isinstance(c.func, ast.Name)]
     own = [name for name in called if name in defined]
     others = [name for name in called if not hasattr(builtins, name)]
-    return (own or others or [None])[0]
+    return next(iter(own or others), None)
 
 
 def test_file(imports: Any, setup: Any, tests: list[Any]) -> str:
@@ -206,7 +206,7 @@ def _tests(table: pa.Table, tests: pa.Array, code: pa.Array) -> tuple[pa.Array, 
 
 
 def _text_list(kind: pa.DataType) -> bool:
-    return pa.types.is_list(kind) and pa.types.is_string(kind.value_type)
+    return bool(pa.types.is_list(kind) and pa.types.is_string(kind.value_type))
 
 
 def source_row(task: Task) -> dict[str, Any]:

@@ -1,0 +1,320 @@
+"""The sandbox `taskpack check` runs tasks in: an attempt (a candidate solution, then one or
+more verifiers over what it left in /app) inside its own user namespace, whoever starts it.
+
+Why a user namespace of our own rather than bubblewrap alone: run as root, bubblewrap keeps the
+caller's powers, so a task could remount the host's /usr read-write. Here this file runs as a
+separate process that leaves the host's user namespace before anything of the task exists:
+- uids 0-65535 inside are host uids 100000-165535 when started by root (one uid, the caller's,
+  otherwise), so "root" in a task owns no host file and can write none, whatever it mounts;
+- every phase runs in bubblewrap with new pid, ipc, net and uts namespaces, a new session (no
+  TIOCSTI into the caller's terminal), no standard input, and only the capabilities a Docker
+  container has by default (no CAP_SYS_ADMIN: no mounts);
+- all the attempt's folders live on a tmpfs of `disk` bytes, the only place a task can write;
+  /tmp and /dev/shm are tmpfs of that size too; and prlimit bounds each process's memory
+  (RLIMIT_AS), file size, the process count (RLIMIT_NPROC) and core dumps;
+- phases are bounded in time; a phase's processes die with it (its pid namespace ends);
+- the solution phase never sees /tests: the verifier's files are written after it ends, and
+  /logs is emptied between the phases and between verifiers;
+- rewards are read without following links, as regular files of at most `MAX_REWARD` bytes,
+  and phase output is kept only as its last `MAX_LOG` bytes.
+
+The host side is `run(job)`; the same file, run as a script, is the process inside. It uses the
+standard library alone and imports nothing of taskpack: it runs with `python -I`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from typing import Any
+
+BASE_UID = 100000  # host uid of uid 0 inside, when started by root
+UIDS = 65536
+MAX_REWARD = 64 << 10
+MAX_LOG = 16 << 10
+# Docker's default capabilities: what a task's scripts may expect root to have.
+CAPS = [
+    *("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID"),
+    *("CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SYS_CHROOT"),
+    *("CAP_MKNOD", "CAP_AUDIT_WRITE", "CAP_SETFCAP"),
+]
+WORK = "/tmp/taskpack-attempt"
+_CLONE_NEWUSER, _CLONE_NEWNS = 0x10000000, 0x00020000
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+
+
+class SandboxError(Exception):
+    """The sandbox could not be set up; the message says why."""
+
+
+Files = list[list[Any]]  # [path, base64 bytes, mode], as the job carries them
+
+
+def files(tree: dict[str, tuple[bytes, int]]) -> Files:
+    """A {path: (bytes, mode)} tree as a job carries it."""
+    return [[p, base64.b64encode(data).decode("ascii"), mode] for p, (data, mode) in tree.items()]
+
+
+# --- the host side -------------------------------------------------------------------------
+
+
+def _write_maps(pid: int) -> None:
+    uid, gid = os.geteuid(), os.getegid()
+    if uid == 0:
+        maps = {"uid_map": f"0 {BASE_UID} {UIDS}\n", "gid_map": f"0 {BASE_UID} {UIDS}\n"}
+    else:
+        with open(f"/proc/{pid}/setgroups", "w") as f:
+            f.write("deny")
+        maps = {"uid_map": f"0 {uid} 1\n", "gid_map": f"0 {gid} 1\n"}
+    for name, text in maps.items():
+        with open(f"/proc/{pid}/{name}", "w") as f:
+            f.write(text)
+
+
+def run(job: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run one attempt (see `main` for the job's keys) and return what the inside reports.
+    `timeout` bounds the whole attempt, as a last resort beside each phase's own bound."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxError("bubblewrap is not installed (apt-get install bubblewrap)")
+    job = {**job, "bwrap": bwrap}
+    with subprocess.Popen(
+        [sys.executable, "-I", "-S", os.path.abspath(__file__)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as inside:
+        assert inside.stdin is not None and inside.stdout is not None
+        try:
+            if inside.stdout.readline() != b"ready\n":
+                _, err = inside.communicate(timeout=10)
+                raise SandboxError(_last_line(err) or "the sandbox did not start")
+            _write_maps(inside.pid)
+            out, err = inside.communicate(json.dumps(job).encode(), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(inside.pid, signal.SIGKILL)
+            raise SandboxError(f"the attempt took more than {timeout:g} s") from None
+        except OSError as e:
+            raise SandboxError(f"no user namespace for the sandbox ({e})") from None
+    if inside.returncode != 0 or not out:
+        raise SandboxError(_last_line(err) or f"the sandbox ended with {inside.returncode}")
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def _last_line(err: bytes) -> str:
+    lines = err.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+# --- the inside ----------------------------------------------------------------------------
+
+
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _enter(libc: Any) -> None:
+    """Leave the host's user and mount namespaces; wait for the host to map our uids."""
+    import ctypes
+
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the host process
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+        raise SandboxError(f"unshare: {os.strerror(ctypes.get_errno())}")
+    sys.stdout.buffer.write(b"ready\n")
+    sys.stdout.flush()
+
+
+def _become_root(libc: Any, disk: int) -> None:
+    import ctypes
+
+    os.setresgid(0, 0, 0)
+    with contextlib.suppress(PermissionError):  # started by a user: no groups to drop
+        os.setgroups([])
+    os.setresuid(0, 0, 0)
+    if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise SandboxError(f"mount: {os.strerror(ctypes.get_errno())}")
+    os.makedirs(WORK, exist_ok=True)
+    options = f"size={disk},mode=0755".encode()
+    if libc.mount(b"tmpfs", WORK.encode(), b"tmpfs", 0, options) != 0:
+        raise SandboxError(f"mount tmpfs: {os.strerror(ctypes.get_errno())}")
+
+
+def _lay(root: str, tree: Files) -> None:
+    for path, data, mode in tree:
+        if os.path.isabs(path) or ".." in path.split("/"):
+            raise SandboxError(f"a file path outside its folder: {path!r}")
+        target = os.path.join(root, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(base64.b64decode(data))
+        os.chmod(target, mode & 0o7777)
+
+
+def _fresh(path: str, *subfolders: str) -> None:
+    if os.path.lexists(path):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    os.makedirs(path)
+    for sub in subfolders:
+        os.makedirs(os.path.join(path, sub))
+
+
+def _limits(job: dict[str, Any]) -> None:
+    """prlimit for every process of the attempt (inherited through bubblewrap)."""
+    for kind, value in (
+        (resource.RLIMIT_AS, job["memory"]),
+        (resource.RLIMIT_FSIZE, job["disk"]),
+        (resource.RLIMIT_NPROC, job["processes"]),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(kind, (value, value))
+
+
+def _phase(job: dict[str, Any], binds: list[str], script: str, log: str) -> dict[str, Any]:
+    size = str(job["disk"])
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "TEST_DIR": "/tests"}
+    env.update(job["env"])
+    args = [
+        job["bwrap"],
+        "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent", "--new-session",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/bin", "/bin",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/sbin", "/sbin",
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--size", size, "--tmpfs", "/dev/shm",
+        "--size", size, "--tmpfs", "/tmp",
+        "--size", size, "--tmpfs", "/root",
+        *binds,
+        "--chdir", job["workdir"],
+        "--clearenv",
+        *[x for k, v in env.items() for x in ("--setenv", k, v)],
+        "--cap-drop", "ALL",
+        *[x for cap in CAPS for x in ("--cap-add", cap)],
+        "--", "bash", script,
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        try:
+            done = subprocess.run(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=job["timeout"],
+                check=False,
+            )
+            status, timed_out = done.returncode, False
+        except subprocess.TimeoutExpired:
+            status, timed_out = None, True
+    with open(log, "rb") as f:
+        f.seek(max(0, os.path.getsize(log) - MAX_LOG))
+        tail = f.read().decode("utf-8", "replace")
+    os.unlink(log)
+    return {"status": status, "timed_out": timed_out, "log": tail}
+
+
+def _read_reward(logs: str) -> dict[str, Any]:
+    """The verifier's reward files as text, read without following any link."""
+    out: dict[str, Any] = {}
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        top = os.open(logs, flags | os.O_DIRECTORY)
+    except OSError as e:
+        return {"error": f"/logs is not a folder ({e.strerror})"}
+    try:
+        try:
+            folder = os.open("verifier", flags | os.O_DIRECTORY, dir_fd=top)
+        except OSError as e:
+            return {"error": f"/logs/verifier is not a folder ({e.strerror})"}
+        try:
+            for name in ("reward.txt", "reward.json"):
+                try:
+                    fd = os.open(name, flags, dir_fd=folder)
+                except FileNotFoundError:
+                    continue
+                except OSError as e:
+                    out["error"] = f"{name}: not a plain file ({e.strerror})"
+                    continue
+                with os.fdopen(fd, "rb") as f:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        out["error"] = f"{name}: not a plain file"
+                        continue
+                    data = f.read(MAX_REWARD + 1)
+                if len(data) > MAX_REWARD:
+                    out["error"] = f"{name}: larger than {MAX_REWARD} bytes"
+                    continue
+                out[name] = data.decode("utf-8", "replace")
+        finally:
+            os.close(folder)
+    finally:
+        os.close(top)
+    return out
+
+
+def attempt(job: dict[str, Any]) -> dict[str, Any]:
+    """The job: `app` (the files /app starts with), `candidate` (the files of /solution, whose
+    solve.sh runs first; null for no solution),
+    `verifiers` (one tests/ tree each, run in turn on a copy of what the candidate left),
+    `workdir`, `env`, and the bounds `timeout` (s per phase), `disk`, `memory` (bytes),
+    `processes`."""
+    w = WORK
+    _fresh(f"{w}/app")
+    _lay(f"{w}/app", job["app"])
+    report: dict[str, Any] = {"verifiers": []}
+    logs = [f"{w}/logs/verifier", f"{w}/logs/agent"]
+    if job.get("candidate") is not None:
+        _fresh(f"{w}/solution")
+        _lay(f"{w}/solution", job["candidate"])
+        _fresh(f"{w}/logs", "verifier", "agent")
+        binds = ["--bind", f"{w}/app", "/app", "--ro-bind", f"{w}/solution", "/solution"]
+        binds += ["--bind", f"{w}/logs", "/logs"]
+        report["solution"] = _phase(job, binds, "/solution/solve.sh", f"{w}/solution.log")
+    for verifier in job["verifiers"]:
+        _fresh(f"{w}/run")
+        subprocess.run(["cp", "-a", f"{w}/app", f"{w}/run/app"], check=True)
+        _fresh(f"{w}/tests")
+        _lay(f"{w}/tests", verifier)
+        _fresh(f"{w}/logs", *(os.path.basename(p) for p in logs))
+        binds = ["--bind", f"{w}/run/app", "/app", "--bind", f"{w}/tests", "/tests"]
+        binds += ["--bind", f"{w}/logs", "/logs"]
+        ran = _phase(job, binds, "/tests/test.sh", f"{w}/verifier.log")
+        ran["reward"] = _read_reward(f"{w}/logs")
+        report["verifiers"].append(ran)
+    return report
+
+
+def main() -> int:
+    try:
+        libc = _libc()
+        _enter(libc)
+        job = json.loads(sys.stdin.buffer.read())
+        _become_root(libc, job["disk"])
+        _limits(job)
+        report = attempt(job)
+    except (SandboxError, OSError, subprocess.CalledProcessError) as e:
+        print(f"sandbox: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
