@@ -523,10 +523,12 @@ def check_export(
     progress: Callable[[Iterator[TaskCheck], int], Iterator[TaskCheck]] | None = None,
     *,
     adversarial: bool = True,
+    forgers_every: int = 1,
     sources: Iterable[Task] | None = None,
 ) -> list[TaskCheck]:
-    """Check every task folder below `root`, `jobs` at a time (default: one per CPU). With
-    `sources`, each task is compared with the source task of the same id."""
+    """Check every task folder below `root`, `jobs` at a time (default: one per CPU), the
+    forgers (with `adversarial`) on every `forgers_every`-th of them. With `sources`, each task
+    is compared with the source task of the same id."""
     from concurrent.futures import ThreadPoolExecutor
 
     from taskpack.converters._folders import task_folders
@@ -541,12 +543,13 @@ def check_export(
             shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
             raise TaskpackError(f"{len(missing)} exported task(s) not in the source: {shown}")
 
-    def one(item: tuple[str, Path]) -> TaskCheck:
+    def one(n: int, item: tuple[str, Path]) -> TaskCheck:
         source = by_id[item[0]] if by_id is not None else None
-        return check_task(item[1], limits, adversarial=adversarial, source=source)
+        forge = adversarial and n % max(1, forgers_every) == 0
+        return check_task(item[1], limits, adversarial=forge, source=source)
 
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
-        results = pool.map(one, folders)
+        results = pool.map(one, range(len(folders)), folders)
         return list(progress(results, len(folders)) if progress else results)
 
 

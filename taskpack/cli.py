@@ -563,6 +563,12 @@ def formats(as_json: bool) -> None:
     show_default=True,
     help="Also run the battery of forgers (reward hacks); any that scores above 0 fails.",
 )
+@click.option(
+    "--forgers-every",
+    default=1,
+    show_default=True,
+    help="Run the forgers on every N-th task only (a quicker pass over a large export).",
+)
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds per script run.")
 @click.option("--memory", default=4096, show_default=True, help="MiB of memory per process.")
 @click.option("--disk", default=1024, show_default=True, help="MiB of disk per attempt.")
@@ -578,6 +584,7 @@ def check(
     split_name: str | None,
     registry: str | None,
     adversarial: bool,
+    forgers_every: int,
     timeout: float,
     memory: int,
     disk: int,
@@ -599,7 +606,13 @@ def check(
         sources = list(_source_tasks(source, source_format, pairs, split_name, registry))
     limits = Limits(timeout=timeout, disk=disk << 20, memory=memory << 20)
     results = check_export(
-        export_dir, limits, jobs, count, adversarial=adversarial, sources=sources
+        export_dir,
+        limits,
+        jobs,
+        count,
+        adversarial=adversarial,
+        forgers_every=forgers_every,
+        sources=sources,
     )
     for r in results:
         if as_json:

@@ -67,7 +67,7 @@ def read_answer() -> str:
     return read_agent_file("answer.txt").decode("utf-8")
 
 
-def _exact(text: str) -> Fraction | None:
+def exact_number(text: str) -> Fraction | None:
     """`text` as an exact number if the whole of it is one, else None."""
     s = text.strip().rstrip(".").strip()
     while True:
@@ -96,11 +96,11 @@ def _exact(text: str) -> Fraction | None:
 def as_number(text: str) -> Fraction | None:
     """The number an answer gives: the whole text if it is one, else the last number in it
     (a worked answer ends with its result, as GSM8K's grader reads it)."""
-    whole = _exact(text)
+    whole = exact_number(text)
     if whole is not None:
         return whole
     found = _NUMBER.findall(text)
-    return _exact(found[-1]) if found else None
+    return exact_number(found[-1]) if found else None
 
 
 def same_number(got: str, expected: Any, tolerance: float) -> bool:

@@ -7,6 +7,10 @@ Options (also accepted as a YAML mapping file):
   answer_column    reference answer; rows of a table without it (a test.csv) get no answer
                    when answer_optional is true
   choice_columns   columns holding the choices (comma-separated); their names are the labels
+  reward           how an answer is scored: `auto` (the default: multiple choice with
+                   choice_columns, else numeric_match where the answer is a number, as 27.0 or
+                   025 or 1,080 or \frac{1}{2}, else exact_match), or one of exact_match,
+                   numeric_match, multiple_choice
   strip_headers    strip stray spaces around header names before matching
   member, delimiter  which file inside a .zip, and the CSV delimiter (default by suffix)
 
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
@@ -61,6 +65,7 @@ class KaggleOptions(Options):
     answer_column: str | None = None
     answer_optional: bool = False
     choice_columns: list[str] = Field(default_factory=list)
+    reward: Literal["auto", "exact_match", "numeric_match", "multiple_choice"] = "auto"
     strip_headers: bool = False
     member: str | None = None
     delimiter: str | None = None
@@ -99,7 +104,26 @@ class KaggleOptions(Options):
     def _one_prompt(self) -> KaggleOptions:
         if (self.prompt_column is None) == (self.prompt_template is None):
             raise ValueError("give exactly one of prompt_column or prompt_template")
+        if (self.reward == "multiple_choice") != bool(self.choice_columns) and (
+            self.reward != "auto"
+        ):
+            raise ValueError("reward multiple_choice goes with choice_columns, and only it")
         return self
+
+
+def reward_kind(options: KaggleOptions, answer: str | None) -> str | None:
+    """The reward kind of a row whose answer is `answer` (see the module's doc)."""
+    from taskpack.converters._grade import exact_number
+
+    if options.choice_columns:
+        return "multiple_choice"
+    if answer is None:
+        return None
+    if options.reward == "auto":
+        return "numeric_match" if exact_number(answer) is not None else "exact_match"
+    if options.reward == "numeric_match" and exact_number(answer) is None:
+        raise RowError(f"answer {answer[:40]!r}: not a number (reward numeric_match)")
+    return options.reward
 
 
 def _text(row: dict[str, Any], column: str, kept: dict[str, Any]) -> str:
@@ -114,10 +138,10 @@ def _text(row: dict[str, Any], column: str, kept: dict[str, Any]) -> str:
 
 
 def _mapping(
-    uri: str, split: str, options: KaggleOptions
+    uri: str, split: str, options: KaggleOptions, kind: str | None = None
 ) -> Callable[[dict[str, Any], int], dict[str, Any]]:
-    """The task fields of a row (and its number): for every row on the row path, and once for
-    the columnar template."""
+    """The task fields of a row (and its number): for every row on the row path, and once per
+    reward `kind` for the columnar templates (whose answer is a slot, not a value)."""
     id_col, prompt_col, template = options.id_column, options.prompt_column, options.prompt_template
     answer_col, answer_optional = options.answer_column, options.answer_optional
     choices = options.choice_columns
@@ -158,7 +182,7 @@ def _mapping(
                 "choices": [{"label": c, "text": _text(row, c, kept)} for c in choices],
             }
         elif "answer" in task:
-            task["reward"] = {"kind": "exact_match"}
+            task["reward"] = {"kind": kind or reward_kind(options, task["answer"])}
         task["metadata"] = {k: v for k, v in row.items() if k not in verbatim} | kept
         return task
 
@@ -179,31 +203,42 @@ def read_columns(
     import pyarrow.compute as pc
 
     answer, labels = options.answer_column, options.choice_columns
-    template: Template | None = None
+    templates: dict[str | None, Template] = {}
     unchecked: dict[str, str] = {}
     names: list[str] | None = None
 
+    def template(kind: str | None, names: list[str]) -> Template:
+        nonlocal unchecked
+        if kind not in templates:
+            try:
+                row = {n: slot(n) for n in names}
+                fields = _mapping(uri, split, options, kind)(row, ROW)
+            except (TaskpackError, RowError) as e:
+                raise NotColumnar(str(e)) from None  # the row path says it, at its row
+            unchecked = {"answer": fields.pop("answer")} if "answer" in fields else {}
+            templates[kind] = Template(fields, unchecked)
+        return templates[kind]
+
     def batch(table: pa.Table, first: int, _: object) -> Batch:
-        nonlocal template, unchecked, names
+        nonlocal names
         if names not in (None, table.schema.names):
             raise NotColumnar("fields that change between rows")
         names = table.schema.names
         columns = dict(zip(names, text_columns(table, names), strict=True))
-        if template is None:
-            try:
-                fields = _mapping(uri, split, options)({n: slot(n) for n in names}, ROW)
-            except (TaskpackError, RowError) as e:
-                raise NotColumnar(str(e)) from None  # the row path says it, at its row
-            unchecked = {"answer": fields.pop("answer")} if "answer" in fields else {}
-            template = Template(fields, unchecked)
+        kind = None
+        if answer in columns and not labels:
+            kinds = _kinds(options, columns[answer])
+            kind = kinds[0].as_py() if len(kinds) else None
+            refuse(pc.not_equal(kinds, kind), "answers scored otherwise than the first")
+        chosen = template(kind, names)
         if unchecked and labels:
             assert answer is not None
-            chosen = pc.is_in(columns[answer], pa.array(labels))
-            refuse(pc.invert(chosen), "an answer that is not one of the choices")
+            chosen_label = pc.is_in(columns[answer], pa.array(labels))
+            refuse(pc.invert(chosen_label), "an answer that is not one of the choices")
         rows = row_numbers(first, table.num_rows)
         id_col = options.id_column
         ids = task_ids(columns[id_col]) if id_col else ordinal_ids(split, rows)
-        return template.fill(ids, columns, rows)
+        return chosen.fill(ids, columns, rows)
 
     convert = _mapping(uri, split, options)
     yield from mapped(
@@ -211,6 +246,27 @@ def read_columns(
         batch,
         lambda rows, n: map_rows(rows, convert, n),
     )
+
+
+def _kinds(options: KaggleOptions, answers: pa.Array) -> pa.Array:
+    """Each answer's reward kind, as `reward_kind` says: Python looks only at answers that
+    hold a digit and are not a plain decimal (which are numbers whatever else is true)."""
+    import pyarrow.compute as pc
+
+    plain = pc.fill_null(pc.match_substring_regex(answers, r"^-?[0-9]+(\.[0-9]+)?$"), False)
+    if options.reward != "auto":
+        if options.reward == "numeric_match":  # the row path checks the others, row by row
+            refuse(pc.invert(plain), "an answer to check as a number")
+        return pa.array([options.reward] * len(answers), pa.string())
+    digits = pc.fill_null(pc.match_substring_regex(answers, r"[0-9]"), False)
+    kinds = pc.if_else(plain, "numeric_match", "exact_match")
+    unsure = pc.indices_nonzero(pc.and_(digits, pc.invert(plain))).to_pylist()
+    if unsure:
+        found = kinds.to_pylist()
+        for i in unsure:
+            found[i] = reward_kind(options, answers[i].as_py())
+        kinds = pa.array(found, pa.string())
+    return kinds
 
 
 def source_row(task: Task, **values: Any) -> dict[str, Any]:
