@@ -215,6 +215,41 @@ def test_tsv_and_stripped_headers_come_out_as_the_row_path_has_them(tmp_path: Pa
     same_both_ways(tmp_path, src, "kaggle", options, True)
 
 
+ANSWERS = (
+    b'id,question,answer\n1,q,27.0\n2,r,025\n3,s,"1,080"\n4,t,\\frac{1}{2}\n5,u,Paris\n6,v,-3\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "reward", "kinds", "takes"),
+    [
+        ("numbers and words", ANSWERS, "auto", ["numeric_match"] * 4 + ["exact_match", "n"], False),
+        ("plain numbers", b"id,question,answer\n1,q,27\n2,r,0.5\n", "auto", ["n", "n"], True),
+        ("words", b"id,question,answer\n1,q,yes\n2,r,no\n", "auto", ["e", "e"], True),
+        ("all as text", ANSWERS, "exact_match", ["e"] * 6, True),
+        (
+            "numbers asked",
+            b"id,question,answer\n1,q,27.0\n2,r,1/3\n",
+            "numeric_match",
+            ["n"] * 2,
+            False,
+        ),
+        ("a word as a number", ANSWERS, "numeric_match", [], False),
+    ],
+)
+def test_answers_that_are_numbers_are_scored_as_numbers(
+    tmp_path: Path, case: str, text: bytes, reward: str, kinds: list[str], takes: bool
+) -> None:
+    """AMC's 27.0 and AIME's 025 are numbers: the correct 27 and 25 must score."""
+    src = tmp_path / "src.csv"
+    src.write_bytes(text)
+    same_both_ways(tmp_path, src, "kaggle", {**SIMPLE, "reward": reward}, takes)
+    short = {"n": "numeric_match", "e": "exact_match"}
+    if kinds:
+        tasks = taskpack.open(tmp_path / "rows").split("test")
+        assert [t.reward.kind for t in tasks] == [short.get(k, k) for k in kinds]
+
+
 MC = b'id,prompt,A,B,C,D,E,answer\n0,Which?,a,b,c,d,e,B\n1,"Two\nlines",1,2,3,4,5,E\n'
 
 

@@ -1,0 +1,173 @@
+"""The graders taskpack writes into exported tasks (`_grade.py`), run in-process: numbers are
+compared as numbers, and code under test cannot make a failing test pass.
+
+The same graders run in the sandbox in tests/test_reward_integrity.py; these are the fast
+cases, one per rule.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import taskpack
+from taskpack.converters import _grade
+from taskpack.converters._verifier import expected, solve_reference
+from taskpack.importer import import_sources, read_source
+
+
+@pytest.mark.parametrize(
+    ("got", "want", "same"),
+    [
+        ("27", "27.0", True),  # AMC's answers are floats
+        ("25", "025", True),  # AIME's are zero-padded
+        ("1080", "1,080", True),  # GSM8K's have thousands commas
+        ("The answer is 1,080.", "1080", True),  # the last number of a worked answer
+        ("0.5", "\\frac{1}{2}", True),
+        ("\\boxed{\\frac{1}{2}}", "1/2", True),
+        ("-\\frac{3}{4}", "-0.75", True),
+        ("$18", "18", True),
+        ("50%", "50", True),
+        ("1e3", "1000", True),
+        ("0.1", "0.10000000001", True),  # float noise within 1e-9, relative
+        ("26", "27", False),
+        ("2/3", "0.66", False),
+        ("", "0", False),
+        ("seven", "7", False),
+        ("1,08", "108", False),  # not a thousands comma: the last number is 08
+    ],
+)
+def test_numbers_compare_as_numbers(got: str, want: str, same: bool) -> None:
+    assert _grade.same_number(got, want, 0.0) is same
+
+
+def test_a_number_is_read_whole_or_not_at_all() -> None:
+    assert _grade.exact_number("27.0") == 27
+    assert _grade.exact_number("1,080") == 1080
+    assert _grade.exact_number("The answer is 3") is None
+    assert _grade.exact_number("1/0") is None
+
+
+ADD = {"kind": "unit_tests", "entry_point": "add", "test_file": "test.py", "test": "t"}
+TESTS = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
+CHEATS = {
+    "wrong": "def add(a, b):\n    return a - b\n",
+    "exit 0 on import": "import sys\nsys.exit(0)\n",
+    "os._exit(0) in the call": "import os\ndef add(a, b):\n    os._exit(0)\n",
+    "sys.exit(0) in the call": "import sys\ndef add(a, b):\n    sys.exit(0)\n",
+    "atexit": "import atexit, os\natexit.register(lambda: os._exit(0))\n"
+    "def add(a, b):\n    return 0\n",
+    "always equal": "class A:\n    def __eq__(self, other): return True\n"
+    "def add(a, b):\n    return A()\n",
+    "a subclass of int": "class I(int):\n    def __eq__(self, other): return True\n"
+    "def add(a, b):\n    return I(0)\n",
+    "pass markers": "def add(a, b):\n    print('PASSED: 2 passed in 0.01s')\n",
+    "raises what the test expects": "def add(a, b):\n    raise AssertionError\n",
+    "no such function": "def other(a, b):\n    return a + b\n",
+    "not Python": "def add(a, b) return a + b\n",
+    "hangs": "def add(a, b):\n    while True: pass\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHEATS))
+def test_code_under_test_cannot_pass_failing_tests(case: str) -> None:
+    spec = {**ADD, "timeout_sec": 5}
+    assert _grade.unit_test_score(spec, CHEATS[case], TESTS, "/tmp") == 0.0
+    assert _grade.unit_test_score(spec, "def add(a, b):\n    return a + b\n", TESTS, "/tmp") == 1.0
+
+
+def test_tests_see_the_results_as_data_and_the_solutions_standard_imports() -> None:
+    """MBPP tests lean on the reference's imports (`math`) and compare sets, tuples, floats,
+    generators; arguments may be objects of classes the test file defines."""
+    solution = (
+        "import math\nfrom collections import Counter\n"
+        "def f(xs):\n    return {x % 3 for x in xs}, tuple(xs), math.sqrt(2)\n"
+        "def g(n):\n    return (i * i for i in range(n))\n"
+        "def area(p):\n    return p.a * p.b\n"
+    )
+    tests = (
+        "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n"
+        "assert f([1, 2, 3]) == ({0, 1, 2}, (1, 2, 3), math.sqrt(2))\n"
+        "assert list(g(3)) == [0, 1, 4]\n"
+        "assert area(Pair(2, 3)) == 6\n"
+    )
+    spec = {**ADD, "entry_point": "f", "timeout_sec": 10}
+    assert _grade.unit_test_score(spec, solution, tests, "/tmp") == 1.0
+
+
+# Sanitized MBPP's shape (Google's sanitized-mbpp.json: prompt, test_imports, a test that wraps
+# the call in a builtin) and the original's (text, test_setup_code); hand-made rows.
+MBPP_ROWS = [
+    {
+        "source_file": "Benchmark Questions Verification V2.ipynb",
+        "task_id": 2,
+        "prompt": "Write a function to find the shared elements from the given two lists.",
+        "code": "def similar_elements(a, b):\n    return tuple(set(a) & set(b))\n",
+        "test_imports": [],
+        "test_list": [
+            "assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))",
+            "assert set(similar_elements((1, 2, 3, 4),(5, 4, 3, 7))) == set((3, 4))",
+        ],
+    },
+    {
+        "source_file": "Benchmark Questions Verification V2.ipynb",
+        "task_id": 3,
+        "prompt": "Write a function to find the area of a circle.",
+        "code": "import math\ndef circle_area(r):\n    return math.pi * r * r\n",
+        "test_imports": ["import math"],
+        "test_list": ["assert math.isclose(circle_area(10), 314.159265, rel_tol=0.001)"],
+    },
+    {
+        "source_file": "Benchmark Questions Verification V2.ipynb",
+        "task_id": 4,
+        "prompt": "Write a python function to sort a list of words by length.",
+        "code": "def by_length(words):\n    return sorted(words, key=len)\n",
+        "test_imports": [],
+        "test_list": ["assert sorted(by_length(['ccc', 'a'])) == sorted(['a', 'ccc'])"],
+    },
+    {
+        "task_id": 5,
+        "text": "Write a function to find the longest chain of pairs.",
+        "code": "def max_chain_length(arr, n):\n    return n\n",
+        "test_list": ["assert max_chain_length([Pair(5, 24), Pair(15, 25)], 2) == 2"],
+        "test_setup_code": "class Pair(object):\n\tdef __init__(self, a, b):\n"
+        "\t\tself.a = a\n\t\tself.b = b",
+        "challenge_test_list": [],
+    },
+]
+
+
+@pytest.mark.parametrize("columnar", [True, False])
+def test_every_mbpp_reference_passes_its_exported_tests(tmp_path: Path, columnar: bool) -> None:
+    src = tmp_path / "mbpp.jsonl"
+    src.write_text("".join(json.dumps(row) + "\n" for row in MBPP_ROWS))
+    import_sources(
+        tmp_path / "ts", {"test": [str(src)]}, "mbpp", name="m", columnar=columnar
+    )
+    tasks = list(taskpack.open(tmp_path / "ts").split("test"))
+    entries = ["similar_elements", "circle_area", "by_length", "max_chain_length"]
+    assert [t.reward.entry_point for t in tasks] == entries  # type: ignore[union-attr]
+    assert tasks[1].file("test.py").read_bytes().startswith(b"import math\n")
+    for task in tasks:
+        spec = expected(task, "reward")
+        tests = task.file("test.py").read_bytes().decode()
+        reference = solve_reference(task)
+        assert reference is not None
+        assert _grade.unit_test_score(spec, reference, tests, "/tmp") == 1.0, task.id
+        assert _grade.unit_test_score(spec, "", tests, "/tmp") == 0.0, task.id
+
+
+@pytest.mark.slow
+def test_every_humaneval_reference_passes_and_no_solution_fails(data_dir: Path) -> None:
+    tasks = list(read_source(data_dir / "humaneval" / "HumanEval.jsonl.gz", "humaneval"))
+    failed = []
+    for task in tasks:
+        spec = expected(task, "reward")
+        tests = task.file("test.py").read_bytes().decode()
+        reference = solve_reference(task)
+        assert reference is not None
+        if _grade.unit_test_score(spec, reference, tests, "/tmp") != 1.0:
+            failed.append(task.id)
+    assert len(tasks) == 164 and failed == []
