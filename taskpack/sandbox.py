@@ -40,6 +40,7 @@ BASE_UID = 100000  # host uid of uid 0 inside, when started by root
 UIDS = 65536
 MAX_REWARD = 64 << 10
 MAX_LOG = 16 << 10
+LOGS_SIZE = 64 << 20  # /logs is a tmpfs of its own
 # Docker's default capabilities: what a task's scripts may expect root to have.
 CAPS = [
     *("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID"),
@@ -130,6 +131,7 @@ def _enter(libc: Any) -> None:
     import ctypes
 
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the host process
+    libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: what a phase leaves is ours to reap
     if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
         raise SandboxError(f"unshare: {os.strerror(ctypes.get_errno())}")
     sys.stdout.buffer.write(b"ready\n")
@@ -146,9 +148,7 @@ def _become_root(libc: Any, disk: int) -> None:
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         raise SandboxError(f"mount: {os.strerror(ctypes.get_errno())}")
     os.makedirs(WORK, exist_ok=True)
-    options = f"size={disk},mode=0755".encode()
-    if libc.mount(b"tmpfs", WORK.encode(), b"tmpfs", 0, options) != 0:
-        raise SandboxError(f"mount tmpfs: {os.strerror(ctypes.get_errno())}")
+    _mount_tmpfs(WORK, disk)
 
 
 def _lay(root: str, tree: Files) -> None:
@@ -160,6 +160,24 @@ def _lay(root: str, tree: Files) -> None:
         with open(target, "wb") as f:
             f.write(base64.b64decode(data))
         os.chmod(target, mode & 0o7777)
+
+
+def _mount_tmpfs(path: str, size: int) -> None:
+    import ctypes
+
+    libc = _libc()
+    if libc.mount(b"tmpfs", path.encode(), b"tmpfs", 0, f"size={size},mode=0755".encode()):
+        raise SandboxError(f"mount tmpfs: {os.strerror(ctypes.get_errno())}")
+
+
+def _logs(path: str) -> None:
+    """A fresh /logs of its own size: a task that fills its disk can still leave a reward."""
+    if os.path.ismount(path):
+        _libc().umount2(path.encode(), 2)  # MNT_DETACH
+    _fresh(path)
+    _mount_tmpfs(path, LOGS_SIZE)
+    for sub in ("verifier", "agent"):
+        os.makedirs(os.path.join(path, sub))
 
 
 def _fresh(path: str, *subfolders: str) -> None:
@@ -184,7 +202,7 @@ def _limits(job: dict[str, Any]) -> None:
         resource.setrlimit(kind, (value, value))
 
 
-def _phase(job: dict[str, Any], binds: list[str], script: str, log: str) -> dict[str, Any]:
+def _phase(job: dict[str, Any], binds: list[str], script: str) -> dict[str, Any]:
     size = str(job["disk"])
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "TEST_DIR": "/tests"}
     env.update(job["env"])
@@ -211,24 +229,46 @@ def _phase(job: dict[str, Any], binds: list[str], script: str, log: str) -> dict
         *[x for cap in CAPS for x in ("--cap-add", cap)],
         "--", "bash", script,
     ]  # fmt: skip
-    with open(log, "wb") as out:
+    return _watch(args, job["timeout"])
+
+
+def _watch(args: list[str], timeout: float) -> dict[str, Any]:
+    """Run a phase, keeping only the last MAX_LOG bytes of what it prints (from a pipe: its
+    output takes neither disk nor memory), and stop it after `timeout` seconds."""
+    import select
+    import time
+
+    done = subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    assert done.stdout is not None
+    tail, timed_out = b"", False
+    deadline = time.monotonic() + timeout
+    with done:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                done.kill()
+                timed_out = True
+                break
+            if select.select([done.stdout], [], [], left)[0]:
+                chunk = os.read(done.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                tail = (tail + chunk)[-MAX_LOG:]
+        status = done.wait()
+    _reap()
+    log = tail.decode("utf-8", "replace")
+    return {"status": None if timed_out else status, "timed_out": timed_out, "log": log}
+
+
+def _reap() -> None:
+    """Wait for every process a phase left: bubblewrap's, killed with its pid namespace."""
+    while True:
         try:
-            done = subprocess.run(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=job["timeout"],
-                check=False,
-            )
-            status, timed_out = done.returncode, False
-        except subprocess.TimeoutExpired:
-            status, timed_out = None, True
-    with open(log, "rb") as f:
-        f.seek(max(0, os.path.getsize(log) - MAX_LOG))
-        tail = f.read().decode("utf-8", "replace")
-    os.unlink(log)
-    return {"status": status, "timed_out": timed_out, "log": tail}
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
 
 
 def _read_reward(logs: str) -> dict[str, Any]:
@@ -253,10 +293,11 @@ def _read_reward(logs: str) -> dict[str, Any]:
                 except OSError as e:
                     out["error"] = f"{name}: not a plain file ({e.strerror})"
                     continue
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    out["error"] = f"{name}: not a plain file"
+                    continue
                 with os.fdopen(fd, "rb") as f:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        out["error"] = f"{name}: not a plain file"
-                        continue
                     data = f.read(MAX_REWARD + 1)
                 if len(data) > MAX_REWARD:
                     out["error"] = f"{name}: larger than {MAX_REWARD} bytes"
@@ -279,23 +320,22 @@ def attempt(job: dict[str, Any]) -> dict[str, Any]:
     _fresh(f"{w}/app")
     _lay(f"{w}/app", job["app"])
     report: dict[str, Any] = {"verifiers": []}
-    logs = [f"{w}/logs/verifier", f"{w}/logs/agent"]
     if job.get("candidate") is not None:
         _fresh(f"{w}/solution")
         _lay(f"{w}/solution", job["candidate"])
-        _fresh(f"{w}/logs", "verifier", "agent")
+        _logs(f"{w}/logs")
         binds = ["--bind", f"{w}/app", "/app", "--ro-bind", f"{w}/solution", "/solution"]
         binds += ["--bind", f"{w}/logs", "/logs"]
-        report["solution"] = _phase(job, binds, "/solution/solve.sh", f"{w}/solution.log")
+        report["solution"] = _phase(job, binds, "/solution/solve.sh")
     for verifier in job["verifiers"]:
         _fresh(f"{w}/run")
         subprocess.run(["cp", "-a", f"{w}/app", f"{w}/run/app"], check=True)
         _fresh(f"{w}/tests")
         _lay(f"{w}/tests", verifier)
-        _fresh(f"{w}/logs", *(os.path.basename(p) for p in logs))
+        _logs(f"{w}/logs")
         binds = ["--bind", f"{w}/run/app", "/app", "--bind", f"{w}/tests", "/tests"]
         binds += ["--bind", f"{w}/logs", "/logs"]
-        ran = _phase(job, binds, "/tests/test.sh", f"{w}/verifier.log")
+        ran = _phase(job, binds, "/tests/test.sh")
         ran["reward"] = _read_reward(f"{w}/logs")
         report["verifiers"].append(ran)
     return report

@@ -143,9 +143,7 @@ MBPP_ROWS = [
 def test_every_mbpp_reference_passes_its_exported_tests(tmp_path: Path, columnar: bool) -> None:
     src = tmp_path / "mbpp.jsonl"
     src.write_text("".join(json.dumps(row) + "\n" for row in MBPP_ROWS))
-    import_sources(
-        tmp_path / "ts", {"test": [str(src)]}, "mbpp", name="m", columnar=columnar
-    )
+    import_sources(tmp_path / "ts", {"test": [str(src)]}, "mbpp", name="m", columnar=columnar)
     tasks = list(taskpack.open(tmp_path / "ts").split("test"))
     entries = ["similar_elements", "circle_area", "by_length", "max_chain_length"]
     assert [t.reward.entry_point for t in tasks] == entries  # type: ignore[union-attr]
