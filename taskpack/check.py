@@ -235,7 +235,7 @@ def task_side(task: Task, like: Side) -> Side:
         if not graded(task):
             raise NotRunnable("the source's reward cannot run here (no test script to run)")
         probe = Target(WriteOptions(), Losses("check"))
-        tests = {name: entry for name, entry in tests_files(task, "reward", probe).items()}
+        tests = {**tests, **tests_files(task, "reward", probe)}  # its test files kept
     if context:
         app: Tree = {}
         env, workdir = _image(context, app)
