@@ -128,6 +128,41 @@ MBPP_ROWS = [
         "test_list": ["assert sorted(by_length(['ccc', 'a'])) == sorted(['a', 'ccc'])"],
     },
     {
+        "source_file": "hand-made",
+        "task_id": 6,
+        "prompt": "Write a function that sums the common divisors of two numbers.",
+        "code": "def sum(a, b):\n    return a + b - a - b + 6\n",  # shadows the builtin
+        "test_imports": [],
+        "test_list": ["assert sum(10, 15) == 6"],
+    },
+    {
+        "source_file": "hand-made",
+        "task_id": 7,
+        "prompt": "Write a function that checks a number.",
+        "code": "def rev(n):\n    return int(str(n)[::-1])\n"
+        "def check(n):\n    return 2 * rev(n) == n + 1\n",  # named as HumanEval's tests are
+        "test_imports": [],
+        "test_list": ["assert check(73) == True", "assert check(70) == False"],
+    },
+    {
+        "source_file": "hand-made",
+        "task_id": 8,
+        "prompt": "Write a function that moves negatives first, in place.",
+        "code": "def rearrange(arr, n):\n    arr.sort(key=lambda x: x >= 0)\n    return arr\n",
+        "test_imports": [],
+        "test_list": ["assert rearrange([1, -2, 3, -4], 4) == [-2, -4, 1, 3]"],
+    },
+    {
+        "source_file": "hand-made",
+        "task_id": 9,
+        "prompt": "Write a function to get the angle of a complex number.",
+        "code": "import cmath\ndef angle_complex(a, b):\n    return cmath.phase(a + b)\n",
+        "test_imports": ["import math"],
+        "test_list": [
+            "assert math.isclose(angle_complex(0, 1j), 1.5707963267948966, rel_tol=0.001)"
+        ],
+    },
+    {
         "task_id": 5,
         "text": "Write a function to find the longest chain of pairs.",
         "code": "def max_chain_length(arr, n):\n    return n\n",
@@ -145,7 +180,8 @@ def test_every_mbpp_reference_passes_its_exported_tests(tmp_path: Path, columnar
     src.write_text("".join(json.dumps(row) + "\n" for row in MBPP_ROWS))
     import_sources(tmp_path / "ts", {"test": [str(src)]}, "mbpp", name="m", columnar=columnar)
     tasks = list(taskpack.open(tmp_path / "ts").split("test"))
-    entries = ["similar_elements", "circle_area", "by_length", "max_chain_length"]
+    entries = ["similar_elements", "circle_area", "by_length", "sum", "check", "rearrange"]
+    entries += ["angle_complex", "max_chain_length"]
     assert [t.reward.entry_point for t in tasks] == entries  # type: ignore[union-attr]
     assert tasks[1].file("test.py").read_bytes().startswith(b"import math\n")
     for task in tasks:
