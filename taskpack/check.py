@@ -354,6 +354,17 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         "0",
         "",
     ),
+    "reward-then-kill-all": (
+        "the code under test writes reward 1, then kills every process it may",
+        "import json, os, signal\ndef {f}(*args, **kwargs):\n"
+        "    try:\n        os.makedirs('/logs/verifier', exist_ok=True)\n"
+        "        open('/logs/verifier/reward.txt', 'w').write('1\\n')\n"
+        "        json.dump({{'reward': 1}}, open('/logs/verifier/reward.json', 'w'))\n"
+        "    except OSError:\n        pass\n"
+        "    os.kill(-1, signal.SIGKILL)\n",
+        "0",
+        "",
+    ),
     "pass-markers": (
         "prints the lines test runners print on success",
         "def {f}(*args, **kwargs):\n"
@@ -523,12 +534,12 @@ def check_export(
     progress: Callable[[Iterator[TaskCheck], int], Iterator[TaskCheck]] | None = None,
     *,
     adversarial: bool = True,
-    forgers_every: int = 1,
+    sample: int = 1,
     sources: Iterable[Task] | None = None,
 ) -> list[TaskCheck]:
-    """Check every task folder below `root`, `jobs` at a time (default: one per CPU), the
-    forgers (with `adversarial`) on every `forgers_every`-th of them. With `sources`, each task
-    is compared with the source task of the same id."""
+    """Check every task folder below `root`, `jobs` at a time (default: one per CPU). The
+    forgers (with `adversarial`) and, with `sources`, the comparison with the source task of
+    the same id run on every `sample`-th task (1: on all)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from taskpack.converters._folders import task_folders
@@ -544,9 +555,9 @@ def check_export(
             raise TaskpackError(f"{len(missing)} exported task(s) not in the source: {shown}")
 
     def one(n: int, item: tuple[str, Path]) -> TaskCheck:
-        source = by_id[item[0]] if by_id is not None else None
-        forge = adversarial and n % max(1, forgers_every) == 0
-        return check_task(item[1], limits, adversarial=forge, source=source)
+        deep = n % max(1, sample) == 0
+        source = by_id[item[0]] if by_id is not None and deep else None
+        return check_task(item[1], limits, adversarial=adversarial and deep, source=source)
 
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
         results = pool.map(one, range(len(folders)), folders)

@@ -584,7 +584,7 @@ def check(
     split_name: str | None,
     registry: str | None,
     adversarial: bool,
-    forgers_every: int,
+    sample: int,
     timeout: float,
     memory: int,
     disk: int,
@@ -611,7 +611,7 @@ def check(
         jobs,
         count,
         adversarial=adversarial,
-        forgers_every=forgers_every,
+        sample=sample,
         sources=sources,
     )
     for r in results:
