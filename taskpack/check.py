@@ -175,7 +175,9 @@ def _image(context: Tree, app: Tree) -> tuple[dict[str, str], str]:
             dest = os.path.normpath(os.path.join(workdir, args[-1]))
             if dest != "/app" and not dest.startswith("/app/"):
                 raise NotRunnable(f"copies to {dest}, not /app (only /app is set up here)")
-            into = args[-1].endswith("/") or len(args) > 2
+            rel_dest = os.path.relpath(dest, "/app")
+            into = args[-1].endswith("/") or len(args) > 2 or dest == "/app"
+            into = into or any(p.startswith(rel_dest + "/") for p in app)  # a folder already
             for src in args[:-1]:
                 found = _copied(context, src)
                 single = (
@@ -403,7 +405,8 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         "/logs/verifier/reward.txt; sleep 0.01; done' >/dev/null 2>&1 &\nsleep 0.1\n",
     ),
 }
-_CODE_FORGERS = {name for name, (_, code, _, _) in FORGERS.items() if code is not None}
+# Forgers whose only weapon is the code they hand in: no use where no code runs.
+_CODE_FORGERS = {name for name, (_, code, answer, _) in FORGERS.items() if code and answer == "0"}
 
 
 def forger(name: str, side: Side) -> bytes:

@@ -12,19 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from taskpack.layouts import harbor_place, terminal_bench_place
 from taskpack.model import Task
 
 
 def _placer(source_format: str | None) -> Any:
-    if source_format == "terminal-bench":
-        from taskpack.converters.terminal_bench import place
-
-        return place
-    if source_format == "harbor":
-        from taskpack.converters.harbor import place
-
-        return place
-    return None
+    return {"terminal-bench": terminal_bench_place, "harbor": harbor_place}.get(source_format or "")
 
 
 def task_from_v1(row: dict[str, Any]) -> Task:

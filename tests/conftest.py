@@ -7,6 +7,21 @@ from typing import Any
 import pytest
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The real sets in ../shared/data: name -> (reader, path, reader options).
+REAL_SETS: dict[str, tuple[str, Path, dict[str, Any]]] = {
+    "gsm8k": ("gsm8k", DATA / "gsm8k" / "test.jsonl", {}),
+    "humaneval": ("humaneval", DATA / "humaneval" / "HumanEval.jsonl.gz", {}),
+    "swebench-lite": ("swebench", DATA / "swebench" / "swebench_lite_test.jsonl", {}),
+    "swebench-verified": ("swebench", DATA / "swebench" / "swebench_verified_sample50.jsonl", {}),
+    "science-exam": (
+        "kaggle",
+        DATA / "kaggle_llm_science_exam" / "train.csv",
+        {"preset": "multiple-choice"},
+    ),
+    "terminal-bench": ("terminal-bench", DATA / "terminal_bench", {}),
+    "harbor-cookbook": ("harbor", DATA / "peers" / "harbor_cookbook", {}),
+    "nemo-gym": ("nemo", DATA / "peers" / "nemo_gym" / "swebench.jsonl", {}),
+}
 
 
 def make_task(i: int = 0, **overrides: Any) -> dict[str, Any]:
@@ -21,6 +36,25 @@ def make_task(i: int = 0, **overrides: Any) -> dict[str, Any]:
     }
     task.update(overrides)
     return task
+
+
+PYTHON_IMAGE = "FROM python:3.12-slim\nWORKDIR /app\n"  # the image `taskpack check` stands in for
+
+
+def harbor_folder(
+    root: Path, name: str, test_sh: str, solve_sh: str, dockerfile: str = PYTHON_IMAGE
+) -> Path:
+    """A Harbor task folder, hand-made: its verifier `tests/test.sh` and oracle
+    `solution/solve.sh` as given, in a `python:*` image."""
+    folder = root / name
+    for sub in ("environment", "tests", "solution"):
+        (folder / sub).mkdir(parents=True)
+    (folder / "task.toml").write_text('version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n')
+    (folder / "instruction.md").write_text("Write done to /app/out.txt.\n")
+    (folder / "environment" / "Dockerfile").write_text(dockerfile)
+    (folder / "tests" / "test.sh").write_text(test_sh)
+    (folder / "solution" / "solve.sh").write_text(solve_sh)
+    return folder
 
 
 @pytest.fixture(autouse=True)

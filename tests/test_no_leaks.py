@@ -10,22 +10,9 @@ import pytest
 
 from taskpack.exporter import convert_format
 
-from .conftest import DATA
+from .conftest import REAL_SETS
 
-SOURCES = {
-    "gsm8k": ("gsm8k", DATA / "gsm8k" / "test.jsonl", {}),
-    "humaneval": ("humaneval", DATA / "humaneval" / "HumanEval.jsonl.gz", {}),
-    "swebench-lite": ("swebench", DATA / "swebench" / "swebench_lite_test.jsonl", {}),
-    "swebench-verified": ("swebench", DATA / "swebench" / "swebench_verified_sample50.jsonl", {}),
-    "science-exam": (
-        "kaggle",
-        DATA / "kaggle_llm_science_exam" / "train.csv",
-        {"preset": "multiple-choice"},
-    ),
-    "terminal-bench": ("terminal-bench", DATA / "terminal_bench", {}),
-    "harbor-cookbook": ("harbor", DATA / "peers" / "harbor_cookbook", {}),
-    "nemo-gym": ("nemo", DATA / "peers" / "nemo_gym" / "swebench.jsonl", {}),
-}
+SOURCES = REAL_SETS
 AGENT_SIDE = ("environment", "workspace")
 HIDDEN = ("tests", "solution")
 

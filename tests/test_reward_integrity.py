@@ -24,24 +24,12 @@ from taskpack.converters._verifier import REWARD_FILES, with_exit_reward
 from taskpack.exporter import convert_format, export
 from taskpack.importer import read_source
 
-from .conftest import DATA
+from .conftest import PYTHON_IMAGE, REAL_SETS, harbor_folder
 
-DOCKERFILE = "FROM python:3.12-slim\nWORKDIR /app\n"
-# A verifier that grades /app/out.txt itself: 1 for "done", 0.37 for "partial", 0 otherwise,
-# and exits 0 whatever it wrote (as the public sets' pytest-then-echo verifiers do).
-PARTIAL = """#!/bin/bash
-mkdir -p /logs/verifier
-python3 - <<'EOF'
-try:
-    text = open("/app/out.txt").read().strip()
-except OSError:
-    text = ""
-score = {"done": 1, "partial": 0.37}.get(text, 0)
-open("/logs/verifier/reward.txt", "w").write(f"{score}\\n")
-EOF
-"""
-# Several named rewards in reward.json: correctness and style.
-MULTI = """#!/bin/bash
+# Verifiers that grade /app/out.txt themselves and exit 0 whatever they wrote (as the public
+# sets' pytest-then-echo verifiers do): PARTIAL writes reward.txt, 1 for "done", 0.37 for
+# "partial", 0 otherwise; MULTI writes two named rewards to reward.json.
+_READ = """#!/bin/bash
 mkdir -p /logs/verifier
 python3 - <<'EOF'
 import json
@@ -49,22 +37,25 @@ try:
     text = open("/app/out.txt").read().strip()
 except OSError:
     text = ""
-json.dump({"correctness": int(text == "done"), "style": 1 if text == "done" else 0},
-          open("/logs/verifier/reward.json", "w"))
+"""
+PARTIAL = (
+    _READ
+    + """score = {"done": 1, "partial": 0.37}.get(text, 0)
+open("/logs/verifier/reward.txt", "w").write(f"{score}\\n")
 EOF
 """
+)
+MULTI = (
+    _READ
+    + """done = int(text == "done")
+json.dump({"correctness": done, "style": done}, open("/logs/verifier/reward.json", "w"))
+EOF
+"""
+)
 
 
 def harbor_task(root: Path, name: str, test: str, solution: str) -> Path:
-    folder = root / name
-    for sub in ("environment", "tests", "solution"):
-        (folder / sub).mkdir(parents=True)
-    (folder / "task.toml").write_text('version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n')
-    (folder / "instruction.md").write_text("Write done to /app/out.txt.\n")
-    (folder / "environment" / "Dockerfile").write_text(DOCKERFILE)
-    (folder / "tests" / "test.sh").write_text(test)
-    (folder / "solution" / "solve.sh").write_text(f"#!/bin/bash\necho {solution} > /app/out.txt\n")
-    return folder
+    return harbor_folder(root, name, test, f"#!/bin/bash\necho {solution} > /app/out.txt\n")
 
 
 def terminal_bench_task(root: Path, name: str) -> Path:
@@ -72,7 +63,7 @@ def terminal_bench_task(root: Path, name: str) -> Path:
     folder = root / name
     (folder / "tests").mkdir(parents=True)
     (folder / "task.yaml").write_text("instruction: Write done to /app/out.txt.\n")
-    (folder / "Dockerfile").write_text(DOCKERFILE)
+    (folder / "Dockerfile").write_text(PYTHON_IMAGE)
     (folder / "run-tests.sh").write_text(
         "#!/bin/bash\nset -euo pipefail\npython3 /tests/test_out.py\necho 'all passed'\n"
     )
@@ -160,18 +151,15 @@ def test_stale_rewards_go_before_the_tests_run() -> None:
 
 
 # Every task kind taskpack writes a verifier for, from the real data: unit tests (HumanEval),
-# numbers (GSM8K), multiple choice (the Science Exam), exact text (GSM8K read as a table).
+# numbers (GSM8K), multiple choice (the Science Exam), exact text (the Science Exam read as a
+# plain table).
 KINDS = {
-    "unit tests": ("humaneval", DATA / "humaneval" / "HumanEval.jsonl.gz", {}),
-    "numeric": ("gsm8k", DATA / "gsm8k" / "test.jsonl", {}),
-    "multiple choice": (
-        "kaggle",
-        DATA / "kaggle_llm_science_exam" / "train.csv",
-        {"preset": "multiple-choice"},
-    ),
+    "unit tests": REAL_SETS["humaneval"],
+    "numeric": REAL_SETS["gsm8k"],
+    "multiple choice": REAL_SETS["science-exam"],
     "exact text": (
         "kaggle",
-        DATA / "kaggle_llm_science_exam" / "train.csv",
+        REAL_SETS["science-exam"][1],
         {"id_column": "id", "prompt_column": "prompt", "answer_column": "answer"},
     ),
 }

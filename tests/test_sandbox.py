@@ -18,24 +18,16 @@ from click.testing import CliRunner
 from taskpack.check import Limits, check_task
 from taskpack.cli import main
 
-DOCKERFILE = "FROM python:3.12-slim\nWORKDIR /app\n"
+from .conftest import harbor_folder
+
 WON = "echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt"
 LOST = "echo 0 > /logs/verifier/reward.txt"
 
 
-def task(
-    root: Path, name: str, test: str, solve: str = "true", dockerfile: str = DOCKERFILE
-) -> Path:
+def task(root: Path, name: str, test: str, solve: str = "true", **kw: str) -> Path:
     """A Harbor task folder whose verifier runs `test` (bash) after the solution `solve`."""
-    folder = root / name
-    for sub in ("environment", "tests", "solution"):
-        (folder / sub).mkdir(parents=True)
-    (folder / "task.toml").write_text('version = "1.0"\n')
-    (folder / "instruction.md").write_text("Try.\n")
-    (folder / "environment" / "Dockerfile").write_text(dockerfile)
-    (folder / "tests" / "test.sh").write_text(f"#!/bin/bash\nmkdir -p /logs/verifier\n{test}\n")
-    (folder / "solution" / "solve.sh").write_text(f"#!/bin/bash\n{solve}\n")
-    return folder
+    script = f"#!/bin/bash\nmkdir -p /logs/verifier\n{test}\n"
+    return harbor_folder(root, name, script, f"#!/bin/bash\n{solve}\n", **kw)
 
 
 def scores_nothing(folder: Path, limits: Limits | None = None) -> None:

@@ -185,7 +185,6 @@ for _line in _requests:
     _replies.write(json.dumps(_reply).encode() + b"\n")
     _replies.flush()
 """
-_TESTS_MODULE = "taskpack_tests"
 _MAX_REPLY = 64 << 20  # bytes of one result
 
 
@@ -320,7 +319,7 @@ def _kill_leftovers(session: int, dropped: bool) -> None:
 
 
 class _Child:
-    def __init__(self, solution: str, classes: str, test_name: str, cwd: str) -> None:
+    def __init__(self, solution: str, classes: str, test_name: str, cwd: str, module: str):
         import subprocess
 
         to_child, self_requests = os.pipe()
@@ -330,7 +329,7 @@ class _Child:
             cwd = "/"  # a folder the candidate's uid may enter
         log = _log_file()
         job = {"solution": solution, "classes": classes, "test_name": test_name}
-        job["module"] = _TESTS_MODULE
+        job["module"] = module
         args = [sys.executable, "-I", "-c", _CANDIDATE, str(to_child), str(from_child)]
         common = {"stdin": subprocess.PIPE, "stdout": log, "stderr": log}
         common |= {"pass_fds": (to_child, from_child), "start_new_session": True}
@@ -373,17 +372,24 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
     functions, imports, classes = _names(solution, tests)
     if spec["entry_point"] not in functions:
         return 0.0
-    module = types.ModuleType(_TESTS_MODULE)
-    sys.modules[_TESTS_MODULE] = module
-    child = _Child(solution, classes, spec["test_file"], cwd)
+    import secrets
+
+    # The tests' own module, by a name of its own: pickled arguments name their classes by it.
+    module = types.ModuleType(f"taskpack_tests_{secrets.token_hex(8)}")
+    sys.modules[module.__name__] = module
+    child = _Child(solution, classes, spec["test_file"], cwd, module.__name__)
     candidate = _Candidate(child, time.monotonic() + timeout)
 
     def timed_out(*_: Any) -> None:
         raise TimeoutError("the tests took too long")
 
     namespace = module.__dict__
-    previous = signal.signal(signal.SIGALRM, timed_out)
-    signal.setitimer(signal.ITIMER_REAL, timeout + 1)
+    import threading
+
+    alarm = threading.current_thread() is threading.main_thread()  # signals work there only
+    previous = signal.signal(signal.SIGALRM, timed_out) if alarm else None
+    if alarm:  # the calls have their deadline; this bounds the tests' own loops too
+        signal.setitimer(signal.ITIMER_REAL, timeout + 1)
     try:
         exec(compile(imports, "solution.py", "exec"), namespace)
         namespace.update({name: candidate.function(name) for name in functions})
@@ -393,9 +399,11 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
     except BaseException:  # noqa: BLE001 - any failure of a test, whatever made it fail
         return 0.0
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
         child.close()
+        sys.modules.pop(module.__name__, None)
     return 1.0
 
 

@@ -52,11 +52,9 @@ def score(completion: Any, answer: Any, info: Any = None, **kwargs: Any) -> floa
     text = _reply(completion)
     if reward["kind"] == "unit_tests":
         blocks = _CODE.findall(text)
+        code = blocks[-1] if blocks else text
         with tempfile.TemporaryDirectory() as tmp:
-            solution, tests = Path(tmp, "solution.py"), Path(tmp, "tests.py")
-            solution.write_text(blocks[-1] if blocks else text, encoding="utf-8")
-            tests.write_text(spec.get("tests", ""), encoding="utf-8")
-            return float(grade.unit_test_score(reward, str(solution), str(tests), tmp))
+            return float(grade.unit_test_score(reward, code, spec.get("tests", ""), tmp))
     if reward["kind"] in ("exact_match", "numeric_match", "multiple_choice"):
         labels = [c["label"] for c in reward.get("choices", [])]
         expected = {**reward, "answer": answer, "labels": labels}

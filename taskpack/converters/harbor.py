@@ -49,6 +49,7 @@ from taskpack.converters._rows import STYLE, own_extras
 from taskpack.converters._source import Record, RowError
 from taskpack.converters._verifier import complete, instruction_suffix
 from taskpack.errors import describe_error
+from taskpack.layouts import HARBOR_ROLE_DIRS, HARBOR_STEP_DIRS, harbor_place
 from taskpack.model import Task, TaskFile
 
 if sys.version_info >= (3, 11):
@@ -59,26 +60,10 @@ else:  # pragma: no cover - Python 3.10
 MARKER = "task.toml"
 INSTRUCTION = "instruction.md"
 PAYLOAD_FILE = "tests/taskpack.json"  # the whole task, with the `embed` option
-ROLE_DIRS = {"environment": "environment", "tests": "tests", "solution": "solution"}
-STEP_DIRS = {"tests": "tests", "solution": "solution", "workspace": "workdir"}
+ROLE_DIRS, STEP_DIRS = HARBOR_ROLE_DIRS, HARBOR_STEP_DIRS
 _RESOURCES = ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "gpus")
 _MCP_FIELDS = ("transport", "url", "command", "args")
-
-
-def place(rel: str) -> dict[str, Any]:
-    """Role, path and step of the file at `rel` in a Harbor task folder."""
-    head, _, rest = rel.partition("/")
-    for role, folder in ROLE_DIRS.items():
-        if head == folder and rest:
-            return {"role": role, "path": rest}
-    if head == "steps" and rest.count("/") >= 1:
-        step, _, inner = rest.partition("/")
-        sub, _, path = inner.partition("/")
-        for role, folder in STEP_DIRS.items():
-            if sub == folder and path:
-                return {"role": role, "path": path, "step": step}
-        return {"role": "other", "path": inner, "step": step}
-    return {"role": "other", "path": rel}
+place = harbor_place  # role, path and step of a file of the folder (`taskpack.layouts`)
 
 
 def _stored_path(f: TaskFile) -> str:

@@ -20,26 +20,12 @@ from taskpack.converters._folders import file_entry, read_folders, read_text, wa
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError
 from taskpack.converters._yaml import load_yaml
+from taskpack.layouts import TERMINAL_BENCH_MARKER, TERMINAL_BENCH_SPECIAL, terminal_bench_place
 from taskpack.model import Task
 
-MARKER = "task.yaml"
-# Source path -> (role, path in the model), for files not placed by their folder.
-SPECIAL = {
-    "run-tests.sh": ("tests", "test.sh"),
-    "solution.sh": ("solution", "solve.sh"),
-    MARKER: ("other", MARKER),
-    "docker-compose.yaml": ("other", "docker-compose.yaml"),
-}
-
-
-def place(rel: str) -> dict[str, Any]:
-    """Role and path of the file at `rel` in a Terminal-Bench folder."""
-    if rel in SPECIAL:
-        role, path = SPECIAL[rel]
-        return {"role": role, "path": path}
-    if rel.startswith("tests/"):
-        return {"role": "tests", "path": rel.removeprefix("tests/")}
-    return {"role": "environment", "path": rel}
+MARKER = TERMINAL_BENCH_MARKER
+SPECIAL = TERMINAL_BENCH_SPECIAL
+place = terminal_bench_place  # role and path of a file of the folder (`taskpack.layouts`)
 
 
 def source_path(role: str, path: str) -> str:
