@@ -43,7 +43,7 @@ mkdir -p /logs/verifier
 _taskpack_script=$(mktemp)
 cat > "$_taskpack_script" <<'{end}'
 {script}{end}
-bash -c '. "$1"' "$0" "$_taskpack_script" "$@"
+bash -c 'script=$1; shift; . "$script"' "$0" "$_taskpack_script" "$@"
 _taskpack_status=$?
 rm -f "$_taskpack_script"
 if [ ! -e /logs/verifier/reward.txt ] && [ ! -e /logs/verifier/reward.json ]; then
