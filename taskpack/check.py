@@ -435,13 +435,16 @@ def forgers_for(side: Side) -> list[str]:
 # --- running -------------------------------------------------------------------------------
 
 
-def attempt(side: Side, candidate: Tree | None, limits: Limits) -> Reward | None:
+def attempt(
+    side: Side, candidate: Tree | None, limits: Limits, *, verify: bool = True
+) -> Reward | None:
     """The reward the side's verifier gives after `candidate` (solution files; None: no
-    solution) ran in /app; None when the verifier wrote none."""
+    solution) ran in /app; None when the verifier wrote none (or with `verify` off, when no
+    verifier was asked for: the sandbox only started and stopped)."""
     job = {
         "app": files(side.app),
         "candidate": files(candidate) if candidate is not None else None,
-        "verifiers": [files(side.tests)],
+        "verifiers": [files(side.tests)] if verify else [],
         "workdir": side.workdir,
         "env": side.env,
         "timeout": limits.timeout,
@@ -450,6 +453,8 @@ def attempt(side: Side, candidate: Tree | None, limits: Limits) -> Reward | None
         "processes": limits.processes,
     }
     report = run(job, timeout=3 * limits.timeout + 60)
+    if not verify:
+        return None
     [verifier] = report["verifiers"]
     if verifier["timed_out"]:
         raise Refused(f"the verifier timed out after {limits.timeout:g} s")
@@ -549,6 +554,10 @@ def check_export(
 
     if not any(os.access(os.path.join(p, "bwrap"), os.X_OK) for p in _path()):
         raise TaskpackError("bubblewrap is not installed (apt-get install bubblewrap)")
+    try:  # once, so that a machine without user namespaces says so once, not per task
+        attempt(Side({}, {}, {}, {}), None, Limits(timeout=10), verify=False)
+    except SandboxError as e:
+        raise TaskpackError(f"the sandbox cannot start on this machine: {e}") from None
     folders = _with_ids(Path(root), task_folders)
     by_id = {task.id: task for task in sources} if sources is not None else None
     if by_id is not None:

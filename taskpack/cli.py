@@ -564,7 +564,7 @@ def formats(as_json: bool) -> None:
     help="Also run the battery of forgers (reward hacks); any that scores above 0 fails.",
 )
 @click.option(
-    "--forgers-every",
+    "--sample",
     default=1,
     show_default=True,
     help="Run the forgers on every N-th task only (a quicker pass over a large export).",
