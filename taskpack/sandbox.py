@@ -47,7 +47,7 @@ CAPS = [
     *("CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SYS_CHROOT"),
     *("CAP_MKNOD", "CAP_AUDIT_WRITE", "CAP_SETFCAP"),
 ]
-WORK = "/tmp/taskpack-attempt"
+WORK = "/tmp/attempt"  # on a tmpfs mounted over /tmp, in our mount namespace only
 _CLONE_NEWUSER, _CLONE_NEWNS = 0x10000000, 0x00020000
 _MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 
@@ -147,8 +147,8 @@ def _become_root(libc: Any, disk: int) -> None:
     os.setresuid(0, 0, 0)
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         raise SandboxError(f"mount: {os.strerror(ctypes.get_errno())}")
-    os.makedirs(WORK, exist_ok=True)
-    _mount_tmpfs(WORK, disk)
+    _mount_tmpfs(os.path.dirname(WORK), disk)  # the host's /tmp is left untouched
+    os.makedirs(WORK)
 
 
 def _lay(root: str, tree: Files) -> None:
