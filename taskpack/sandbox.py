@@ -4,8 +4,9 @@ more verifiers over what it left in /app) inside its own user namespace, whoever
 Why a user namespace of our own rather than bubblewrap alone: run as root, bubblewrap keeps the
 caller's powers, so a task could remount the host's /usr read-write. Here this file runs as a
 separate process that leaves the host's user namespace before anything of the task exists:
-- uids 0-65535 inside are host uids 100000-165535 when started by root (one uid, the caller's,
-  otherwise), so "root" in a task owns no host file and can write none, whatever it mounts;
+- uids 0-65535 inside are host uids from `BASE_UID` on when started by root (one uid, the
+  caller's, otherwise), so "root" in a task owns no host file and can write none, whatever it
+  mounts;
 - every phase runs in bubblewrap with new pid, ipc, net and uts namespaces, a new session (no
   TIOCSTI into the caller's terminal), no standard input, and only the capabilities a Docker
   container has by default (no CAP_SYS_ADMIN: no mounts);
@@ -36,7 +37,9 @@ import subprocess
 import sys
 from typing import Any
 
-BASE_UID = 100000  # host uid of uid 0 inside, when started by root
+# Host uid of uid 0 inside, when started by root: far above the ranges /etc/subuid hands out
+# (100000 and up), so no host user or rootless container owns a file as one of these uids.
+BASE_UID = 0x70000000
 UIDS = 65536
 MAX_REWARD = 64 << 10
 MAX_LOG = 16 << 10
