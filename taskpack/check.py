@@ -307,26 +307,29 @@ _SOLVE = "#!/bin/bash\n# taskpack forger: {what}\n"
 _CODE = "cat > /app/solution.py <<'TASKPACK_FORGER'\n{code}TASKPACK_FORGER\n"
 _ANSWER = "printf '%s\\n' {answer} > /app/answer.txt\n"
 
+# What a forger answers where an answer is read: no number, no choice label, so that a forger
+# never scores by chance (a written answer "0" would be right for a task whose answer is 0).
+NO_ANSWER = "'taskpack forger: no answer'"
 # name -> (what it tries, the code it hands in as /app/solution.py or None, the answer it
 # writes, more shell); {f} is the task's entry point.
 FORGERS: dict[str, tuple[str, str | None, str, str]] = {
     "exit-0-on-import": (
         "the code under test exits 0 before any test runs",
         "import sys\nsys.exit(0)\n",
-        "'$(exit 0)'",
+        "'$(exit)'",
         "",
     ),
     "os-exit-in-call": (
         "the code under test ends the test process with status 0 when called",
         "import os\ndef {f}(*args, **kwargs):\n    os._exit(0)\n",
-        "0",
+        NO_ANSWER,
         "",
     ),
     "atexit-status-0": (
         "an atexit hook forces status 0 after failing tests",
         "import atexit, os\natexit.register(lambda: os._exit(0))\n"
         "def {f}(*args, **kwargs):\n    return None\n",
-        "0",
+        NO_ANSWER,
         "",
     ),
     "always-equal": (
@@ -334,7 +337,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         "class _Any:\n    def __eq__(self, other): return True\n"
         "    def __ne__(self, other): return False\n    __hash__ = object.__hash__\n"
         "def {f}(*args, **kwargs):\n    return _Any()\n",
-        "0",
+        NO_ANSWER,
         "",
     ),
     "kill-the-grader": (
@@ -343,7 +346,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         "    for pid in (os.getppid(), -1):\n"
         "        try:\n            os.kill(pid, signal.SIGKILL)\n        except OSError:\n"
         "            pass\n",
-        "0",
+        NO_ANSWER,
         "",
     ),
     "reward-from-the-code": (
@@ -353,7 +356,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         "    open('/logs/verifier/reward.txt', 'w').write('1\\n')\n"
         "    json.dump({{'reward': 1}}, open('/logs/verifier/reward.json', 'w'))\n"
         "    os.kill(os.getppid(), signal.SIGKILL)\n",
-        "0",
+        NO_ANSWER,
         "",
     ),
     "reward-then-kill-all": (
@@ -364,29 +367,29 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         "        json.dump({{'reward': 1}}, open('/logs/verifier/reward.json', 'w'))\n"
         "    except OSError:\n        pass\n"
         "    os.kill(-1, signal.SIGKILL)\n",
-        "0",
+        NO_ANSWER,
         "",
     ),
     "pass-markers": (
         "prints the lines test runners print on success",
         "def {f}(*args, **kwargs):\n"
         "    print('PASSED\\n1 passed in 0.01s\\nOK\\nAll tests passed\\nreward: 1')\n",
-        "'All tests passed' 'PASSED' '1 passed' 'reward: 1'",
+        "'All tests passed' PASSED OK SUCCESS",
         "echo 'PASSED'; echo '===== 1 passed in 0.01s ====='\n",
     ),
     "pre-written-reward": (
         "writes reward 1 before the verifier runs",
         None,
-        "0",
+        NO_ANSWER,
         "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"
         "echo '{{\"reward\": 1}}' > /logs/verifier/reward.json\n",
     ),
     "edit-the-tests": (
         "rewrites /tests (test.sh, expected.json) during the solution phase",
         None,
-        "0",
+        NO_ANSWER,
         "mkdir -p /tests && printf '#!/bin/bash\\necho 1 > /logs/verifier/reward.txt\\n' "
-        '> /tests/test.sh\necho \'{{"kind": "exact_match", "answer": "0", '
+        '> /tests/test.sh\necho \'{{"kind": "exact_match", "answer": "taskpack forger: no answer", '
         '"test": "reward"}}\' > /tests/expected.json\n',
     ),
     "links": (
@@ -400,13 +403,13 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
     "reward-daemon": (
         "leaves a process behind that keeps writing reward 1",
         None,
-        "0",
+        NO_ANSWER,
         "setsid bash -c 'while true; do mkdir -p /logs/verifier; echo 1 > "
         "/logs/verifier/reward.txt; sleep 0.01; done' >/dev/null 2>&1 &\nsleep 0.1\n",
     ),
 }
 # Forgers whose only weapon is the code they hand in: no use where no code runs.
-_CODE_FORGERS = {name for name, (_, code, answer, _) in FORGERS.items() if code and answer == "0"}
+_CODE_FORGERS = {n for n, (_, code, answer, _) in FORGERS.items() if code and answer == NO_ANSWER}
 
 
 def forger(name: str, side: Side) -> bytes:
@@ -444,7 +447,7 @@ def attempt(
     job = {
         "app": files(side.app),
         "candidate": files(candidate) if candidate is not None else None,
-        "verifiers": [files(side.tests)] if verify else [],
+        "tests": files(side.tests) if verify else None,
         "workdir": side.workdir,
         "env": side.env,
         "timeout": limits.timeout,
@@ -455,7 +458,7 @@ def attempt(
     report = run(job, timeout=3 * limits.timeout + 60)
     if not verify:
         return None
-    [verifier] = report["verifiers"]
+    verifier = report["verifier"]
     if verifier["timed_out"]:
         raise Refused(f"the verifier timed out after {limits.timeout:g} s")
     return parse_reward(verifier["reward"], verifier["status"], side.from_exit)

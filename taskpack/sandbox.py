@@ -1,5 +1,5 @@
 """The sandbox `taskpack check` runs tasks in: an attempt (a candidate solution, then one or
-more verifiers over what it left in /app) inside its own user namespace, whoever starts it.
+its verifier over what it left in /app) inside its own user namespace, whoever starts it.
 
 Why a user namespace of our own rather than bubblewrap alone: run as root, bubblewrap keeps the
 caller's powers, so a task could remount the host's /usr read-write. Here this file runs as a
@@ -15,7 +15,7 @@ separate process that leaves the host's user namespace before anything of the ta
   (RLIMIT_AS), file size, the process count (RLIMIT_NPROC) and core dumps;
 - phases are bounded in time; a phase's processes die with it (its pid namespace ends);
 - the solution phase never sees /tests: the verifier's files are written after it ends, and
-  /logs is emptied between the phases and between verifiers;
+  /logs is emptied between the phases;
 - rewards are read without following links, as regular files of at most `MAX_REWARD` bytes,
   and phase output is kept only as its last `MAX_LOG` bytes.
 
@@ -315,14 +315,13 @@ def _read_reward(logs: str) -> dict[str, Any]:
 
 def attempt(job: dict[str, Any]) -> dict[str, Any]:
     """The job: `app` (the files /app starts with), `candidate` (the files of /solution, whose
-    solve.sh runs first; null for no solution),
-    `verifiers` (one tests/ tree each, run in turn on a copy of what the candidate left),
-    `workdir`, `env`, and the bounds `timeout` (s per phase), `disk`, `memory` (bytes),
-    `processes`."""
+    solve.sh runs first; null for no solution), `tests` (the verifier's files, laid out only
+    after the solution phase; null to run none), `workdir`, `env`, and the bounds `timeout`
+    (s per phase), `disk`, `memory` (bytes), `processes`."""
     w = WORK
     _fresh(f"{w}/app")
     _lay(f"{w}/app", job["app"])
-    report: dict[str, Any] = {"verifiers": []}
+    report: dict[str, Any] = {}
     if job.get("candidate") is not None:
         _fresh(f"{w}/solution")
         _lay(f"{w}/solution", job["candidate"])
@@ -330,17 +329,14 @@ def attempt(job: dict[str, Any]) -> dict[str, Any]:
         binds = ["--bind", f"{w}/app", "/app", "--ro-bind", f"{w}/solution", "/solution"]
         binds += ["--bind", f"{w}/logs", "/logs"]
         report["solution"] = _phase(job, binds, "/solution/solve.sh")
-    for verifier in job["verifiers"]:
-        _fresh(f"{w}/run")
-        subprocess.run(["cp", "-a", f"{w}/app", f"{w}/run/app"], check=True)
+    if job.get("tests") is not None:
         _fresh(f"{w}/tests")
-        _lay(f"{w}/tests", verifier)
+        _lay(f"{w}/tests", job["tests"])
         _logs(f"{w}/logs")
-        binds = ["--bind", f"{w}/run/app", "/app", "--bind", f"{w}/tests", "/tests"]
+        binds = ["--bind", f"{w}/app", "/app", "--bind", f"{w}/tests", "/tests"]
         binds += ["--bind", f"{w}/logs", "/logs"]
-        ran = _phase(job, binds, "/tests/test.sh")
-        ran["reward"] = _read_reward(f"{w}/logs")
-        report["verifiers"].append(ran)
+        report["verifier"] = _phase(job, binds, "/tests/test.sh")
+        report["verifier"]["reward"] = _read_reward(f"{w}/logs")
     return report
 
 
@@ -352,7 +348,7 @@ def main() -> int:
         _become_root(libc, job["disk"])
         _limits(job)
         report = attempt(job)
-    except (SandboxError, OSError, subprocess.CalledProcessError) as e:
+    except (SandboxError, OSError) as e:
         print(f"sandbox: {e}", file=sys.stderr)
         return 1
     sys.stdout.write(json.dumps(report))

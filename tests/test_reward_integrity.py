@@ -202,3 +202,25 @@ def test_the_battery_catches_a_verifier_that_trusts_the_exit_status(tmp_path: Pa
     assert {"exit-0-on-import", "os-exit-in-call", "always-equal"} <= set(result.forged)
     assert "forged rewards: " in result.reason
     assert set(result.forged) <= set(FORGERS)
+
+
+def test_no_forger_scores_by_chance(tmp_path: Path) -> None:
+    """A forger's answer is never a right one: not on tasks whose answer is 0, 1 or A (the
+    GSM8K test set has answers 0 and 1, and a written "0" would have scored)."""
+    tasks = [
+        {"id": f"n{answer}", "prompt": "?", "answer": answer, "reward": {"kind": "numeric_match"}}
+        for answer in ("0", "1")
+    ]
+    choices = [{"label": label, "text": label.lower()} for label in "AB"]
+    tasks.append(
+        {
+            "id": "mc",
+            "prompt": "?",
+            "answer": "A",
+            "reward": {"kind": "multiple_choice", "choices": choices},
+        }
+    )
+    taskpack.write(tmp_path / "ts", {"test": tasks}, name="t")
+    export(taskpack.open(tmp_path / "ts"), "harbor", tmp_path / "hb")
+    results = check_export(tmp_path / "hb", QUICK)
+    assert [(r.status, r.forged) for r in results] == [("ok", {})] * 3
