@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from taskpack.converters._folders import task_folders
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.sandbox import SandboxError, files, run
@@ -553,15 +554,13 @@ def check_export(
     the same id run on every `sample`-th task (1: on all)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from taskpack.converters._folders import task_folders
-
     if not any(os.access(os.path.join(p, "bwrap"), os.X_OK) for p in _path()):
         raise TaskpackError("bubblewrap is not installed (apt-get install bubblewrap)")
     try:  # once, so that a machine without user namespaces says so once, not per task
         attempt(Side({}, {}, {}, {}), None, Limits(timeout=10), verify=False)
     except SandboxError as e:
         raise TaskpackError(f"the sandbox cannot start on this machine: {e}") from None
-    folders = _with_ids(Path(root), task_folders)
+    folders = _with_ids(Path(root))
     by_id = {task.id: task for task in sources} if sources is not None else None
     if by_id is not None:
         missing = sorted(task_id for task_id, _ in folders if task_id not in by_id)
@@ -583,7 +582,7 @@ def _path() -> list[str]:
     return os.environ.get("PATH", "").split(os.pathsep)
 
 
-def _with_ids(root: Path, task_folders: Any) -> list[tuple[str, Path]]:
+def _with_ids(root: Path) -> list[tuple[str, Path]]:
     """(task id, folder) of every task below `root`: ids as each split's index.json names
     them (a split folder of the export, or the export itself, may be given)."""
     markers = ("task.toml", "task.yaml")
