@@ -44,6 +44,7 @@ UIDS = 65536
 MAX_REWARD = 64 << 10
 MAX_LOG = 16 << 10
 LOGS_SIZE = 64 << 20  # /logs is a tmpfs of its own
+MAX_REPORT = 1 << 20  # bytes of the report the inside hands back
 # Docker's default capabilities: what a task's scripts may expect root to have.
 CAPS = [
     *("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID"),
@@ -103,9 +104,13 @@ def run(job: dict[str, Any], timeout: float) -> dict[str, Any]:
                 _, err = inside.communicate(timeout=10)
                 raise SandboxError(_last_line(err) or "the sandbox did not start")
             _write_maps(inside.pid)
-            out, err = inside.communicate(json.dumps(job).encode(), timeout=timeout)
-        except subprocess.TimeoutExpired:
+            inside.stdin.write(json.dumps(job).encode())  # read whole before anything runs
+            inside.stdin.close()
+            out, err = _bounded(inside, timeout)
+        except (subprocess.TimeoutExpired, SandboxError) as e:
             os.killpg(inside.pid, signal.SIGKILL)
+            if isinstance(e, SandboxError):
+                raise
             raise SandboxError(f"the attempt took more than {timeout:g} s") from None
         except OSError as e:
             raise SandboxError(f"no user namespace for the sandbox ({e})") from None
@@ -113,6 +118,36 @@ def run(job: dict[str, Any], timeout: float) -> dict[str, Any]:
         raise SandboxError(_last_line(err) or f"the sandbox ended with {inside.returncode}")
     result: dict[str, Any] = json.loads(out)
     return result
+
+
+def _bounded(inside: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
+    """The inside's report (at most MAX_REPORT bytes) and the end of what it printed as
+    errors: neither can make this process hold more than that, whatever an attempt prints."""
+    import selectors
+    import time
+
+    assert inside.stdout is not None and inside.stderr is not None
+    out, err = b"", b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as streams:
+        streams.register(inside.stdout, selectors.EVENT_READ)
+        streams.register(inside.stderr, selectors.EVENT_READ)
+        while streams.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(inside.args, timeout)
+            for key, _ in streams.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    streams.unregister(key.fileobj)
+                elif key.fileobj is inside.stdout:
+                    out += chunk
+                    if len(out) > MAX_REPORT:
+                        raise SandboxError(f"the sandbox said more than {MAX_REPORT} bytes")
+                else:
+                    err = (err + chunk)[-MAX_LOG:]
+    inside.wait(timeout=max(1.0, deadline - time.monotonic()))
+    return out, err
 
 
 def _last_line(err: bytes) -> str:

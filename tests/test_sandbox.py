@@ -104,25 +104,31 @@ def test_processes_memory_disk_and_output_are_bounded(tmp_path: Path) -> None:
     memory = f"python3 -c 'x = bytearray(2 << 30)' 2>/dev/null && {WON}"
     scores_nothing(task(tmp_path, "memory", memory), limits)
     flood = task(tmp_path, "output", f"head -c 4G /dev/zero; yes taskpack | head -c 1G >&2; {LOST}")
-    peak = _peak_rss_of_a_check(flood, limits)
-    assert peak < 400 << 20, peak  # nothing held the 5 GiB of output in memory
+    checker, sandbox = _peak_rss_of_a_check(flood, limits)
+    assert checker < 400 << 20, checker  # taskpack held none of the 5 GiB of output
+    assert sandbox < limits.memory, sandbox  # nor did the sandbox (its processes' peak)
     assert shutil.disk_usage("/tmp").free > free - (256 << 20)  # the host's disk was not filled
     assert _running(MARK) == []  # no process of the sandbox outlived its attempt
 
 
-def _peak_rss_of_a_check(folder: Path, limits: Limits) -> int:
-    """Bytes: the largest resident size of a process that checks `folder` (taskpack's own, or
-    the sandbox's), measured in a fresh process so that no earlier test's child counts."""
+def _peak_rss_of_a_check(folder: Path, limits: Limits) -> tuple[int, int]:
+    """Bytes: the largest resident size of the process that checks `folder`, and of any process
+    it waited for (the sandbox's), measured in a fresh process so that no earlier test's child
+    counts."""
     code = (
         "import resource, sys\nfrom pathlib import Path\nfrom taskpack.check import Limits, "
         "check_task\n"
         f"r = check_task(Path({str(folder)!r}), Limits(**{vars(limits)!r}), adversarial=False)\n"
         "assert (r.oracle, r.null) == (0.0, 0.0), r\n"
-        "use = [resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, "
-        "resource.RUSAGE_CHILDREN)]\nprint(max(use) * 1024)\n"
+        # VmHWM, not RUSAGE_SELF: Linux carries ru_maxrss across exec, so it would count the
+        # test runner this process was forked from.
+        "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
+        "print(int(hwm.split()[1]) * 1024)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return int(done.stdout.split()[-1])
+    checker, sandbox = map(int, done.stdout.split()[-2:])
+    return checker, sandbox
 
 
 MARK = "19.7301"  # how long the fork bomb's processes sleep: a mark to find them by
