@@ -353,26 +353,27 @@ def attempt(job: dict[str, Any]) -> dict[str, Any]:
     solve.sh runs first; null for no solution), `tests` (the verifier's files, laid out only
     after the solution phase; null to run none), `workdir`, `env`, and the bounds `timeout`
     (s per phase), `disk`, `memory` (bytes), `processes`."""
-    w = WORK
-    _fresh(f"{w}/app")
-    _lay(f"{w}/app", job["app"])
+    _fresh(f"{WORK}/app")
+    _lay(f"{WORK}/app", job["app"])
     report: dict[str, Any] = {}
     if job.get("candidate") is not None:
-        _fresh(f"{w}/solution")
-        _lay(f"{w}/solution", job["candidate"])
-        _logs(f"{w}/logs")
-        binds = ["--bind", f"{w}/app", "/app", "--ro-bind", f"{w}/solution", "/solution"]
-        binds += ["--bind", f"{w}/logs", "/logs"]
-        report["solution"] = _phase(job, binds, "/solution/solve.sh")
+        report["solution"] = _stage(job, "solution", "--ro-bind", "solve.sh")
     if job.get("tests") is not None:
-        _fresh(f"{w}/tests")
-        _lay(f"{w}/tests", job["tests"])
-        _logs(f"{w}/logs")
-        binds = ["--bind", f"{w}/app", "/app", "--bind", f"{w}/tests", "/tests"]
-        binds += ["--bind", f"{w}/logs", "/logs"]
-        report["verifier"] = _phase(job, binds, "/tests/test.sh")
-        report["verifier"]["reward"] = _read_reward(f"{w}/logs")
+        report["verifier"] = _stage(job, "tests", "--bind", "test.sh")
+        report["verifier"]["reward"] = _read_reward(f"{WORK}/logs")
     return report
+
+
+def _stage(job: dict[str, Any], name: str, bind: str, script: str) -> dict[str, Any]:
+    """One phase: the job's files for /`name` laid out (the candidate's for /solution, the
+    verifier's for /tests) and bound with `bind` beside /app and a fresh /logs; then
+    /`name`/`script` runs."""
+    _fresh(f"{WORK}/{name}")
+    _lay(f"{WORK}/{name}", job["candidate" if name == "solution" else name])
+    _logs(f"{WORK}/logs")
+    binds = ["--bind", f"{WORK}/app", "/app", bind, f"{WORK}/{name}", f"/{name}"]
+    binds += ["--bind", f"{WORK}/logs", "/logs"]
+    return _phase(job, binds, f"/{name}/{script}")
 
 
 def main() -> int:

@@ -20,6 +20,7 @@ from taskpack.exporter import convert_format, export
 from taskpack.importer import import_sources, read_source
 
 from .conformance.frameworks import ensure
+from .conftest import REAL_SETS
 
 pytestmark = pytest.mark.conformance
 CHECKS = Path(__file__).parent / "conformance"
@@ -206,15 +207,7 @@ def test_verifiers_environment_module_scores_by_the_tasks_reward(
     the reference 1.0 and a wrong reply 0.0 for numeric, unit-test and multiple-choice tasks."""
     from taskpack.converters._verifier import solve_reference
 
-    reader, path, options = {
-        "gsm8k": ("gsm8k", data_dir / "gsm8k" / "test.jsonl", {}),
-        "humaneval": ("humaneval", data_dir / "humaneval" / "HumanEval.jsonl.gz", {}),
-        "science-exam": (
-            "kaggle",
-            data_dir / "kaggle_llm_science_exam" / "train.csv",
-            {"preset": "multiple-choice"},
-        ),
-    }[source]
+    reader, path, options = REAL_SETS[source]
     tasks = list(islice(read_source(path, reader, split="test", **options), 5))
     taskpack.write(tmp_path / "ts", {"test": tasks}, name="t")
     result = export(taskpack.open(tmp_path / "ts"), "verifiers", tmp_path / "vf")
