@@ -295,12 +295,18 @@ def score(reward: Reward) -> float:
 # --- the forgers ---------------------------------------------------------------------------
 
 
-def _entry_point(side: Side) -> str:
-    spec = side.tests.get("expected.json")
+def _graded(side: Side) -> dict[str, Any]:
+    """The spec of taskpack's grader in the task's tests (`expected.json`), if it has one."""
+    entry = side.tests.get("expected.json")
     try:
-        name = json.loads(spec[0]).get("entry_point") if spec else None
+        spec = json.loads(entry[0]) if entry else None
     except ValueError:
-        name = None
+        spec = None
+    return spec if isinstance(spec, dict) else {}
+
+
+def _entry_point(side: Side) -> str:
+    name = _graded(side).get("entry_point")
     return name if isinstance(name, str) and name.isidentifier() else "solve"
 
 
@@ -426,11 +432,7 @@ def forger(name: str, side: Side) -> bytes:
 
 def forgers_for(side: Side) -> list[str]:
     """The forgers worth trying: those handing in code only where the verifier runs code."""
-    spec = side.tests.get("expected.json")
-    try:
-        kind = json.loads(spec[0]).get("kind") if spec else None
-    except ValueError:
-        kind = None
+    kind = _graded(side).get("kind")
     if kind is not None and kind != "unit_tests":
         return [name for name in FORGERS if name not in _CODE_FORGERS]
     return list(FORGERS)
@@ -554,9 +556,7 @@ def check_export(
     the same id run on every `sample`-th task (1: on all)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if not any(os.access(os.path.join(p, "bwrap"), os.X_OK) for p in _path()):
-        raise TaskpackError("bubblewrap is not installed (apt-get install bubblewrap)")
-    try:  # once, so that a machine without user namespaces says so once, not per task
+    try:  # once, so that a machine without bubblewrap or user namespaces says so once
         attempt(Side({}, {}, {}, {}), None, Limits(timeout=10), verify=False)
     except SandboxError as e:
         raise TaskpackError(f"the sandbox cannot start on this machine: {e}") from None
@@ -576,10 +576,6 @@ def check_export(
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
         results = pool.map(one, range(len(folders)), folders)
         return list(progress(results, len(folders)) if progress else results)
-
-
-def _path() -> list[str]:
-    return os.environ.get("PATH", "").split(os.pathsep)
 
 
 def _with_ids(root: Path) -> list[tuple[str, Path]]:

@@ -77,20 +77,20 @@ def exact_number(text: str) -> Fraction | None:
         s = next(g for g in wrapped.groups() if g is not None).strip()
     s = s.replace("$", "").replace("\\!", "").replace("\\,", "").replace(" ", "")
     s = s.removesuffix("\\%").removesuffix("%")
-    frac = _FRACTION.match(s)
+    sign, frac = "", _FRACTION.match(s)
+    if frac:
+        sign, top, bottom = frac.groups()
+        s = f"{top}/{bottom}"  # \frac{a}{b} is a/b
+    value = None
     try:
-        if frac:
-            sign, top, bottom = frac.groups()
-            value = Fraction(top.replace(",", "")) / Fraction(bottom.replace(",", ""))
-            return -value if sign == "-" else value
         if re.fullmatch(_DECIMAL + r"/" + _DECIMAL, s):
             top, bottom = s.split("/")
-            return Fraction(top.replace(",", "")) / Fraction(bottom.replace(",", ""))
-        if re.fullmatch(_DECIMAL, s) and any(c.isdigit() for c in s):
-            return Fraction(s.replace(",", ""))
+            value = Fraction(top.replace(",", "")) / Fraction(bottom.replace(",", ""))
+        elif re.fullmatch(_DECIMAL, s) and any(c.isdigit() for c in s):
+            value = Fraction(s.replace(",", ""))
     except (ValueError, ZeroDivisionError):
         return None
-    return None
+    return -value if value is not None and sign == "-" else value
 
 
 def as_number(text: str) -> Fraction | None:
