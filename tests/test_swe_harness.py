@@ -108,21 +108,35 @@ def test_the_exported_grader_gives_the_harness_verdict(exported: Any, tmp_path: 
 
 
 def test_the_exported_test_script_grades_end_to_end(exported: Any, tmp_path: Path) -> None:
-    """tests/grade_swebench.py as test.sh runs it, on a passing and a failing log."""
+    """tests/grade_swebench.py as test.sh runs it: the runner's report decides, not the log."""
     rows, split = exported
     raw = next(r for r in rows if r["repo"] == "django/django")
     tests = split / raw["instance_id"] / "tests"
     instance = json.loads((tests / "instance.json").read_text())
+    assert instance["runner"] == "django"
+    assert (tests / "swe_report" / "taskpack_swe_report.py").is_file()
     f2p, p2p = instance["FAIL_TO_PASS"], instance["PASS_TO_PASS"]
-    for passing, failing, reward in ((f2p + p2p, [], "1"), (p2p, f2p, "0")):
-        logs = tmp_path / reward
+    good = harness_log(raw["repo"], f2p + p2p, [])
+    bad = harness_log(raw["repo"], p2p, f2p)
+    assert good is not None and bad is not None
+    cases = {  # name: (printed log, reported log, key the grader is given, reward)
+        "passes": (good, good, "k", "1"),
+        "fails": (good, bad, "k", "0"),  # the printed log lies; the report does not
+        "no report": (good, None, "k", "0"),
+        "wrong key": (good, good, "other", "0"),
+    }
+    for name, (printed, reported, key, reward) in cases.items():
+        logs = tmp_path / name
         logs.mkdir()
-        log = harness_log(raw["repo"], passing, failing)
-        assert log is not None
-        (logs / "test_output.txt").write_text(log)
+        (logs / "test_output.txt").write_text(printed)
+        if reported is not None:
+            section = reported.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0]
+            records = [{"line": t, "key": "k"} for t in section.splitlines()[1:-1]]
+            report = "".join(json.dumps(r) + "\n" for r in [*records, {"end": True, "key": "k"}])
+            (logs / "test_report.jsonl").write_text(report)
         subprocess.run(
             [sys.executable, str(tests / "grade_swebench.py")],
-            env={"TASKPACK_LOGS": str(logs), "PATH": "/usr/bin:/bin"},
+            env={"TASKPACK_LOGS": str(logs), "TASKPACK_SWE_KEY": key, "PATH": "/usr/bin:/bin"},
             check=True,
         )
-        assert (logs / "reward.txt").read_text().strip() == reward
+        assert (logs / "reward.txt").read_text().strip() == reward, name

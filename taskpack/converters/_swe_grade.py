@@ -6,6 +6,13 @@ to `instance.json` (the instance's id, repo, version and test lists). The harnes
 parser and resolution rules decide: the task scores 1 when every FAIL_TO_PASS and PASS_TO_PASS
 test passes, as `swebench.harness.grading.get_eval_report` says. The harness is installed
 with pip if the image lacks it (the verifier needs the network for that).
+
+Where the instance's test runner reports through `swe_report/` (`instance.json`'s "runner":
+pytest, Django's unittest runner, SymPy's), the parser reads what the runner itself observed
+(`test_report.jsonl`, only records carrying this run's key, and only if the run reached its end)
+instead of the printed output, which the code under test can write to: a candidate printing
+pass markers gains nothing, one that ends the test process early scores 0. Markers of the eval
+script's own failures (patch did not apply, reset failed) still come from the printed log.
 """
 
 from __future__ import annotations
@@ -54,17 +61,64 @@ def resolved(instance: dict, log_path: str) -> bool:  # type: ignore[type-arg]
     return bool(report[instance["instance_id"]]["resolved"])
 
 
+def observed(printed: str, report: str, key: str) -> str | None:
+    """The log the harness's parser is given: the eval script's failure markers from the printed
+    log, then the lines the test runner reported with `key`; None if the run did not end."""
+    from swebench.harness import constants as c
+
+    lines, ended = [], False
+    for text in report.splitlines():
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("key") != key:
+            continue
+        if record.get("end") is True:
+            ended = True
+        elif isinstance(record.get("line"), str):
+            lines.append(record["line"])
+    if not ended:
+        return None
+    failed = [
+        m
+        for m in (c.APPLY_PATCH_FAIL, c.RESET_FAILED, c.TESTS_ERROR, c.TESTS_TIMEOUT)
+        if m in printed
+    ]
+    if failed or c.START_TEST_OUTPUT not in printed or c.END_TEST_OUTPUT not in printed:
+        return "\n".join(failed) + "\n"
+    return "\n".join([c.START_TEST_OUTPUT, *lines, c.END_TEST_OUTPUT]) + "\n"
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def score(instance: dict) -> float:  # type: ignore[type-arg]
+    log_path = os.path.join(LOGS, "test_output.txt")
+    if instance.get("runner"):
+        report = os.path.join(LOGS, "test_report.jsonl")
+        key = os.environ.get("TASKPACK_SWE_KEY", "")
+        log = observed(_read(log_path), _read(report) if os.path.exists(report) else "", key)
+        if log is None or not key:
+            return 0.0
+        log_path = os.path.join(LOGS, "test_observed.txt")
+        with open(log_path, "w", encoding="utf-8") as f:
+            f.write(log)
+    return 1.0 if resolved(instance, log_path) else 0.0
+
+
 def main() -> int:
     _harness()
     with open(os.path.join(TESTS, "instance.json"), encoding="utf-8") as f:
         instance = json.load(f)
-    log_path = os.path.join(LOGS, "test_output.txt")
     try:
-        score = 1.0 if resolved(instance, log_path) else 0.0
+        reward = score(instance)
     except (OSError, ImportError, KeyError, ValueError):
-        score = 0.0
+        reward = 0.0
     with open(os.path.join(LOGS, "reward.txt"), "w") as f:
-        f.write(f"{score:g}\n")
+        f.write(f"{reward:g}\n")
     return 0
 
 

@@ -17,16 +17,22 @@ from taskpack.model import Task
 NAMESPACE = "swebench"  # the harness's images on Docker Hub: swebench/sweb.eval.x86_64.<id>
 REPO_DIR = "/testbed"
 _TEST = """#!/bin/bash
-# taskpack verifier: run the SWE-bench harness's eval script for this instance, then grade its
-# log with the harness's own parser (tests/grade_swebench.py); the reward is the grader's alone.
-rm -f /logs/verifier/reward.txt /logs/verifier/reward.json
+# taskpack verifier: run the SWE-bench harness's eval script for this instance, then grade
+# with the harness's own parser (tests/grade_swebench.py) what the test runner reported
+# (tests/swe_report/); the reward is the grader's alone.
+rm -f /logs/verifier/reward.txt /logs/verifier/reward.json /logs/verifier/test_report.jsonl
 mkdir -p /logs/verifier
-bash /tests/eval.sh > /logs/verifier/test_output.txt 2>&1
-if ! python3 /tests/grade_swebench.py; then
+key=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')
+{report}bash /tests/eval.sh > /logs/verifier/test_output.txt 2>&1
+if ! TASKPACK_SWE_KEY="$key" python3 /tests/grade_swebench.py; then
     rm -f /logs/verifier/reward.txt /logs/verifier/reward.json
     echo 0 > /logs/verifier/reward.txt
 fi
 """
+_REPORT = """TASKPACK_SWE_REPORT="{runner}:$key:/logs/verifier/test_report.jsonl" \\
+PYTHONPATH="/tests/swe_report${{PYTHONPATH:+:$PYTHONPATH}}" \\
+    """
+_SITECUSTOMIZE = b"import taskpack_swe_report\n\ntaskpack_swe_report.install()\n"
 
 
 def available() -> bool:
@@ -75,26 +81,47 @@ def test_spec(record: dict[str, Any]) -> Any:
     )
 
 
+def runner(repo: str) -> str | None:
+    """Which runner's report `_swe_report` reads for `repo`; None where the printed log is all
+    there is: Sphinx runs pytest under tox, which drops the report's variables, and the
+    harness's other languages have runners it does not hook."""
+    from swebench.harness.log_parsers import MAP_REPO_TO_PARSER_PY
+
+    parser = MAP_REPO_TO_PARSER_PY.get(repo)
+    if parser is None or repo == "sphinx-doc/sphinx":
+        return None
+    return {"parse_log_django": "django", "parse_log_sympy": "sympy"}.get(parser.__name__, "pytest")
+
+
 def files(task: Task) -> dict[str, tuple[bytes, int]]:
     """Dockerfile, verifier and oracle of a SWE-bench task, as folder paths."""
     record = instance(task)
     spec = test_spec(record)
-    grader = resources.files("taskpack.converters").joinpath("_swe_grade.py").read_bytes()
+    package = resources.files("taskpack.converters")
+    how = runner(record["repo"])
     graded = {
         k: spec.FAIL_TO_PASS if k == "FAIL_TO_PASS" else spec.PASS_TO_PASS
         for k in ("FAIL_TO_PASS", "PASS_TO_PASS")
     }
     graded.update({k: record[k] for k in ("instance_id", "repo", "version")})
+    graded["runner"] = how
     out = {
         "environment/Dockerfile": (
             f"FROM {spec.instance_image_key}\nWORKDIR {REPO_DIR}\n".encode(),
             0o644,
         ),
-        "tests/test.sh": (_TEST.encode(), 0o755),
+        "tests/test.sh": (
+            _TEST.format(report=_REPORT.format(runner=how) if how else "").encode(),
+            0o755,
+        ),
         "tests/eval.sh": (spec.eval_script.encode("utf-8"), 0o755),
         "tests/instance.json": ((json.dumps(graded, indent=2) + "\n").encode(), 0o644),
-        "tests/grade_swebench.py": (grader, 0o644),
+        "tests/grade_swebench.py": (package.joinpath("_swe_grade.py").read_bytes(), 0o644),
     }
+    if how is not None:
+        report = package.joinpath("_swe_report.py").read_bytes()
+        out["tests/swe_report/taskpack_swe_report.py"] = (report, 0o644)
+        out["tests/swe_report/sitecustomize.py"] = (_SITECUSTOMIZE, 0o644)
     if task.solution is not None:
         patch = task.solution.encode("utf-8")
         out["solution/solve.sh"] = (
