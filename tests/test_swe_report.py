@@ -28,9 +28,9 @@ CANDIDATES = {
     "null": BUGGY,
     # after the runner's own summary, where the harness's parser takes them as the last word
     "prints pass markers": BUGGY
-    + "import atexit, os\n"
-    + "atexit.register(os.write, 2, b'\\nPASSED test_calc.py::test_add\\n'\n"
-    + "                b'Adding works. ... ok\\ntest_add ok\\n')\n",
+    + "import atexit, os, sys\n"
+    + "MARKS = b'\\nPASSED test_calc.py::test_add\\nAdding works. ... ok\\ntest_add ok\\n'\n"
+    + "atexit.register(lambda: (sys.stdout.flush(), os.write(1, MARKS), os.write(2, MARKS)))\n",
     "os._exit(0) in the call": BUGGY.replace("return a * b", "__import__('os')._exit(0)"),
     "sys.exit(0) in the call": BUGGY.replace("return a * b", "__import__('sys').exit(0)"),
     "atexit forces status 0": BUGGY + "import atexit, os\natexit.register(lambda: os._exit(0))\n",
@@ -74,6 +74,14 @@ SYMPY_TEST = (
     "tests._testfiles.append(os.path.abspath('test_calc.py'))\n"
     "sys.exit(not tests.test(sort=True))\n"
 )
+# Sphinx's tox.ini in small, after the harness's `sed 's/pytest/pytest -rA/'`: tox passes only
+# the variables it names, sets warnings to `all` and runs pytest in dev mode.
+TOX_INI = (
+    "[tox]\nenvlist = py{v}\nskipsdist = True\n\n[testenv]\n"
+    "passenv =\n    https_proxy\n    PYTEST_ADDOPTS\n    TERM\n"
+    "setenv =\n    PYTHONWARNINGS = all\n    PYTEST_ADDOPTS = {{env:PYTEST_ADDOPTS:}} --color yes\n"
+    "commands=\n    python -X dev -m pytest -rA --durations 25 {{posargs}}\n"
+).format(v=f"{sys.version_info[0]}{sys.version_info[1]}")
 RUNNERS = {
     # repo: (runner, test command, test file, FAIL_TO_PASS, PASS_TO_PASS)
     "pytest-dev/pytest": (
@@ -90,6 +98,13 @@ RUNNERS = {
         ["Adding works."],
         [f"test_sub (test_calc.Tests{'.test_sub' if sys.version_info >= (3, 11) else ''})"],
     ),
+    "sphinx-doc/sphinx": (
+        "pytest",
+        f"tox --current-env -epy{sys.version_info[0]}{sys.version_info[1]} -v -- test_calc.py",
+        PYTEST_TESTS,
+        ["test_calc.py::test_add"],
+        ["test_calc.py::test_sub"],
+    ),
     "sympy/sympy": (
         "sympy",
         f"{sys.executable} bin_test.py",
@@ -99,7 +114,12 @@ RUNNERS = {
         ["test_sub"],
     ),
 }
-VERSIONS = {"pytest-dev/pytest": "5.4", "django/django": "3.0", "sympy/sympy": "1.1"}
+VERSIONS = {
+    "pytest-dev/pytest": "5.4",
+    "django/django": "3.0",
+    "sphinx-doc/sphinx": "7.1",
+    "sympy/sympy": "1.1",
+}
 
 
 def export(root: Path, repo: str) -> Path:
@@ -138,6 +158,7 @@ def verify(root: Path, repo: str, candidate: str) -> tuple[str, str]:
     (testbed / "test_calc.py").write_text(test_file)
     (testbed / "runtests.py").write_text(RUNTESTS)
     (testbed / "bin_test.py").write_text(SYMPY_TEST)
+    (testbed / "tox.ini").write_text(TOX_INI)
     (testbed / "calc.py").write_text(candidate)
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root)}
     subprocess.run(["bash", str(root / "tests" / "test.sh")], env=env, timeout=120, check=False)

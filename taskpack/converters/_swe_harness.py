@@ -82,13 +82,12 @@ def test_spec(record: dict[str, Any]) -> Any:
 
 
 def runner(repo: str) -> str | None:
-    """Which runner's report `_swe_report` reads for `repo`; None where the printed log is all
-    there is: Sphinx runs pytest under tox, which drops the report's variables, and the
-    harness's other languages have runners it does not hook."""
+    """Which runner's report `_swe_report` reads for `repo`; None for the harness's other
+    languages, whose runners it does not hook and whose printed log is all there is."""
     from swebench.harness.log_parsers import MAP_REPO_TO_PARSER_PY
 
     parser = MAP_REPO_TO_PARSER_PY.get(repo)
-    if parser is None or repo == "sphinx-doc/sphinx":
+    if parser is None:
         return None
     return {"parse_log_django": "django", "parse_log_sympy": "sympy"}.get(parser.__name__, "pytest")
 
