@@ -92,7 +92,6 @@ def end() -> None:
 # pytest: loaded as a plugin through PYTEST_PLUGINS, which pytest reads before any conftest.py.
 
 
-
 def pytest_addhooks(pluginmanager: Any) -> None:
     _claimed()
 
