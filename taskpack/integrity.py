@@ -17,7 +17,7 @@ from typing import Any
 from taskpack._fs import check_regular
 from taskpack.errors import TaskpackError, describe_error
 from taskpack.objects import file_sha256
-from taskpack.records import SplitDigest, SplitInfo, rel_path, version_digest
+from taskpack.records import SplitDigest, SplitInfo, inline_problem, rel_path, version_digest
 from taskpack.taskset import (
     SCHEMA,
     TaskSet,
@@ -102,9 +102,9 @@ def check_split(
 ) -> list[str]:
     """Problems a reader of this split would meet, found without building tasks: each file
     opens as Parquet with the columns its format version has and holds the rows the manifest
-    says; ids are unique, JSON columns parse, file paths and modes are safe, each row's stored
-    digest equals its content's, and those digests chain to the split digest. One file is open
-    at a time."""
+    says; ids are unique, JSON columns parse, file paths and modes are safe, inline file bytes
+    match their hashes, each row's stored digest equals its content's, and those digests chain
+    to the split digest. One file is open at a time."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -145,7 +145,7 @@ def check_split(
             schema = pf.schema_arrow
             files = schema.field("files").type.value_type
             leaves = [n for n in schema.names if n != "files"]
-            leaves += [f"files.list.element.{f.name}" for f in files if f.name != "data"]
+            leaves += [f"files.list.element.{f.name}" for f in files]
             for batch in pf.iter_batches(batch_size=1024, columns=leaves):
                 for row in batch.to_pylist():
                     label = f"{where} row {row_no} (id {row.get('id')!r})"
@@ -173,6 +173,9 @@ def _row_problems(
         if not isinstance(mode, int) or not 0 <= mode <= 0o777:
             shown = f"{mode:o}" if isinstance(mode, int) else repr(mode)
             problems.append(f"{where}: files: mode {shown} is not permission bits")
+        inline = inline_problem(f.get("data"), f.get("sha256"), f.get("size"))
+        if inline:
+            problems.append(f"{where}: file {f['path']!r}: {inline}")
     stored = row.get("digest")
     try:
         digest = row_digest(_columns(row, format_version))

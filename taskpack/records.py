@@ -80,6 +80,18 @@ def file_mode(value: int) -> int:
     return value
 
 
+def inline_problem(data: bytes | None, sha256: str | None, size: int | None) -> str | None:
+    """Why a stored file's inline bytes are not the content its hash names, if they are not.
+
+    A task's digest covers each file's sha256, not its bytes: only this check, made on every
+    read of stored rows and by the row check, makes equal digests mean equal bytes."""
+    if data is None:
+        return None
+    if size != len(data) or hashlib.sha256(data).hexdigest() != sha256:
+        return f"inline bytes do not match their sha256 {sha256} and size {size}"
+    return None
+
+
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )

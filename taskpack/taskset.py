@@ -610,16 +610,47 @@ class Split(Rows):
     def columns(self, names: Sequence[str] | None = None) -> pa.Table:
         """Stored columns (all by default) of every row, as one Arrow table."""
         columns = list(names) if names is not None else None
-        tables = [self._open(p).read(columns=columns) for p in range(len(self._parts))]
+        tables = []
+        for p in range(len(self._parts)):
+            tables.append(self._checked(self._open(p).read(columns=columns), self._part_starts[p]))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def row_groups(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
         """Every row group in row order, each file opened in turn and let go after: streaming
         a split holds one file's footer at a time, however many files it has."""
+        row = 0
         for p in range(len(self._parts)):
             pf = self._open(p)
             for g in range(pf.num_row_groups):
-                yield pf.read_row_group(g, columns=columns)
+                table = self._checked(pf.read_row_group(g, columns=columns), row)
+                row += table.num_rows
+                yield table
+
+    def _checked(self, table: pa.Table, first_row: int) -> pa.Table:
+        """`table` (rows from `first_row` on), once every inline file in it is the content its
+        hash names: whoever reads stored rows (tasks, Arrow, pandas, datasets, exports) reads
+        only bytes the digest chain covers."""
+        if "files" not in table.column_names:
+            return table
+        import pyarrow.compute as pc
+
+        column = table.column("files")
+        flat = pc.list_flatten(column)
+        kind, names = flat.type, ("data", "sha256", "size", "path")
+        if not isinstance(kind, pa.StructType) or kind.get_field_index("data") < 0:
+            return table  # no inline bytes read
+        if any(kind.get_field_index(n) < 0 for n in names):
+            raise TaskpackError(f"split {self.name!r}: file bytes read without their hashes")
+        rows = pc.list_parent_indices(column).to_pylist()
+        values = [flat.combine_chunks().field(n).to_pylist() for n in names]
+        for k, (data, sha, size, path) in enumerate(zip(*values, strict=True)):
+            problem = records.inline_problem(data, sha, size)
+            if problem:
+                raise TaskpackError(
+                    f"split {self.name!r} row {first_row + rows[k]}: file {path!r}: {problem}; "
+                    "`taskpack validate` lists every problem"
+                )
+        return table
 
     def _open(self, p: int) -> pq.ParquetFile:
         """File p of the split, checked to hold the rows the manifest gives it."""
@@ -655,7 +686,8 @@ class Split(Rows):
             return columns
         pf = self._kept(p)[0]
         names = [n for n in pf.schema_arrow.names if n != "digest"]  # not needed here
-        table = pf.read_row_group(g, columns=names)
+        first = self._part_starts[p] + self._kept(p)[1][g]
+        table = self._checked(pf.read_row_group(g, columns=names), first)
         columns = [(name, table.column(name).combine_chunks()) for name in table.column_names]
         self._groups[(p, g)] = columns
         self._cached_bytes += table.nbytes

@@ -316,3 +316,53 @@ def test_diff_names_the_fields_that_changed(tmp_path: Path) -> None:
     assert code == 0 and "  ~ t0\n      answer: '1' → '1x'\n" in out
     code, out = cli("diff", str(a), str(b), "--json")
     assert json.loads(out)["train"]["fields"]["t0"] == [{"path": "answer", "old": "1", "new": "1x"}]
+
+
+def _swap_inline(rows: list[dict[str, Any]]) -> None:
+    """Row 0's inline file gets other bytes of the same length; its sha256 and size stay."""
+    f = rows[0]["files"][0]
+    f["data"] = f["data"].replace(b"assert", b"1 or  ")
+
+
+def test_inline_bytes_are_content(tmp_path: Path) -> None:
+    """Inline bytes swapped under their kept hash (row digests, split and version digests all
+    unchanged) are refused by every reader: a lockfile, a digest reference, a local folder's
+    tasks and Arrow views, and publish."""
+    reg = tmp_path / "reg"
+    m, _ = publish(build(tmp_path / "a", "1.0.0"), registry=str(reg))
+    lock = tmp_path / "taskpack.lock"
+    write_lockfile(["arith@1.0.0"], lock, registry=str(reg))
+    shutil.rmtree(os.environ["TASKPACK_CACHE"])
+    _forge(reg, "arith", "1.0.0", _swap_inline)
+    assert open_registry(str(reg)).resolve("arith@1.0.0").digest == m.digest  # digests held
+    wanted = r"row 0\b.*file 'tests/check.py': inline bytes do not match their sha256"
+    for ref, kwargs in (("arith@1.0.0", {"lockfile": lock}), (f"arith@{m.digest}", {})):
+        with pytest.raises(TaskpackError, match=wanted):
+            taskpack.load(ref, split="test", registry=str(reg), **kwargs)
+    code, out = cli("show", f"arith@{m.digest}", "t100", "--format", "json", "--registry", str(reg))
+    assert code == 1 and "inline bytes do not match" in out, out
+
+    # The same swap in a task-set folder, which no row check guards: every read refuses.
+    folder = build(tmp_path / "b", "1.0.0")
+    path = folder / "splits" / "test.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    _swap_inline(rows)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["splits"]["test"].update(sha256=file_sha256(path), bytes=path.stat().st_size)
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    split = taskpack.open(folder).split("test")
+    reads = {
+        "task": lambda: split[0].files[0].data,
+        "iteration": lambda: [t.model_dump() for t in split],
+        "arrow": split.to_arrow,
+        "pandas": split.to_pandas,
+        "rows": lambda: list(split.rows()),
+    }
+    for what, read in reads.items():
+        with pytest.raises(TaskpackError, match=wanted):
+            read()
+            pytest.fail(what)
+    with pytest.raises(TaskpackError, match=r"not published, invalid: .*inline bytes"):
+        publish(folder, registry=str(tmp_path / "reg2"))
