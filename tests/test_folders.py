@@ -92,3 +92,37 @@ def test_openreward_folder_without_index_reads_like_with_it(tmp_path: Path) -> N
     a, b = (list(taskpack.open(tmp_path / p).split("test")) for p in ("a", "b"))
     assert [t.digest for t in a] == [t.digest for t in b]
     assert [t.instruction.split("\n")[0] for t in a] == [f"What is {i} + 1?" for i in range(3)]
+
+
+def test_a_tasks_own_taskpack_json_is_its_file_and_never_merged(tmp_path: Path) -> None:
+    """`tests/taskpack.json` is where `embed` puts the whole task: a task's own file of that
+    name reads as its file, round-trips byte for byte, and refuses `embed` with one line."""
+
+    def to_harbor(src: Path, out: Path, *options: str) -> tuple[int, str]:
+        args = ["convert", str(src), "--from", "harbor", "--to", "harbor", "-o", str(out)]
+        result = CliRunner().invoke(main, [*args, *options])
+        assert "Traceback" not in result.output
+        return result.exit_code, result.output
+
+    own = b'{"threshold": 0.5, "id": "not a task"}\n'
+    folder = harbor_task(tmp_path / "src")
+    (folder / "tests" / "taskpack.json").write_bytes(own)
+    code, output = to_harbor(tmp_path / "src", tmp_path / "out")
+    assert code == 0, output
+    assert (tmp_path / "out" / "train" / "t" / "tests" / "taskpack.json").read_bytes() == own
+    code, output = to_harbor(tmp_path / "src", tmp_path / "e", "--embed")
+    assert code == 1
+    assert "its own file tests/taskpack.json is where `embed` puts the whole task" in output
+
+    # An export with `embed`: its copy is recognised and read back, the task whole.
+    plain = harbor_task(tmp_path / "src2")
+    (plain / "tests" / "data.bin").write_bytes(b"\x00\xff")
+    code, output = to_harbor(tmp_path / "src2", tmp_path / "e2", "--embed")
+    assert code == 0, output
+    copy = json.loads((tmp_path / "e2" / "train" / "t" / "tests" / "taskpack.json").read_text())
+    assert set(copy) == {"taskpack"} and copy["taskpack"]["id"] == "t"
+    code, output = to_harbor(tmp_path / "e2" / "train", tmp_path / "again")
+    assert code == 0, output
+    again = tmp_path / "again" / "train" / "t" / "tests"
+    assert not (again / "taskpack.json").exists()
+    assert (again / "data.bin").read_bytes() == b"\x00\xff"

@@ -43,12 +43,12 @@ from taskpack.converters._format import (
     Target,
     report_uncarried,
 )
-from taskpack.converters._payload import task_from_payload, task_payload
+from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._rows import STYLE, own_extras
 from taskpack.converters._source import Record, RowError
 from taskpack.converters._verifier import complete, instruction_suffix
-from taskpack.errors import describe_error
+from taskpack.errors import TaskpackError, describe_error
 from taskpack.layouts import HARBOR_ROLE_DIRS, HARBOR_STEP_DIRS, harbor_place
 from taskpack.model import Task, TaskFile
 
@@ -171,10 +171,28 @@ def to_task(task_id: str, folder: Path, config: dict[str, Any]) -> dict[str, Any
     }
 
 
+def _embedded(folder: Path) -> dict[str, Any] | None:
+    """The whole task `embed` wrote, if `tests/taskpack.json` is that: `{"taskpack": task}`,
+    or the bare task object earlier exports wrote. Any other file of that name is the
+    task's own, read as its other files are."""
+    text = read_text(folder, PAYLOAD_FILE)
+    if text is None:
+        return None
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    if isinstance(found, dict) and set(found) == {PAYLOAD_KEY}:
+        return task_from_payload(found[PAYLOAD_KEY], PAYLOAD_FILE)
+    if isinstance(found, dict) and {"id", "prompt", "files"} <= set(found):
+        return task_from_payload(found, PAYLOAD_FILE)
+    return None
+
+
 def convert(task_id: str, folder: Path) -> Any:
-    whole = read_text(folder, PAYLOAD_FILE)
+    whole = _embedded(folder)
     if whole is not None:
-        return task_from_payload(whole, PAYLOAD_FILE)
+        return whole
     try:
         config = tomllib.loads(read_text(folder, MARKER) or "")
     except tomllib.TOMLDecodeError as e:
@@ -286,7 +304,13 @@ def _task_files(task: Task, target: Target) -> Files:
     if not native:
         complete(task, files, target, "reward", copy_workspace=True)
     if target.options.embed:
-        files[PAYLOAD_FILE] = (json.dumps(task_payload(task), ensure_ascii=False).encode(), 0o644)
+        if PAYLOAD_FILE in files:
+            raise TaskpackError(
+                f"task {task.id!r}: its own file {PAYLOAD_FILE} is where `embed` puts the whole "
+                "task; export it without embed"
+            )
+        whole = {PAYLOAD_KEY: task_payload(task)}
+        files[PAYLOAD_FILE] = (json.dumps(whole, ensure_ascii=False).encode(), 0o644)
     config = to_toml(task, target)
     if not native:
         config = {**_DEFAULTS, **config}
