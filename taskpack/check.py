@@ -20,7 +20,6 @@ import os
 import re
 import shlex
 import stat
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -29,12 +28,8 @@ from typing import Any, Literal
 from taskpack.converters._folders import task_folders
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
+from taskpack.nesting import parse_json, parse_toml
 from taskpack.sandbox import SandboxError, files, run
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 STAND_IN = re.compile(r"^(?:docker\.io/)?(?:library/)?python:[\w.-]+$")
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "USER", "SHELL", "STOPSIGNAL", "ARG"}
@@ -206,8 +201,8 @@ def folder_side(folder: Path) -> Side:
         raise NotRunnable("no tests/test.sh verifier")
     if (folder / "task.toml").is_file() and not (folder / "environment" / "Dockerfile").exists():
         try:
-            config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+            config = parse_toml((folder / "task.toml").read_text(encoding="utf-8"))
+        except ValueError as e:  # UnicodeDecodeError too
             raise Refused(f"task.toml: {e}") from None
         env_table = config.get("environment")
         image = env_table.get("docker_image") if isinstance(env_table, dict) else None
@@ -266,7 +261,7 @@ def parse_reward(read: Mapping[str, Any], status: int | None, from_exit: bool) -
         raise Refused(str(read["error"]))
     if "reward.json" in read:
         try:
-            data = json.loads(read["reward.json"])
+            data = parse_json(read["reward.json"])
         except ValueError as e:
             raise Refused(f"reward.json is not JSON ({e})") from None
         if isinstance(data, dict):
@@ -299,7 +294,7 @@ def _graded(side: Side) -> dict[str, Any]:
     """The spec of taskpack's grader in the task's tests (`expected.json`), if it has one."""
     entry = side.tests.get("expected.json")
     try:
-        spec = json.loads(entry[0]) if entry else None
+        spec = parse_json(entry[0]) if entry else None
     except ValueError:
         spec = None
     return spec if isinstance(spec, dict) else {}

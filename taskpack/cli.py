@@ -17,6 +17,7 @@ import click
 
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
+from taskpack.nesting import parse_json
 from taskpack.taskset import INLINE_MAX, TaskSet
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -146,8 +147,8 @@ def _where(pairs: tuple[str, ...]) -> dict[str, Any]:
         if not sep or not key:
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--where")
         try:
-            where[key] = json.loads(value)
-        except json.JSONDecodeError:
+            where[key] = parse_json(value)
+        except ValueError:
             where[key] = value
     return where
 
@@ -370,8 +371,8 @@ def _write_options(pairs: tuple[str, ...], embed: bool) -> dict[str, Any]:
         if not sep:
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--write-option")
         try:
-            options[key.strip().replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
+            options[key.strip().replace("-", "_")] = parse_json(value)
+        except ValueError:
             options[key.strip().replace("-", "_")] = value
     return options
 

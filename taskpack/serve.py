@@ -31,6 +31,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from taskpack import records
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
+from taskpack.nesting import parse_json
 from taskpack.taskset import Split, TaskSet
 
 PAGE = 50
@@ -231,8 +232,8 @@ class Handler(BaseHTTPRequestHandler):
             if not sep:
                 raise HttpError(HTTPStatus.BAD_REQUEST, "where: expected KEY=VALUE")
             try:
-                wanted = json.loads(value)
-            except json.JSONDecodeError:
+                wanted = parse_json(value)
+            except ValueError:
                 wanted = value
             ids = self.catalog.read(name, lambda s: s.filter(**{key: wanted}).ids())
         if q:

@@ -833,14 +833,19 @@ def read_manifest(path: Path) -> Manifest:
     from pydantic import ValidationError
 
     from taskpack.model import Manifest
+    from taskpack.nesting import check_depth
 
     try:
         check_regular(path)
-        return Manifest.model_validate_json(path.read_bytes())
+        data = path.read_bytes()
+        check_depth(data)
+        return Manifest.model_validate_json(data)
     except FileNotFoundError:
         raise TaskpackError(f"{path.parent} is not a task set: no {MANIFEST}") from None
     except ValidationError as e:
         raise TaskpackError(f"{path}: {describe_error(e)}") from None
+    except ValueError as e:
+        raise TaskpackError(f"{path}: {e}") from None
 
 
 def open_folder(path: str | os.PathLike[str]) -> TaskSet:

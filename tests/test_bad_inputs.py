@@ -294,3 +294,235 @@ def test_hostile_rows_are_one_error_line(tmp_path: Path, case: str, command: str
     assert len(errors) == 1, result.output
     assert "row 0" in result.output or "t0" in result.output, result.output
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# --- bounded, complete input: run as a process, so a crash is a signal, not a lost test ----------
+
+DEEP = "[" * 20_000 + "]" * 20_000
+GOOD_ROWS = {  # a reader and rows of its shape, the last with a field nested 20000 deep
+    "gsm8k": {"question": "1+1?", "answer": "#### 2"},
+    "humaneval": {
+        "task_id": "HumanEval/0",
+        "prompt": "def f():\n",
+        "canonical_solution": "    return 1\n",
+        "test": "def check(c):\n    assert c() == 1\n",
+        "entry_point": "f",
+    },
+    "mbpp": {
+        "task_id": 1,
+        "text": "t",
+        "code": "def f():\n    return 1",
+        "test_list": ["assert f() == 1"],
+    },
+    "nemo": {"responses_create_params": {"input": [{"role": "user", "content": "hi"}]}},
+    "kaggle": {"id": 0, "prompt": "q", **{c: c for c in "ABCDE"}, "answer": "A"},
+}
+
+
+def _swebench_row() -> dict[str, Any]:
+    from .conftest import DATA
+
+    with open(DATA / "swebench" / "swebench_lite_test.jsonl", encoding="utf-8") as f:
+        return dict(json.loads(f.readline()))
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    import subprocess
+    import sys
+
+    full = {**os.environ, **(env or {})}
+    done = subprocess.run(
+        [sys.executable, "-m", "taskpack", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=full,
+        check=False,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def one_error_line(code: int, output: str) -> str:
+    assert code == 1, (code, output[-2000:])  # a signal is a negative code
+    assert "Traceback" not in output, output[-2000:]
+    errors = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, output[-2000:]
+    return errors[0]
+
+
+@pytest.mark.parametrize("reader", [*sorted(GOOD_ROWS), "swebench", "swebench tests"])
+def test_a_row_nested_20000_deep_is_one_error_line_in_every_reader(
+    tmp_path: Path, reader: str
+) -> None:
+    fmt = reader.split()[0]
+    first = _swebench_row() if fmt == "swebench" else GOOD_ROWS[fmt]
+    ids = {"humaneval": "task_id", "mbpp": "task_id", "swebench": "instance_id", "kaggle": "id"}
+    key = ids.get(fmt)
+
+    def row(i: int) -> dict[str, Any]:
+        if key is None:
+            return dict(first)
+        value = first[key]
+        return {**first, key: value + i if isinstance(value, int) else f"{value}{i}"}
+
+    text = "\n".join(json.dumps(row(i)) for i in range(3))
+    good = row(3)
+    deep = {**good, "x": json.loads("[" * 50 + "]" * 50)}
+    if reader == "swebench tests":  # nested inside a field's JSON text
+        line = json.dumps({**good, "FAIL_TO_PASS": DEEP})
+    else:
+        line = json.dumps(deep).replace("[" * 50 + "]" * 50, DEEP)
+    src = tmp_path / "train.jsonl"
+    src.write_text(text + "\n" + line + "\n", encoding="utf-8")
+    extra = ["--preset", "multiple-choice"] if fmt == "kaggle" else []
+    out = tmp_path / "out"
+    error = one_error_line(*run_cli("convert", str(src), "--from", fmt, *extra, "-o", str(out)))
+    assert "train.jsonl:4" in error and "nested" in error, error
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _zst_cut_at_a_block(tmp: Path) -> Path:
+    rows = b"".join(
+        json.dumps({"question": f"{i}+1?", "answer": f"#### {i + 1}"}).encode() + b"\n"
+        for i in range(20_000)
+    )
+    data = zstandard.ZstdCompressor(level=3).compress(rows)
+    path = tmp / "cut.jsonl.zst"
+    path.write_bytes(data[: len(data) // 2])
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(path.read_bytes()))
+    assert 0 < len(reader.read()) < len(rows)  # zstandard's own reader says nothing
+    return path
+
+
+def _blank_lines_bz2(tmp: Path) -> Path:
+    import bz2
+
+    path = tmp / "blank.jsonl.bz2"
+    path.write_bytes(bz2.compress(b"\n" * (400 << 20)))  # 8 GB would be 6.6 KB
+    return path
+
+
+def _garbage(suffix: str) -> Callable[[Path], Path]:
+    def case(tmp: Path) -> Path:
+        path = tmp / f"garbage.jsonl{suffix}"
+        path.write_bytes(
+            b"\x28\xb5\x2f\xfd" + os.urandom(2000)
+            if suffix == ".zst"
+            else b"\xfd7zXZ\x00" + os.urandom(2000)
+        )
+        return path
+
+    return case
+
+
+COMPRESSED: dict[str, Callable[[Path], Path]] = {
+    "zstd cut at a block boundary": _zst_cut_at_a_block,
+    "bzip2 of blank lines": _blank_lines_bz2,
+    "zstd garbage": _garbage(".zst"),
+    "xz garbage": _garbage(".xz"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPRESSED))
+def test_compressed_input_ends_where_its_format_says(tmp_path: Path, case: str) -> None:
+    src = COMPRESSED[case](tmp_path)
+    out = tmp_path / "out"
+    error = one_error_line(*run_cli("convert", str(src), "--from", "gsm8k", "-o", str(out)))
+    assert src.name in error, error
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_decompression_is_bounded_in_time(tmp_path: Path) -> None:
+    path = tmp_path / "slow.jsonl.gz"
+    path.write_bytes(gzip.compress((ROW + "\n").encode() * 200_000))
+    code, output = run_cli(
+        "convert",
+        str(path),
+        "--from",
+        "gsm8k",
+        "-o",
+        str(tmp_path / "out"),
+        env={"TASKPACK_MAX_DECOMPRESS_SECONDS": "0"},
+    )
+    assert "TASKPACK_MAX_DECOMPRESS_SECONDS" in one_error_line(code, output)
+
+
+def _deep_documents(tmp: Path) -> dict[str, list[str]]:
+    """Commands that read a document nested 100000 deep, each of another kind."""
+    cases = {}
+    harbor = tmp / "harbor" / "t"
+    (harbor / "tests").mkdir(parents=True)
+    (harbor / "task.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    (harbor / "instruction.md").write_text("Do it.\n")
+    cases["TOML task.toml"] = [
+        "convert",
+        str(tmp / "harbor"),
+        "--from",
+        "harbor",
+        "-o",
+        str(tmp / "o1"),
+    ]
+    tb = tmp / "tb" / "t"
+    tb.mkdir(parents=True)
+    (tb / "task.yaml").write_text("instruction: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    cases["YAML flow"] = [
+        "convert",
+        str(tmp / "tb"),
+        "--from",
+        "terminal-bench",
+        "-o",
+        str(tmp / "o2"),
+    ]
+    block = tmp / "block" / "t"
+    block.mkdir(parents=True)
+    (block / "task.yaml").write_text(
+        "".join("  " * i + "a:\n" for i in range(1500)) + "  " * 1500 + "b\n"
+    )
+    cases["YAML block"] = [
+        "convert",
+        str(tmp / "block"),
+        "--from",
+        "terminal-bench",
+        "-o",
+        str(tmp / "o3"),
+    ]
+    gem = tmp / "gem.jsonl"
+    gem.write_text(json.dumps({"question": "q", "answer": "a", "taskpack": DEEP * 5}) + "\n")
+    cases["embedded task text"] = ["convert", str(gem), "--from", "gem", "-o", str(tmp / "o4")]
+    split = tmp / "split"
+    (split / "t").mkdir(parents=True)
+    (split / "index.json").write_text('{"tasks": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    cases["folder index"] = ["convert", str(split), "--from", "harbor", "-o", str(tmp / "o5")]
+    return cases
+
+
+def test_documents_nested_100000_deep_are_one_error_line(tmp_path: Path) -> None:
+    for case, args in _deep_documents(tmp_path).items():
+        error = one_error_line(*run_cli(*args))
+        assert "nested" in error, (case, error)
+
+
+@pytest.mark.parametrize("registry", ["local", "s3"])
+def test_a_hostile_tag_file_is_passed_over(
+    tmp_path: Path, registry: str, request: pytest.FixtureRequest
+) -> None:
+    """A tag file of 100000 nested `[` names no version: `ls` lists the set without it and
+    `info NAME@TAG` says the tag names none, in one line."""
+    import taskpack
+    from taskpack.registry import open_registry
+
+    url = str(tmp_path / "reg") if registry == "local" else str(request.getfixturevalue("bucket"))
+    taskpack.write(tmp_path / "ts", {"test": [{"id": "a", "prompt": "q"}]}, name="t")
+    code, output = run_cli("publish", str(tmp_path / "ts"), "--registry", url)
+    assert code == 0, output
+    reg = open_registry(url)
+    hostile = ("[" * 100_000).encode()
+    if registry == "local":
+        (tmp_path / "reg" / "sets" / "t" / "tags" / "evil.json").write_bytes(hostile)
+    else:
+        reg.store.write("sets/t/tags/evil.json", hostile)  # type: ignore[attr-defined]
+    code, output = run_cli("ls", "t", "--registry", url)
+    assert code == 0 and "Traceback" not in output and "0.1.0" in output, output
+    assert "evil" not in output
+    error = one_error_line(*run_cli("info", "t@evil", "--registry", url))
+    assert "evil" in error, error

@@ -113,7 +113,7 @@ def test_empty_file_is_an_error(tmp_path: Path) -> None:
 def test_non_utf8_line_is_reported(tmp_path: Path) -> None:
     src = tmp_path / "train.jsonl"
     src.write_bytes(b'{"question": "caf\xe9", "answer": "#### 1"}\n')
-    with pytest.raises(InvalidTask, match=r"train\.jsonl:1: line is not valid UTF-8"):
+    with pytest.raises(InvalidTask, match=r"train\.jsonl:1: not valid UTF-8"):
         list(read_source(src, "gsm8k"))
 
 

@@ -38,6 +38,7 @@ from taskpack.converters._source import (
     max_line_bytes,
     open_binary,
 )
+from taskpack.nesting import too_deep
 from taskpack.records import canonical_json
 from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
 
@@ -578,6 +579,8 @@ def _parse(
     # Lines over 1 MiB fail Arrow's parser (and so go row by row); a lower limit is checked here.
     if most is not None and max(map(len, piece.split(b"\n"))) >= most:
         raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
+    if too_deep(piece, lines=True) is not None:  # Arrow's parser would crash the process
+        raise NotColumnar("a line nested too deeply")
     try:
         table = pj.read_json(io.BytesIO(piece))
         dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]

@@ -27,6 +27,7 @@ from taskpack.converters._format import Losses
 from taskpack.converters._source import Record, RowError
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
+from taskpack.nesting import parse_json
 from taskpack.records import rel_path
 
 INDEX = "index.json"
@@ -89,9 +90,9 @@ def read_text(folder: Path, rel: str) -> str | None:
 
 def _indexed(root: Path) -> Iterator[tuple[str, Path]]:
     try:
-        entries = json.loads(read_text(root, INDEX) or "")["tasks"]
+        entries = parse_json(read_text(root, INDEX) or "")["tasks"]
         pairs = [(str(e["id"]), str(e["folder"])) for e in entries]
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         raise TaskpackError(f"{root / INDEX}: not a task index ({e})") from None
     except RowError as e:
         raise TaskpackError(f"{root / INDEX}: {e}") from None

@@ -12,6 +12,7 @@ from typing import Any
 
 from taskpack.converters._source import RowError
 from taskpack.model import Task
+from taskpack.nesting import parse_json
 
 PAYLOAD_KEY = "taskpack"
 
@@ -44,9 +45,9 @@ def task_from_payload(payload: Any, field: str = PAYLOAD_KEY) -> dict[str, Any]:
     """The task mapping a payload (a dict or its JSON text) describes."""
     if isinstance(payload, str):
         try:
-            payload = json.loads(payload)
-        except json.JSONDecodeError as e:
-            raise RowError(f"field {field!r}: not JSON ({e.msg})") from None
+            payload = parse_json(payload)
+        except ValueError as e:
+            raise RowError(f"field {field!r}: {e}") from None
     if not isinstance(payload, dict):
         raise RowError(f"field {field!r}: expected the task as a JSON object")
     task = dict(payload)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import os
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from taskpack.errors import TaskpackError
+from taskpack.nesting import parse_json
 
 _COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
 
@@ -95,12 +95,11 @@ def max_line_bytes() -> int:
     return limit("TASKPACK_MAX_LINE_BYTES", 64 << 20)
 
 
-class _Capped(io.RawIOBase):
-    """A stream that fails once more than `cap` bytes came out of it: a decompression bomb
-    stops with an error instead of filling the disk or the memory."""
+class _Counted(io.RawIOBase):
+    """The compressed stream, counting what the decompressor took from it."""
 
-    def __init__(self, inner: IO[bytes], cap: int, uri: str) -> None:
-        self.inner, self.cap, self.uri, self.count = inner, cap, uri, 0
+    def __init__(self, inner: IO[bytes]) -> None:
+        self.inner, self.count = inner, 0
 
     def readable(self) -> bool:
         return True
@@ -108,21 +107,117 @@ class _Capped(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         data = self.inner.read(len(buffer))
         self.count += len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _Zstd(io.RawIOBase):
+    """zstd frames, one after another, each to its end: the `zstandard` stream reader returns
+    what it has when the input stops inside a frame (at a block boundary, half a file reads
+    as a whole one), so the decompressor's own end-of-frame flag is checked here. Input goes
+    in 2 KiB at a time, which bounds what one call can put out (about 64 MiB)."""
+
+    def __init__(self, inner: IO[bytes], uri: str) -> None:
+        import zstandard
+
+        self.inner, self.uri, self._new = inner, uri, zstandard.ZstdDecompressor().decompressobj
+        self._error = zstandard.ZstdError
+        self._frame: Any = None
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            data = self.inner.read(2048)
+            if not data:
+                if self._frame is not None and not self._frame.eof:
+                    raise EOFError("the input ends inside a zstd frame (truncated)")
+                return 0
+            while data:
+                if self._frame is None or self._frame.eof:
+                    self._frame = self._new()
+                try:
+                    self._pending += self._frame.decompress(data)
+                except self._error as e:
+                    raise ValueError(f"not valid zstd ({e})") from None
+                data = self._frame.unused_data if self._frame.eof else b""
+        n = min(len(buffer), len(self._pending))
+        buffer[:n], self._pending = self._pending[:n], self._pending[n:]
+        return n
+
+
+class _Capped(io.RawIOBase):
+    """Decompressed input that fails once it passes a bound: more than `cap` bytes, more than
+    `ratio` times the compressed bytes read (past the first MiB), or longer than `seconds`
+    since it was opened (parsing included). A decompression bomb stops with an error instead of
+    filling the disk or the memory, or running for hours (6.6 KB of bzip2 is 8 GB of blank
+    lines)."""
+
+    def __init__(self, inner: IO[bytes], raw: _Counted, uri: str) -> None:
+        import time
+
+        self.inner, self.raw, self.uri, self.count = inner, raw, uri, 0
+        self.cap = limit("TASKPACK_MAX_DECOMPRESSED", 16 << 30)
+        self.ratio = limit("TASKPACK_MAX_RATIO", 1000)
+        self.deadline = time.monotonic() + limit("TASKPACK_MAX_DECOMPRESS_SECONDS", 3600)
+
+    def readable(self) -> bool:
+        return True
+
+    def _refuse(self, what: str, variable: str) -> TaskpackError:
+        return TaskpackError(f"{self.uri}: {what} (raise {variable} to allow more)")
+
+    def readinto(self, buffer: Any) -> int:
+        import lzma
+        import time
+        import zlib
+
+        try:
+            data = self.inner.read(len(buffer))
+        except (lzma.LZMAError, zlib.error) as e:  # the others raise OSError or ValueError
+            raise ValueError(f"corrupt compressed data ({e})") from None
+        self.count += len(data)
         if self.count > self.cap:
-            raise TaskpackError(
-                f"{self.uri}: more than {self.cap} bytes after decompression "
-                "(raise TASKPACK_MAX_DECOMPRESSED to allow more)"
+            raise self._refuse(
+                f"more than {self.cap} bytes after decompression", "TASKPACK_MAX_DECOMPRESSED"
+            )
+        if self.count > 1 << 20 and self.count > self.ratio * self.raw.count:
+            raise self._refuse(
+                f"decompresses to more than {self.ratio} times its size", "TASKPACK_MAX_RATIO"
+            )
+        if time.monotonic() > self.deadline:
+            raise self._refuse(
+                "still decompressing after TASKPACK_MAX_DECOMPRESS_SECONDS",
+                "TASKPACK_MAX_DECOMPRESS_SECONDS",
             )
         buffer[: len(data)] = data
         return len(data)
+
+
+def _decompressed(raw: IO[bytes], codec: str, uri: str) -> IO[bytes]:
+    """`raw` decompressed by `codec`, to the end of its last stream: gzip, bzip2 and xz raise
+    EOFError where the input stops early, and so does `_Zstd`."""
+    import bz2
+    import gzip
+    import lzma
+
+    if codec == "gzip":
+        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
+    if codec == "bz2":
+        return bz2.BZ2File(raw)
+    if codec == "xz":
+        return lzma.LZMAFile(raw)
+    return io.BufferedReader(_Zstd(raw, uri), 1 << 20)
 
 
 @contextlib.contextmanager
 def open_binary(uri: str) -> Iterator[IO[bytes]]:
     """Open a local path or fsspec URL for streaming reads, decompressing by suffix.
 
-    A local path must be a regular file (a FIFO would block forever); decompressed input is
-    capped (TASKPACK_MAX_DECOMPRESSED, 16 GiB by default)."""
+    A local path must be a regular file (a FIFO would block forever); decompressed input must
+    end where its format says it ends, and is bounded (`_Capped`)."""
     import fsspec
 
     local = "://" not in uri
@@ -130,12 +225,13 @@ def open_binary(uri: str) -> Iterator[IO[bytes]]:
         raise TaskpackError(f"{uri}: not a regular file")
     codec = compression(uri)
     try:
-        with fsspec.open(uri, "rb", compression=codec) as f:
+        with fsspec.open(uri, "rb") as f:
             if codec is None:
                 yield f
             else:
-                cap = limit("TASKPACK_MAX_DECOMPRESSED", 16 << 30)
-                yield io.BufferedReader(_Capped(f, cap, uri), 1 << 20)
+                raw = _Counted(f)
+                inner = _decompressed(io.BufferedReader(raw, 1 << 16), codec, uri)
+                yield io.BufferedReader(_Capped(inner, raw, uri), 1 << 20)
     except FileNotFoundError:
         raise TaskpackError(f"{uri}: no such file") from None
     except (OSError, EOFError, ValueError) as e:  # truncated or corrupt compressed data
@@ -170,20 +266,6 @@ def _lines(stream: IO[bytes], most: int) -> Iterator[bytes | None]:
         while line and not line.endswith(b"\n"):
             line = stream.readline(1 << 20)
         yield None
-
-
-def parse_json(raw: bytes | str) -> Any:
-    """JSON text, with every way it can fail as one ValueError that says why."""
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError:
-        raise ValueError("line is not valid UTF-8") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON ({e.msg} at column {e.colno})") from None
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-    except ValueError as e:  # e.g. an integer of more digits than Python converts
-        raise ValueError(f"not valid JSON ({e})") from None
 
 
 def json_lines(stream: IO[bytes], uri: str, first: int = 1) -> Iterator[Record]:

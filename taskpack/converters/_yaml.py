@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from taskpack.converters._source import RowError, limit
+from taskpack.nesting import check_depth
 
 
 def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
@@ -30,6 +31,10 @@ def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
 
 
 def load_yaml(text: str, name: str) -> Any:
+    try:
+        check_depth(text)  # flow collections; block nesting ends in RecursionError below
+    except ValueError as e:
+        raise RowError(f"{name}: {e}") from None
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -41,5 +46,7 @@ def load_yaml(text: str, name: str) -> Any:
         return loader.construct_document(node)
     except yaml.YAMLError as e:
         raise RowError(f"{name}: not valid YAML ({e})") from None
+    except RecursionError:
+        raise RowError(f"{name}: YAML nested too deeply") from None
     finally:
         loader.dispose()

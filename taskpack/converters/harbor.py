@@ -18,7 +18,6 @@ from its reference solution. Tests and solutions never go into environment/.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -51,11 +50,7 @@ from taskpack.converters._verifier import complete, instruction_suffix
 from taskpack.errors import TaskpackError, describe_error
 from taskpack.layouts import HARBOR_ROLE_DIRS, HARBOR_STEP_DIRS, harbor_place
 from taskpack.model import Task, TaskFile
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from taskpack.nesting import parse_json, parse_toml
 
 MARKER = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -179,8 +174,8 @@ def _embedded(folder: Path) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        found = json.loads(text)
-    except json.JSONDecodeError:
+        found = parse_json(text)
+    except ValueError:
         return None
     if isinstance(found, dict) and set(found) == {PAYLOAD_KEY}:
         return task_from_payload(found[PAYLOAD_KEY], PAYLOAD_FILE)
@@ -194,9 +189,9 @@ def convert(task_id: str, folder: Path) -> Any:
     if whole is not None:
         return whole
     try:
-        config = tomllib.loads(read_text(folder, MARKER) or "")
-    except tomllib.TOMLDecodeError as e:
-        raise RowError(f"{MARKER}: not valid TOML ({e})") from None
+        config = parse_toml(read_text(folder, MARKER) or "")
+    except ValueError as e:
+        raise RowError(f"{MARKER}: {e}") from None
     try:
         task = Task.model_validate(to_task(task_id, folder, config))
     except ValidationError as e:

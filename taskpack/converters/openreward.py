@@ -47,6 +47,7 @@ from taskpack.converters._verifier import complete, graded, instruction_suffix
 from taskpack.converters._yaml import load_yaml
 from taskpack.errors import describe_error
 from taskpack.model import Task
+from taskpack.nesting import parse_json
 
 MARKER = "task.yaml"
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's when PyYAML has it: faster
@@ -101,9 +102,9 @@ def convert(task_id: str, folder: Path) -> Any:
     text = read_text(folder, WEIGHTS)
     if text is not None:
         try:
-            reward = {"kind": "weighted_tests", "weights": json.loads(text)}
-        except json.JSONDecodeError as e:
-            raise RowError(f"{WEIGHTS}: not JSON ({e.msg})") from None
+            reward = {"kind": "weighted_tests", "weights": parse_json(text)}
+        except ValueError as e:
+            raise RowError(f"{WEIGHTS}: {e}") from None
     mapped = {
         "id": str(config.get("id") or task_id),
         "prompt": config.get("instruction"),

@@ -37,6 +37,7 @@ from taskpack.converters._columnar import (
 from taskpack.converters._format import Format, Options
 from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
 from taskpack.model import Task
+from taskpack.nesting import parse_json, too_deep
 
 TEST_PATCH = "test.patch"
 _TEST_LISTS = {"FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
@@ -58,9 +59,9 @@ def _test_list(row: dict[str, Any], key: str) -> tuple[list[str], bool]:
     value = raw
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise RowError(f"field {key!r}: not a JSON list ({e.msg})") from None
+            value = parse_json(raw)
+        except ValueError as e:
+            raise RowError(f"field {key!r}: not a JSON list ({e})") from None
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise RowError(f"field {key!r}: expected a list of test names")
     return value, not isinstance(raw, str) or json.dumps(value) != raw
@@ -152,8 +153,11 @@ def _test_names(raw: pa.Array) -> pa.Array:
         raise NotColumnar("a test list over several lines")
     lines = pc.binary_join_element_wise('{"t":', raw, "}", "")
     one = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+    text = pc.binary_join(one, "\n")[0].as_buffer()
+    if too_deep(text.to_pybytes(), lines=True) is not None:  # Arrow's parser would crash
+        raise NotColumnar("a test list nested too deeply")
     try:
-        parsed = pj.read_json(io.BytesIO(pc.binary_join(one, "\n")[0].as_buffer()))
+        parsed = pj.read_json(io.BytesIO(text))
     except pa.ArrowInvalid as e:
         raise NotColumnar(str(e)) from None
     if parsed.num_rows != len(raw) or not pa.types.is_list(parsed.schema.field("t").type):

@@ -48,6 +48,7 @@ from taskpack.converters._rows import Hints, native_template, read_rows, write_r
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.errors import require
 from taskpack.model import Task
+from taskpack.nesting import parse_json
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
 SCORED = {"exact_match", "numeric_match", "multiple_choice", "unit_tests"}
@@ -150,8 +151,8 @@ def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
     info = row.get("info")
     if isinstance(info, str) and info.startswith("{"):
         try:
-            whole = json.loads(info)
-        except json.JSONDecodeError:
+            whole = parse_json(info)
+        except ValueError:
             return None
         if isinstance(whole, dict) and {"id", "prompt", "files"} <= whole.keys():
             return task_from_payload(whole, "info")

@@ -63,11 +63,15 @@ class Registry(ABC):
         from pydantic import ValidationError
 
         from taskpack.model import Manifest
+        from taskpack.nesting import check_depth
 
         try:
+            check_depth(data)
             m = Manifest.model_validate_json(data)
         except ValidationError as e:
             raise TaskpackError(f"{where} is invalid: {describe_error(e)}") from None
+        except ValueError as e:
+            raise TaskpackError(f"{where} is invalid: {e}") from None
         if (m.name, m.version) != (name, version):
             raise TaskpackError(f"{where} says it is {m.name}@{m.version}; refused")
         splits = {n: s.digest for n, s in m.splits.items()}

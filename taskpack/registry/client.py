@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
+from taskpack.nesting import parse_json
 from taskpack.objects import Progress, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
@@ -128,7 +129,7 @@ class RegistryObjects:
 
 def read_lockfile(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = parse_json(Path(path).read_text(encoding="utf-8"))
         return dict(data["sets"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise TaskpackError(f"{path}: not a taskpack lockfile ({e})") from None

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from taskpack.errors import TaskpackError, require
 from taskpack.model import Manifest
+from taskpack.nesting import parse_json
 from taskpack.objects import MANIFEST, Progress
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
@@ -261,7 +262,7 @@ class HubRegistry(Registry):
             return head, {}
         data = self._get(name, TAGS_FILE, head)
         try:
-            stored = json.loads(data) if data else {}
+            stored = parse_json(data) if data else {}
         except ValueError:
             stored = {}
         if not isinstance(stored, dict):

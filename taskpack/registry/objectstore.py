@@ -66,7 +66,10 @@ class ObjectStoreRegistry(Registry):
                 if current is None:
                     self.store.write(key, body, create_only=True)
                     return
-                old = json.loads(current[0])["version"]
+                old = tag_version(current[0])  # a hostile tag is overwritten, never parsed on
+                if old is None:
+                    self.store.write(key, body, if_match=current[1])
+                    return
                 if old == version or (only_if_newer and version_key(old) > version_key(version)):
                     return
                 self.store.write(key, body, if_match=current[1])

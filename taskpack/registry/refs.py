@@ -55,10 +55,10 @@ def is_version(text: str) -> bool:
 def tag_version(data: bytes) -> str | None:
     """The version a stored tag (`{"version": ...}`) names; None for anything else, so a stray
     or hostile tag (`../../x`) never becomes a key to read."""
-    import json
+    from taskpack.nesting import parse_json
 
     try:
-        version = json.loads(data).get("version")
+        version = parse_json(data).get("version")
     except (ValueError, AttributeError):
         return None
     return version if isinstance(version, str) and is_version(version) else None
