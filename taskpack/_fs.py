@@ -1,6 +1,10 @@
 """The file-system moves every reader and writer here relies on, written once.
 
 `write_atomic`: readers see the old file or the whole new one, never a half-written one.
+`temp_beside`, `sweep`: a writer's temporary names say which machine and process made them, so
+the next writer removes what a killed one left, and never a live writer's.
+`DirWriter`: files written under a folder through directory descriptors, so that a folder
+swapped for a link while it runs cannot send a write outside it.
 `remove_tree`: a staging folder removed, whatever is left in it.
 `file_lock`: one process (or thread) at a time per lock file, on any platform.
 `check_regular`: a path about to be opened is a regular file (a FIFO would block forever).
@@ -10,10 +14,60 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import socket
 import stat
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+
+_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
+def temp_name(name: str, kind: str = "tmp") -> str:
+    """A temporary name beside `name`: `.NAME.KIND-HOST-PID-RANDOM`."""
+    return f".{name}.{kind}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def temp_beside(path: Path, kind: str = "tmp") -> Path:
+    return path.with_name(temp_name(path.name, kind))
+
+
+def stale(names: Iterable[str], name: str, kinds: tuple[str, ...] = ("tmp",)) -> list[str]:
+    """Those of `names` that are temporaries of `name` whose writer, on this machine, is gone
+    (a writer on another machine sharing the folder cannot be asked, so its are left)."""
+    prefixes = tuple(f".{name}.{kind}-{_HOST}-" for kind in kinds)
+    found = []
+    for entry in names:
+        if entry.startswith(prefixes):
+            pid = entry.rsplit("-", 2)[-2]
+            if pid.isdigit() and not _alive(int(pid)):
+                found.append(entry)
+    return found
+
+
+def sweep(path: Path, kinds: tuple[str, ...] = ("tmp",)) -> None:
+    """Remove what killed writers of `path` left beside it (files or folders)."""
+    try:
+        names = os.listdir(path.parent)
+    except FileNotFoundError:
+        return
+    for entry in stale(names, path.name, kinds):
+        left = path.parent / entry
+        if left.is_dir() and not left.is_symlink():
+            remove_tree(left)
+        else:
+            left.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process, or a platform that cannot say: leave it be
+    return True
 
 
 def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -39,12 +93,72 @@ def _atomic(path: Path, fill: Callable[[Path], object]) -> None:
     # The file is created by open(), so it gets the mode the user's umask gives (0644 with the
     # usual 022): a registry folder shared by a team stays readable to it.
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    sweep(path)
+    tmp = temp_beside(path)
     try:
         fill(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+class DirWriter:
+    """Writes files below `root` one folder descriptor at a time: each folder is opened with
+    O_NOFOLLOW relative to its parent's descriptor, and each file is created (O_EXCL,
+    O_NOFOLLOW) and renamed in it, so a path checked is the path written (Linux and macOS)."""
+
+    def __init__(self, root: Path) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        self.root = root
+        self._fds = {"": os.open(root, os.O_RDONLY | os.O_DIRECTORY)}
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def __enter__(self) -> DirWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def folder(self, rel: str) -> int:
+        """The descriptor of folder `rel` ('a/b'), made if missing; NotADirectoryError where
+        a part is a link or a file."""
+        if rel in self._fds:
+            return self._fds[rel]
+        parent, _, name = rel.rpartition("/")
+        at = self.folder(parent)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, dir_fd=at)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=at)
+        except OSError:
+            found = os.stat(name, dir_fd=at, follow_symlinks=False).st_mode
+            what = "a symbolic link" if stat.S_ISLNK(found) else "a file, not a folder"
+            raise NotADirectoryError(f"{self.root / rel} is {what}") from None
+        self._fds[rel] = fd
+        return fd
+
+    def write(self, rel: str, data: bytes, mode: int) -> None:
+        """File `rel` holds `data` with `mode`, whole or not at all (a link there is
+        replaced, never followed)."""
+        parent, _, name = rel.rpartition("/")
+        at = self.folder(parent)
+        for entry in stale(os.listdir(at), name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry, dir_fd=at)
+        tmp = temp_name(name)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=at)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                os.fchmod(f.fileno(), mode)
+            os.replace(tmp, name, src_dir_fd=at, dst_dir_fd=at)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=at)
 
 
 def remove_tree(path: Path) -> None:

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from taskpack._fs import write_atomic
+from taskpack._fs import DirWriter
 from taskpack.errors import TaskpackError
 
 FORMAT_VERSION: Literal[2] = 2
@@ -431,27 +431,25 @@ class Task(Record):
         """Write the task's files of one role (the agent's workspace by default) into
         `directory`, each hash-checked, with its permission bits.
 
-        Nothing is created outside `directory`: folders are made one level at a time and a
-        symbolic link anywhere on the way is refused, and a mode that could harm the machine
-        (setuid, setgid, sticky, world-writable) is refused rather than applied."""
+        Nothing is created outside `directory`: folders are made and opened one level at a
+        time through directory descriptors, so a symbolic link anywhere on the way is refused
+        even if it appears while this runs, and a mode that could harm the machine (setuid,
+        setgid, sticky, world-writable) is refused rather than applied."""
         root = Path(directory)
-        root.mkdir(parents=True, exist_ok=True)
-        for f in self.files_of(role, step):
-            if f.mode & ~0o777 or f.mode & 0o002:
-                raise TaskpackError(f"file {f.path!r}: refusing mode {f.mode:o}")
-            parent = root
-            for part in f.path.split("/")[:-1]:
-                parent = parent / part
-                if parent.is_symlink():
-                    raise TaskpackError(f"file {f.path!r}: {parent} is a symbolic link")
-                if not parent.exists():
-                    parent.mkdir()
-                elif not parent.is_dir():
-                    raise TaskpackError(f"file {f.path!r}: {parent} is a file, not a folder")
-            target = parent / f.path.rsplit("/", 1)[-1]
-            if target.is_dir() and not target.is_symlink():
-                raise TaskpackError(f"file {f.path!r}: {target} is a folder")
-            write_atomic(target, f.read_bytes(), mode=f.mode)
+        with DirWriter(root) as out:
+            for f in self.files_of(role, step):
+                if f.mode & ~0o777 or f.mode & 0o002:
+                    raise TaskpackError(f"file {f.path!r}: refusing mode {f.mode:o}")
+                try:
+                    out.write(f.path, f.read_bytes(), f.mode)
+                except IsADirectoryError:
+                    raise TaskpackError(f"file {f.path!r}: {root / f.path} is a folder") from None
+                except NotADirectoryError as e:
+                    raise TaskpackError(f"file {f.path!r}: {e}") from None
+                except FileNotFoundError:
+                    raise TaskpackError(
+                        f"file {f.path!r}: its folder under {root} was removed while written"
+                    ) from None
         return root
 
 

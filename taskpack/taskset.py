@@ -19,8 +19,6 @@ import itertools
 import json
 import os
 import re
-import socket
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -30,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from taskpack import records
-from taskpack._fs import check_regular, copy_atomic, remove_tree, write_atomic
+from taskpack._fs import check_regular, copy_atomic, remove_tree, sweep, temp_beside, write_atomic
 from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
 from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
 from taskpack.records import (
@@ -474,45 +472,17 @@ def _stage_dir(target: Path, kind: str) -> Path:
     """A new empty folder beside `target`, `.NAME.<kind>-<host>-<pid>-<random>`, so the folders
     a killed writer left behind can be told from a live writer's and are removed here."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    _sweep(target)
-    path = _stage_name(target, kind)
+    sweep(target, ("tmp", "old"))
+    path = temp_beside(target, kind)
     path.mkdir(mode=0o777)  # as the umask allows: a shared folder stays readable to the team
     return path
-
-
-def _stage_name(target: Path, kind: str) -> Path:
-    return target.with_name(f".{target.name}.{kind}-{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}")
-
-
-_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
-
-
-def _sweep(target: Path) -> None:
-    """Remove the staging folders of `target` whose writer, on this machine, is gone."""
-    import glob
-
-    for kind in ("tmp", "old"):
-        for stale in target.parent.glob(f".{glob.escape(target.name)}.{kind}-{_HOST}-*-*"):
-            pid = stale.name.rsplit("-", 2)[-2]
-            if pid.isdigit() and not _alive(int(pid)):
-                remove_tree(stale)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # someone else's process, or a platform that cannot say: leave it be
-    return True
 
 
 def _replace_dir(new: Path, target: Path) -> None:
     """Move `new` to `target`; an existing target is set aside first and restored on failure."""
     old = None
     if target.exists():
-        old = _stage_name(target, "old")
+        old = temp_beside(target, "old")
         os.replace(target, old)
     try:
         os.replace(new, target)

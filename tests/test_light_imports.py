@@ -51,6 +51,7 @@ EPISODE_MODULES = [
     "taskpack",
     "taskpack._fs",
     "taskpack.errors",
+    "taskpack.nesting",
     "taskpack.objects",
     "taskpack.records",
     "taskpack.registry",

@@ -17,12 +17,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from taskpack._fs import file_lock, write_atomic
+from taskpack._fs import file_lock, sweep, temp_beside, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.objects import file_sha256, sha256_relpath
 from taskpack.records import stored_manifest
@@ -87,12 +86,11 @@ class Cache:
         write_atomic(self._stamp(path), (seen or _fingerprint(path, sha)).encode())
 
     def verified(self, sha: str) -> Path | None:
-        """The cached object if present and sound; a corrupt one is removed."""
+        """The cached object if present and sound. Nothing is removed here: outside the lock,
+        another process may be renaming a fresh copy into place this very moment; a corrupt
+        one is replaced, under the lock, by the download that follows."""
         path = self.object_path(sha)
-        if self.holds(path, sha):
-            return path
-        path.unlink(missing_ok=True)
-        return None
+        return path if self.holds(path, sha) else None
 
     def ensure(self, sha: str, download: Callable[[Path], None]) -> Path:
         """The object `sha`, downloaded once per machine however many processes ask."""
@@ -105,7 +103,8 @@ class Cache:
                 return found
             path = self.object_path(sha)
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{sha}.{uuid.uuid4().hex}")
+            sweep(path)
+            tmp = temp_beside(path)
             try:
                 download(tmp)
                 actual = file_sha256(tmp)
