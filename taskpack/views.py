@@ -155,8 +155,10 @@ class Rows:
 def typed_columns(table: pa.Table, json_columns: Sequence[str]) -> pa.Table:
     """`table` with each of its `json_columns` decoded into Arrow types (structs, lists,
     numbers), so a table viewer or an SQL engine can filter by `metadata.difficulty` or
-    `environment.repo`. A part whose rows disagree in shape (an answer that is a number here
-    and a list there) stays JSON text rather than being coerced; see `_plan`."""
+    `environment.repo`, where that is faithful: a column whose typed values would not read
+    back exactly as stored (an integer beside a float read as `18.0`, an object missing a key
+    its neighbours have read with it as null, rows that disagree in shape) stays JSON text,
+    whole, as the task set stores it; see `_faithful`."""
     decoded = _decoded(table, json_columns)
     return _refitted(_plans([decoded]), lambda plans: _typed(table, plans, decoded))
 
@@ -207,6 +209,12 @@ def _batched_rows(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
         yield pa.concat_tables(pending)
 
 
+# The columns holding the task author's own JSON, where a null, a missing key and `{}` are three
+# values: typed only if every value reads back exactly. The others hold the model's objects
+# (prompt items, rewards by kind, environment), whose every field is stored, null when unset:
+# there a key read back as null or an empty object left out is the same unset field.
+FREE_FORM = frozenset({"answer", "metadata", "extras", "rewards"})
+
 # A plan: how a JSON column becomes Arrow. The type pyarrow infers for its values; where it
 # infers none and the values are objects, a dict of one plan per key; else _TEXT (compared by
 # identity: an Arrow type equals the string of its name), the values as JSON text.
@@ -216,10 +224,11 @@ T = TypeVar("T")
 
 class _Unfit(Exception):
     """Values the plan at `path` (a column, then keys) does not fit: a number too wide for the
-    type planned from all groups together, where each group's own type took it."""
+    type planned from all groups together, where each group's own type took it; `text`: the
+    column would not read back as stored, so it is text, whole."""
 
-    def __init__(self, path: tuple[str, ...]) -> None:
-        self.path = path
+    def __init__(self, path: tuple[str, ...], text: bool = False) -> None:
+        self.path, self.text = path, text
 
 
 def _refitted(plans: dict[str, Any], attempt: Callable[[dict[str, Any]], T]) -> T:
@@ -229,7 +238,7 @@ def _refitted(plans: dict[str, Any], attempt: Callable[[dict[str, Any]], T]) -> 
         try:
             return attempt(plans)
         except _Unfit as e:
-            plans = _loosened(plans, e.path)
+            plans = {**plans, e.path[0]: _TEXT} if e.text else _loosened(plans, e.path)
 
 
 def _loosened(plan: Any, path: tuple[str, ...]) -> Any:
@@ -250,7 +259,7 @@ def _plans(tables: Iterable[dict[str, list[Any]]]) -> dict[str, Any]:
         for name, values in columns.items():
             mine = _plan(values)
             plans[name] = _merge(plans[name], mine) if name in plans else mine
-    return {name: _writable(plan) for name, plan in plans.items()}
+    return {name: _writable(plan, name not in FREE_FORM) for name, plan in plans.items()}
 
 
 def _decoded(table: pa.Table, json_columns: Sequence[str]) -> dict[str, list[Any]]:
@@ -315,26 +324,68 @@ def _by_key(plan: Any) -> dict[str, Any] | None:
     return None
 
 
-def _writable(plan: Any) -> Any:
+def _writable(plan: Any, model: bool) -> Any:
     """The plan with what Parquet cannot store (a struct without fields) taken key by key,
-    or as text where there is no key."""
+    or as text where there is no key. A key that would be JSON text inside a typed column
+    reads as a string like any other, so its column is text, whole; in a `model` column a key
+    that holds only empty objects is left out instead (unset, as the model has it)."""
     import pyarrow as pa
 
     if isinstance(plan, dict):
-        return {k: _writable(p) for k, p in plan.items()} or _TEXT
+        keyed = {k: _writable(p, model) for k, p in plan.items()}
+        if model:
+            keyed = {k: p for k, p in keyed.items() if p is not _TEXT or not _all_empty(plan[k])}
+        return keyed if keyed and all(p is not _TEXT for p in keyed.values()) else _TEXT
     if plan is _TEXT or _parquet_writable(plan):
         return plan
     if pa.types.is_struct(plan) and plan.num_fields:
-        return _writable(_fields(plan))
+        return _writable(_fields(plan), model)
     return _TEXT
+
+
+def _all_empty(plan: Any) -> bool:
+    """A plan of nothing but `{}` (or null): a struct without fields."""
+    import pyarrow as pa
+
+    return isinstance(plan, pa.DataType) and (
+        pa.types.is_null(plan) or (pa.types.is_struct(plan) and plan.num_fields == 0)
+    )
 
 
 def _typed(table: pa.Table, plans: Mapping[str, Any], decoded: dict[str, list[Any]]) -> pa.Table:
     """The table with its JSON columns (`decoded`) as `plans` type them."""
     for name, plan in plans.items():
         i = table.column_names.index(name)
-        table = table.set_column(i, name, _array(decoded[name], plan, (name,)))
+        if plan is _TEXT:  # the stored JSON text itself
+            continue
+        typed = _array(decoded[name], plan, (name,))
+        if not _faithful(typed, decoded[name], name not in FREE_FORM):
+            raise _Unfit((name,), text=True)
+        table = table.set_column(i, name, typed)
     return table
+
+
+def _faithful(typed: pa.Array, values: list[Any], model: bool) -> bool:
+    """Whether every typed value reads back as the stored one: the same JSON, key for key,
+    integers as integers (Python's `==` calls 18 and 18.0 equal; JSON text does not); in a
+    `model` column, unset fields (null, `{}`) aside."""
+    from taskpack.records import canonical_json
+
+    same = _set_fields if model else (lambda v: v)
+    return all(
+        canonical_json(same(a)) == canonical_json(same(b))
+        for a, b in zip(typed.to_pylist(), values, strict=True)
+    )
+
+
+def _set_fields(value: Any) -> Any:
+    """`value` without its unset fields: keys holding null or `{}`, at any depth."""
+    if isinstance(value, dict):
+        kept = {k: _set_fields(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v != {}}
+    if isinstance(value, list):
+        return [_set_fields(v) for v in value]
+    return value
 
 
 def _array(values: list[Any], plan: Any, path: tuple[str, ...]) -> pa.Array:

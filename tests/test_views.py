@@ -259,24 +259,72 @@ def test_typed_file_is_written_a_row_group_at_a_time_as_the_whole_split_types_it
     whole = typed_columns(split.columns(), split.json_columns)
     assert streamed.schema.remove_metadata() == whole.schema.remove_metadata()
     assert streamed.to_pylist() == whole.to_pylist()
-    metadata = streamed.column("metadata").type
-    assert str(metadata.field("n").type) == "double"  # integers and floats: floats
-    assert str(metadata.field("extra").type) == "struct<k: string>"  # "v" and 7: JSON text
-    assert str(metadata.field("big").type) == "string"  # 2**62 is no exact double: JSON text
-    firsts = streamed.take([0, ROW_GROUP_ROWS, 2 * ROW_GROUP_ROWS, 3 * ROW_GROUP_ROWS])
-    assert [m["extra"] for m in firsts.column("metadata").to_pylist()] == [
-        None,
-        {"k": '"v"'},
-        {"k": "7"},
-        None,
+    # Integers beside floats, a key seen only in later groups, "v" beside 7: no typed column
+    # would read back as stored, so metadata and answer are the stored JSON text, whole.
+    for name in ("metadata", "answer"):
+        assert str(streamed.column(name).type) == "string"
+        assert streamed.column(name).to_pylist() == split.columns([name]).column(name).to_pylist()
+
+
+PROBES = [  # (metadata, answer, extras) of each task: the shapes that used to change
+    ({"n": 18, "tags": ["a"]}, 18, {}),
+    ({"n": 2.5, "tags": []}, 2.5, {"x": {"k": 1}}),
+    ({"tags": ["b"], "only_here": None}, "18", {"x": {"k": {}}}),
+    ({}, [1, "a"], {"x": {"k": "1"}}),
+    ({"n": 7, "tags": None}, {"a": 1}, {"x": {"k": [1]}}),
+    ({"n": True}, None, {}),
+]
+
+
+def test_the_viewer_copy_reads_back_every_value_as_published(tmp_path: Path) -> None:
+    """What pyarrow and `datasets` read from the Hub viewer's copy (`write_typed`) is the
+    published value, or its column is the task set's own JSON text; model columns (reward by
+    kind, environment) stay typed, their unset fields read as null."""
+    import datasets
+    import pyarrow.parquet as pq
+
+    from taskpack.views import FREE_FORM, write_typed
+
+    kinds = [{"kind": "exact_match"}, {"kind": "numeric_match", "tolerance": 0.5}]
+    rows = [
+        make_task(
+            i,
+            metadata=m,
+            answer=a,
+            extras=e,
+            reward=kinds[i % 2],
+            environment={"repo": REPOS[i % 3], "env": {"A": "1"} if i == 2 else {}},
+        )
+        for i, (m, a, e) in enumerate(PROBES)
     ]
-    assert [m["big"] for m in firsts.column("metadata").to_pylist()] == [
-        None,
-        None,
-        "1.5",
-        str(2**62),
-    ]
-    assert firsts.column("answer").to_pylist() == ["1", "2", "[3]", "4"]
+    taskpack.write(tmp_path / "ts", {"train": rows}, name="probes")
+    split = taskpack.open(tmp_path / "ts").split("train")
+    published = [t.model_dump(mode="json") for t in split]
+    write_typed(split, tmp_path / "copy.parquet")
+    by_pyarrow = pq.read_table(tmp_path / "copy.parquet")
+    by_datasets = datasets.Dataset.from_parquet(str(tmp_path / "copy.parquet"))
+    compared = 0
+    for table, read in ((by_pyarrow, by_pyarrow.to_pylist()), (by_datasets, by_datasets.to_list())):
+        for name in ("metadata", "answer", "extras"):
+            kind = str(by_pyarrow.schema.field(name).type)
+            for row, task in zip(read, published, strict=True):
+                text = kind == "string" and row[name] is not None
+                value = json.loads(row[name]) if text else row[name]
+                assert value == task[name] and json.dumps(value) == json.dumps(task[name]), (
+                    name,
+                    value,
+                    task[name],
+                )
+                compared += 1
+    assert compared == 2 * 3 * len(PROBES)
+    assert "answer" in FREE_FORM and str(by_pyarrow.schema.field("metadata").type) == "string"
+    reward = by_pyarrow.schema.field("reward").type
+    assert str(reward.field("kind").type) == "string"  # typed: the viewer filters by kind
+    kinds_read = [r["kind"] for r in by_pyarrow.column("reward").to_pylist()]
+    assert kinds_read == [t["reward"]["kind"] for t in published]
+    environment = by_pyarrow.column("environment").to_pylist()
+    assert [e["repo"] for e in environment] == [t["environment"]["repo"] for t in published]
+    assert environment[2]["env"] == {"A": "1"}
 
 
 def test_adapters_are_not_imported_at_episode_start(tmp_path: Path) -> None:
