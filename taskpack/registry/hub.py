@@ -19,7 +19,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -30,7 +30,7 @@ from taskpack.objects import MANIFEST, Progress
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_release, is_version, version_key
-from taskpack.registry.store import network_timeout
+from taskpack.registry.store import PAGE_BYTES, bounded, network_timeout
 
 if TYPE_CHECKING:
     from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
@@ -173,7 +173,8 @@ class HubRegistry(Registry):
     ) -> bool:
         """Stream one file into `out` (rewound on each attempt); False when it is absent.
         Network failures, 429 and 5xx are retried with backoff, a bounded number of times."""
-        try:
+
+        def fetch(tick: Callable[[int], None]) -> bool:
             for attempt in _retrying():
                 with attempt, self._stream(name, path, revision) as response:
                     status = response.status_code
@@ -185,15 +186,21 @@ class HubRegistry(Registry):
                     out.truncate()
                     for chunk in response.iter_bytes(1 << 20):
                         out.write(chunk)
+                        tick(len(chunk))
                         if progress:
                             progress(len(chunk))
+            return True
+
+        try:
+            return bounded(f"registry {self.url}: reading {name}/{path}", fetch)
+        except TaskpackError:
+            raise
         except _HttpStatus as e:
             raise TaskpackError(
                 f"registry {self.url}: reading {name}/{path}: HTTP {e.status}"
             ) from None
         except Exception as e:  # noqa: BLE001 - network errors of any client
             raise self._fail(e, f"read {name}/{path}") from None
-        return True
 
     def _get(self, name: str, path: str, revision: str) -> bytes | None:
         buffer = io.BytesIO()
@@ -203,7 +210,12 @@ class HubRegistry(Registry):
         from huggingface_hub.errors import RepositoryNotFoundError
 
         try:
-            return self.api.list_repo_refs(self._repo(name), repo_type="dataset")
+            return bounded(
+                f"registry {self.url}: list the versions of {name}",
+                lambda tick: self.api.list_repo_refs(self._repo(name), repo_type="dataset"),
+            )
+        except TaskpackError:
+            raise
         except RepositoryNotFoundError:
             return None
         except Exception as e:  # noqa: BLE001
@@ -218,18 +230,28 @@ class HubRegistry(Registry):
         from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
         # Only the owner's task sets: their cards carry the `taskpack` tag.
-        url: str | None = f"{self.endpoint}/api/datasets?author={self.owner}&filter=taskpack"
+        first = f"{self.endpoint}/api/datasets?author={self.owner}&filter=taskpack"
         found: list[str] = []
-        try:
+
+        def pages(tick: Callable[[int], None]) -> None:
+            url: str | None = first
             while url:
+                if not _same_origin(url, self.endpoint):  # the token goes nowhere else
+                    raise TaskpackError(
+                        f"registry {self.url}: the listing's next page is on another host; refused"
+                    )
                 response = httpx.get(url, headers=build_hf_headers(), timeout=network_timeout())
+                tick(PAGE_BYTES)
                 if response.status_code >= 400:
                     status = response.status_code
                     raise TaskpackError(
                         f"registry {self.url}: could not list task sets (HTTP {status})"
                     )
-                found += [d["id"].split("/", 1)[1] for d in response.json()]
+                found.extend(d["id"].split("/", 1)[1] for d in response.json())
                 url = response.links.get("next", {}).get("url")
+
+        try:
+            bounded(f"registry {self.url}: list task sets", pages)
         except TaskpackError:
             raise
         except Exception as e:  # noqa: BLE001 - network errors of any client
@@ -415,6 +437,14 @@ class HubRegistry(Registry):
 
 
 _SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+
+
+def _same_origin(url: str, endpoint: str) -> bool:
+    """Whether `url` is on the host (scheme, name and port) of `endpoint`; a relative URL is."""
+    from urllib.parse import urljoin, urlsplit
+
+    a, b = urlsplit(urljoin(endpoint, url)), urlsplit(endpoint)
+    return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
 
 
 def _size_category(rows: int) -> str:

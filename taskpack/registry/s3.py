@@ -7,13 +7,20 @@ so racing publishers cannot both win. Errors name the registry and never echo a 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from taskpack.errors import TaskpackError, require
 from taskpack.objects import Progress
 from taskpack.registry.location import Location
-from taskpack.registry.store import PreconditionFailed, Store, network_timeout
+from taskpack.registry.store import (
+    PAGE_BYTES,
+    PreconditionFailed,
+    Store,
+    bounded,
+    network_timeout,
+)
 
 _AUTH_CODES = {
     "InvalidAccessKeyId",
@@ -51,6 +58,8 @@ class S3Store(Store):
         return f"{self.prefix}/{key}" if self.prefix else key
 
     def _fail(self, err: Exception, key: str) -> TaskpackError:
+        if isinstance(err, TaskpackError):  # `bounded` gave up on the call
+            return err
         code = _code(err)
         where = f"{self.url}/{key}"
         if code in _AUTH_CODES:
@@ -64,13 +73,17 @@ class S3Store(Store):
         return TaskpackError(f"{where}: S3 error {code}")
 
     def read(self, key: str) -> tuple[bytes, str] | None:
-        try:
+        def get(tick: Callable[[int], None]) -> tuple[bytes, str]:
             response = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+            body = b"".join(_ticked(response["Body"].iter_chunks(1 << 16), tick))
+            return body, response["ETag"]
+
+        try:
+            return bounded(f"{self.url}/{key}", get)
         except Exception as e:  # noqa: BLE001 - botocore raises many classes; sorted by code
             if _code(e) in _MISSING_CODES:
                 return None
             raise self._fail(e, key) from None
-        return response["Body"].read(), response["ETag"]
 
     def write(
         self, key: str, data: bytes, *, create_only: bool = False, if_match: str | None = None
@@ -80,8 +93,13 @@ class S3Store(Store):
             extra["IfNoneMatch"] = "*"
         if if_match is not None:
             extra["IfMatch"] = if_match
-        try:
+
+        def put(tick: Callable[[int], None]) -> None:
+            tick(len(data))  # its time, ahead: the bytes go out before any answer comes
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **extra)
+
+        try:
+            bounded(f"{self.url}/{key}", put)
         except Exception as e:  # noqa: BLE001
             if _code(e) in _CONFLICT_CODES:
                 raise PreconditionFailed(f"{self.url}/{key}: precondition failed") from None
@@ -91,10 +109,14 @@ class S3Store(Store):
         import hashlib
 
         digest = hashlib.sha256()
-        try:
+
+        def hashed(tick: Callable[[int], None]) -> None:
             body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
-            for chunk in body.iter_chunks(1 << 20):
+            for chunk in _ticked(body.iter_chunks(1 << 20), tick):
                 digest.update(chunk)
+
+        try:
+            bounded(f"{self.url}/{key}", hashed)
         except Exception as e:  # noqa: BLE001
             if _code(e) in _MISSING_CODES:
                 return None
@@ -104,26 +126,50 @@ class S3Store(Store):
     def list(self, prefix: str) -> list[str]:
         full = self._key(prefix).rstrip("/") + "/"
         keys: list[str] = []
-        try:
-            for page in self.client.get_paginator("list_objects_v2").paginate(
+
+        def listed(tick: Callable[[int], None]) -> None:
+            pages = self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=full
-            ):
+            )
+            for page in pages:
+                tick(PAGE_BYTES)  # each page is a request of its own
                 keys.extend(obj["Key"][len(full) :] for obj in page.get("Contents", []))
+
+        try:
+            bounded(f"{self.url}/{prefix}", listed)
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, prefix) from None
         return sorted(keys)
 
     def upload(self, key: str, path: Path, progress: Progress | None = None) -> None:
-        try:
+        def up(tick: Callable[[int], None]) -> None:
+            tick(path.stat().st_size)  # boto3 reports bytes as they are sent, not answered
             self.client.upload_file(str(path), self.bucket, self._key(key), Callback=progress)
+
+        try:
+            bounded(f"{self.url}/{key}", up)
         except Exception as e:  # noqa: BLE001
             raise self._fail(getattr(e, "last_exception", None) or e, key) from None
 
     def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
+        def down(tick: Callable[[int], None]) -> None:
+            def both(n: int) -> None:
+                tick(n)
+                if progress:
+                    progress(n)
+
+            self.client.download_file(self.bucket, self._key(key), str(dest), Callback=both)
+
         try:
-            self.client.download_file(self.bucket, self._key(key), str(dest), Callback=progress)
+            bounded(f"{self.url}/{key}", down)
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, key) from None
+
+
+def _ticked(chunks: Iterator[bytes], tick: Callable[[int], None]) -> Iterator[bytes]:
+    for chunk in chunks:
+        tick(len(chunk))
+        yield chunk
 
 
 def _code(err: Exception) -> str:

@@ -17,21 +17,77 @@ import hashlib
 import os
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from taskpack._fs import copy_atomic, file_lock
 from taskpack.errors import TaskpackError
 from taskpack.objects import Progress, file_sha256
 
 
-def network_timeout() -> float:
-    """Seconds to wait for a connection or for the next bytes (TASKPACK_NETWORK_TIMEOUT, 60):
-    a server that never answers fails the call instead of hanging it."""
-    value = os.environ.get("TASKPACK_NETWORK_TIMEOUT", "60")
+def _setting(name: str, default: float, unit: str) -> float:
+    value = os.environ.get(name)
     try:
-        return float(value)
+        return float(value) if value else default
     except ValueError:
-        raise TaskpackError(f"TASKPACK_NETWORK_TIMEOUT={value!r}: expected seconds") from None
+        raise TaskpackError(f"{name}={value!r}: expected {unit}") from None
+
+
+def network_timeout() -> float:
+    """Seconds a request may take (TASKPACK_NETWORK_TIMEOUT, 60): to connect, for the next
+    bytes, and for the whole request beyond the time its bytes take (`bounded`); a server that
+    never answers, or trickles, fails the call instead of hanging it."""
+    return _setting("TASKPACK_NETWORK_TIMEOUT", 60.0, "seconds")
+
+
+def min_transfer_rate() -> float:
+    """Bytes per second below which a transfer has stalled (TASKPACK_MIN_TRANSFER_RATE, 64 KiB)."""
+    return max(_setting("TASKPACK_MIN_TRANSFER_RATE", 64 << 10, "bytes per second"), 1.0)
+
+
+T = TypeVar("T")
+PAGE_BYTES = 1 << 20  # what one page of a listing may take: a MiB's time at the floor rate
+
+
+def bounded(where: str, call: Callable[[Callable[[int], None]], T]) -> T:
+    """`call(tick)`, given up once it has run longer than TASKPACK_NETWORK_TIMEOUT plus the
+    time the bytes it reported through `tick` take at `min_transfer_rate()`.
+
+    A client's own timeouts are per read: a server that sends a byte every few seconds keeps
+    each read alive forever. So the call runs in a thread of its own, watched from here; one
+    given up is left to its own timeouts (a daemon thread, ended with the process)."""
+    import threading
+    import time
+
+    timeout, rate = network_timeout(), min_transfer_rate()
+    moved = [0]
+    outcome: dict[str, Any] = {}
+
+    def tick(n: int) -> None:
+        moved[0] += n
+
+    def run() -> None:
+        try:
+            outcome["value"] = call(tick)
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread as it is
+            outcome["error"] = e
+
+    worker = threading.Thread(target=run, daemon=True, name=f"taskpack: {where}")
+    start = time.monotonic()
+    worker.start()
+    while True:
+        worker.join(min(0.5, timeout))
+        if not worker.is_alive():
+            break
+        if time.monotonic() - start > timeout + moved[0] / rate:
+            raise TaskpackError(
+                f"{where}: no complete answer within {time.monotonic() - start:.0f} s "
+                "(TASKPACK_NETWORK_TIMEOUT, TASKPACK_MIN_TRANSFER_RATE)"
+            )
+    if "error" in outcome:
+        raise outcome["error"]
+    return cast(T, outcome["value"])
 
 
 class PreconditionFailed(TaskpackError):
