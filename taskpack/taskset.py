@@ -553,6 +553,7 @@ class Split(Rows):
         self._groups: OrderedDict[tuple[int, int], list[tuple[str, pa.Array]]] = OrderedDict()
         self._cached_bytes = 0
         self._index: dict[str, int] | None = None
+        self.rows_checked = False  # see ObjectSource.rows_checked
 
     def __repr__(self) -> str:
         return f"<Split {self.name!r}: {len(self)} tasks>"
@@ -600,19 +601,17 @@ class Split(Rows):
         """`table` (rows from `first_row` on), once every inline file in it is the content its
         hash names: whoever reads stored rows (tasks, Arrow, pandas, datasets, exports) reads
         only bytes the digest chain covers."""
-        if "files" not in table.column_names:
+        if self.rows_checked or "files" not in table.column_names:
             return table
-        import pyarrow.compute as pc
-
-        column = table.column("files")
-        flat = pc.list_flatten(column)
+        column = table.column("files").combine_chunks()
+        flat = column.flatten()
         kind, names = flat.type, ("data", "sha256", "size", "path")
         if not isinstance(kind, pa.StructType) or kind.get_field_index("data") < 0:
             return table  # no inline bytes read
         if any(kind.get_field_index(n) < 0 for n in names):
             raise TaskpackError(f"split {self.name!r}: file bytes read without their hashes")
-        rows = pc.list_parent_indices(column).to_pylist()
-        values = [flat.combine_chunks().field(n).to_pylist() for n in names]
+        rows = column.value_parent_indices().to_pylist()
+        values = [flat.field(n).to_pylist() for n in names]
         for k, (data, sha, size, path) in enumerate(zip(*values, strict=True)):
             problem = records.inline_problem(data, sha, size)
             if problem:
@@ -735,6 +734,9 @@ class ObjectSource(Protocol):
     the local cache filled from a registry. The one thing a `TaskSet` does not know."""
 
     where: str  # names the source in messages
+    # Whether every split's rows, inline bytes included, are checked against its digest before
+    # its file is handed out (a registry's objects, once per machine): then reads need not.
+    rows_checked: bool
 
     def path(self, sha: str, progress: Progress | None = None) -> Path:
         """A local file holding the object whose bytes hash to `sha`."""
@@ -742,6 +744,8 @@ class ObjectSource(Protocol):
 
 class FolderObjects:
     """A task-set folder's own files, read in place."""
+
+    rows_checked = False
 
     def __init__(self, root: Path, manifest: Manifest) -> None:
         self.root = root
@@ -790,7 +794,9 @@ class TaskSet:
     def split(self, name: str) -> Split:
         info = self.info(name)
         parquets = [self.object(part.sha256) for part in info.files()]
-        return Split(name, info, parquets, self.read_blob, self.manifest.format_version)
+        split = Split(name, info, parquets, self.read_blob, self.manifest.format_version)
+        split.rows_checked = self.objects.rows_checked
+        return split
 
     def read_blob(self, sha: str) -> bytes:
         try:

@@ -44,6 +44,8 @@ class RegistryObjects:
     """A published version's objects: from the cache, filled from the registry on first need,
     or, for a local registry folder, its own files read in place (hash-checked once)."""
 
+    rows_checked = True  # `path` checks a split's rows before it hands out its file
+
     def __init__(
         self,
         manifest: Manifest,
