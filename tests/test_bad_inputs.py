@@ -526,3 +526,36 @@ def test_a_hostile_tag_file_is_passed_over(
     assert "evil" not in output
     error = one_error_line(*run_cli("info", "t@evil", "--registry", url))
     assert "evil" in error, error
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("codec", ["gz", "zst", "bz2", "xz"])
+def test_a_source_cut_anywhere_is_one_error_line(tmp_path: Path, codec: str) -> None:
+    """40 cuts of each compressed file, spread over its length: every one is refused in one
+    line (none imports part of the rows), however the codec's blocks fall."""
+    import bz2
+    import lzma
+    import random
+
+    rows = "".join(
+        json.dumps({"question": f"{i}?", "answer": f"#### {i}"}) + "\n" for i in range(20_000)
+    )
+    pack = {
+        "gz": gzip.compress,
+        "zst": zstandard.ZstdCompressor(level=3).compress,
+        "bz2": bz2.compress,
+        "xz": lzma.compress,
+    }[codec]
+    whole = pack(rows.encode())
+    cuts = sorted(random.Random(codec).sample(range(1, len(whole)), 40))
+    for cut in cuts:
+        src = tmp_path / f"cut{cut}.jsonl.{codec}"
+        src.write_bytes(whole[:cut])
+        out = tmp_path / f"out{cut}"
+        result = CliRunner().invoke(
+            main, ["convert", str(src), "--from", "gsm8k", "-o", str(out), "-q"]
+        )
+        assert result.exit_code == 1 and "Traceback" not in result.output, (cut, result.output)
+        errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        assert len(errors) == 1 and src.name in errors[0], (cut, result.output)
+        assert not out.exists()
