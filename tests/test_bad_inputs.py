@@ -449,51 +449,34 @@ def test_decompression_is_bounded_in_time(tmp_path: Path) -> None:
 
 def _deep_documents(tmp: Path) -> dict[str, list[str]]:
     """Commands that read a document nested 100000 deep, each of another kind."""
-    cases = {}
-    harbor = tmp / "harbor" / "t"
-    (harbor / "tests").mkdir(parents=True)
-    (harbor / "task.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
-    (harbor / "instruction.md").write_text("Do it.\n")
-    cases["TOML task.toml"] = [
-        "convert",
-        str(tmp / "harbor"),
-        "--from",
-        "harbor",
-        "-o",
-        str(tmp / "o1"),
-    ]
-    tb = tmp / "tb" / "t"
-    tb.mkdir(parents=True)
-    (tb / "task.yaml").write_text("instruction: " + "[" * 100_000 + "]" * 100_000 + "\n")
-    cases["YAML flow"] = [
-        "convert",
-        str(tmp / "tb"),
-        "--from",
-        "terminal-bench",
-        "-o",
-        str(tmp / "o2"),
-    ]
-    block = tmp / "block" / "t"
-    block.mkdir(parents=True)
-    (block / "task.yaml").write_text(
-        "".join("  " * i + "a:\n" for i in range(1500)) + "  " * 1500 + "b\n"
-    )
-    cases["YAML block"] = [
-        "convert",
-        str(tmp / "block"),
-        "--from",
-        "terminal-bench",
-        "-o",
-        str(tmp / "o3"),
-    ]
+    deep = "[" * 100_000 + "]" * 100_000
+
+    def folder(name: str, files: dict[str, str]) -> Path:
+        task = tmp / name / "t"
+        (task / "tests").mkdir(parents=True)
+        for rel, text in files.items():
+            (task / rel).write_text(text)
+        return tmp / name
+
+    def convert(src: Path, fmt: str) -> list[str]:
+        return ["convert", str(src), "--from", fmt, "-o", str(tmp / f"out-{src.name}")]
+
+    block = "".join("  " * i + "a:\n" for i in range(1500)) + "  " * 1500 + "b\n"
     gem = tmp / "gem.jsonl"
     gem.write_text(json.dumps({"question": "q", "answer": "a", "taskpack": DEEP * 5}) + "\n")
-    cases["embedded task text"] = ["convert", str(gem), "--from", "gem", "-o", str(tmp / "o4")]
     split = tmp / "split"
     (split / "t").mkdir(parents=True)
-    (split / "index.json").write_text('{"tasks": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    cases["folder index"] = ["convert", str(split), "--from", "harbor", "-o", str(tmp / "o5")]
-    return cases
+    (split / "index.json").write_text('{"tasks": ' + deep + "}")
+    harbor = {"task.toml": f"a = {deep}\n", "instruction.md": "Do it.\n"}
+    return {
+        "TOML task.toml": convert(folder("harbor", harbor), "harbor"),
+        "YAML flow": convert(
+            folder("tb", {"task.yaml": f"instruction: {deep}\n"}), "terminal-bench"
+        ),
+        "YAML block": convert(folder("block", {"task.yaml": block}), "terminal-bench"),
+        "embedded task text": convert(gem, "gem"),
+        "folder index": convert(split, "harbor"),
+    }
 
 
 def test_documents_nested_100000_deep_are_one_error_line(tmp_path: Path) -> None:
