@@ -46,14 +46,51 @@ def unknown(
 ) -> TaskpackError:
     """`WHERE: no <what> 'nmae'; did you mean 'name'? (known: ...)`: the closest of `known`,
     then the list itself (cut at `limit`), so a typo is fixed without a second command."""
-    import difflib
-
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    close = nearest(name, known)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     more = f", ... ({len(known)} in all)" if len(known) > limit else ""
     shown = ", ".join(known[:limit]) + more
     prefix = f"{where}: " if where else ""
     return TaskpackError(f"{prefix}no {what} {name!r}{hint} (known: {shown or 'none'})")
+
+
+def nearest(name: str, known: list[str], n: int = 3) -> list[str]:
+    """Up to `n` of `known` closest to `name`: the same name but for zero-padding of its number
+    first (`test-1` -> `test-00001`), then by edit distance (at most 1, or a third of the
+    name)."""
+    import re
+
+    def split(text: str) -> tuple[str, int] | None:
+        found = re.fullmatch(r"(.*?)(\d+)", text)
+        return (found.group(1), int(found.group(2))) if found else None
+
+    mine = split(name)
+    padded = [k for k in known if mine is not None and split(k) == mine and k != name]
+    most = max(1, len(name) // 3)
+    scored = []
+    for k in known:
+        if abs(len(k) - len(name)) <= most and k not in padded:
+            d = _distance(name, k, most)
+            if d <= most:
+                scored.append((d, k))
+    return (padded + [k for _, k in sorted(scored)])[:n]
+
+
+def _distance(a: str, b: str, most: int) -> int:
+    """Edit distance of `a` and `b` (a swap of two neighbours counts one), or `most + 1` once
+    it must exceed `most`."""
+    two_back: list[int] = []
+    before = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(before[j] + 1, row[j - 1] + 1, before[j - 1] + (ca != cb))
+            if two_back and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], two_back[j - 2] + 1)
+        if min(row) > most:
+            return most + 1
+        two_back, before = before, row
+    return before[-1]
 
 
 def describe_error(err: Exception, limit: int = 3) -> str:

@@ -111,11 +111,16 @@ class Rows:
             table = self._base().columns(sorted({_path(k)[0] for k in where}))
             for key, wanted in where.items():
                 column, path = _path(key)
-                values = table.column(column).take(rows).to_pylist()
-                test = _matcher(wanted)
                 decode = column in self._base().json_columns
+                values = [_dig(v, path, decode) for v in table.column(column).to_pylist()]
+                if values and all(v is _MISSING for v in values):
+                    raise _no_field(key, column, path, table.column(column).to_pylist(), decode)
+                test = _matcher(wanted)
+                chosen = (values[int(r)] for r in rows)
                 keep &= np.fromiter(
-                    (test(_dig(v, path, decode)) for v in values), dtype=bool, count=len(values)
+                    (test(None if v is _MISSING else v) for v in chosen),
+                    dtype=bool,
+                    count=len(rows),
                 )
         if predicate is not None:
             base = self._base()
@@ -130,6 +135,9 @@ class Rows:
         return typed_columns(table, self._base().json_columns) if typed else table
 
     def to_pandas(self) -> Any:
+        from taskpack.errors import require
+
+        require("pandas", "pandas")
         return self.to_arrow().to_pandas()
 
     def to_hf(self) -> Any:
@@ -144,6 +152,9 @@ class Rows:
     def to_torch(self, *, iterable: bool = False) -> Any:
         """A torch dataset of tasks as plain data (`Task.model_dump(mode="json")`), map-style
         by default; `iterable=True` streams, splitting rows between DataLoader workers."""
+        from taskpack.errors import require
+
+        require("torch", "torch")
         from taskpack.torch_data import torch_dataset
 
         return torch_dataset(self, iterable=iterable)
@@ -536,14 +547,44 @@ def _path(key: str) -> tuple[str, list[str]]:
     return "metadata", parts
 
 
+_MISSING = object()  # a filter's key that a row does not have (unlike one that holds null)
+
+
 def _dig(value: Any, path: list[str], decode: bool) -> Any:
     if decode and isinstance(value, str):
         value = json.loads(value)
     for part in path:
         if not isinstance(value, dict):
-            return None
-        value = value.get(part)
+            return None if value is None else _MISSING
+        if part not in value:
+            return _MISSING
+        value = value[part]
     return value
+
+
+def _no_field(key: str, column: str, path: list[str], values: list[Any], decode: bool) -> Exception:
+    """A filter key no row has: an error naming the keys there are at the first missing level
+    (a typo such as `rewrd__kind` would otherwise match nothing, silently)."""
+    from taskpack.errors import unknown
+    from taskpack.model import Task
+
+    depth = 0
+    while depth < len(path) and any(
+        _dig(v, path[: depth + 1], decode) is not _MISSING for v in values
+    ):
+        depth += 1
+    keys: set[str] = set()
+    for v in values:
+        found = _dig(v, path[:depth], decode)
+        if isinstance(found, dict):
+            keys.update(found)
+    where = f"filter {key!r}"
+    if column == "metadata" and depth == 0:
+        fields = [f for f in Task.model_fields if f != "files"]
+        return unknown("field or metadata key", path[0], fields + sorted(keys), where)
+    return unknown(
+        f"key under {'.'.join([column, *path[:depth]])}", path[depth], sorted(keys), where
+    )
 
 
 def _matcher(wanted: Any) -> Callable[[Any], bool]:

@@ -15,6 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 from taskpack.cli import main
+from taskpack.errors import TaskpackError
 
 
 @pytest.fixture
@@ -124,6 +125,37 @@ def test_typos_get_a_did_you_mean_and_show_finds_an_id_in_any_split(example: Pat
     assert code == 0 and "id: test-0001" in out
     code, out = run("show", str(example), "test-001")
     assert code == 1 and "did you mean 'test-0001'" in out
+    code, out = run("show", str(example), "test-1")  # the number without its zero-padding
+    assert code == 1 and "did you mean 'test-0001'?" in out, out
+
+
+def test_an_unknown_version_lists_the_versions(tmp_path: Path) -> None:
+    import taskpack
+
+    for version in ("1.0.0", "1.2.0"):
+        taskpack.write(
+            tmp_path / version, {"test": [{"id": "a", "prompt": "q"}]}, name="v", version=version
+        )
+        assert run("publish", str(tmp_path / version), "--registry", str(tmp_path / "reg"))[0] == 0
+    code, out = run("info", "v@2.0.0", "--registry", str(tmp_path / "reg"))
+    assert code == 1 and "no version of 'v' matches '2.0.0' (versions: 1.0.0, 1.2.0)" in out, out
+
+
+def test_optional_adapters_name_their_extra(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`to_pandas` and `to_torch` without their package say which extra installs it."""
+    import importlib.util
+
+    import taskpack
+
+    real = importlib.util.find_spec
+    hidden = {"pandas", "torch"}
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in hidden else real(name, *a)
+    )
+    split = taskpack.open(example).split("test")
+    for call, extra in ((split.to_pandas, "pandas"), (split.to_torch, "torch")):
+        with pytest.raises(TaskpackError, match=re.escape(f"pip install 'taskpack[{extra}]'")):
+            call()
 
 
 def test_exports_draw_no_library_bars_off_a_terminal(example: Path, tmp_path: Path) -> None:

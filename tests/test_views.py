@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,8 +91,22 @@ FILTERS = [
         {"difficulty": "medium", "reward.kind": "numeric_match"},
         lambda t: t.metadata["difficulty"] == "medium" and t.reward.kind == "numeric_match",
     ),
-    ({"missing.key": None}, lambda t: True),
+    ({"environment.repo": None}, lambda t: _repo(t) is None),  # rows without the key match null
 ]
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ({"rewrd__kind": "exact"}, "no field or metadata key 'rewrd'; did you mean 'reward'?"),
+        ({"reward__knd": "exact_match"}, "no key under reward 'knd'; did you mean 'kind'?"),
+        ({"dificulty": "easy"}, "no field or metadata key 'dificulty'; did you mean 'difficulty'?"),
+    ],
+)
+def test_a_filter_on_a_key_no_task_has_is_an_error(split: Any, where: Any, message: str) -> None:
+    """A typo in a filter's key names what is there, rather than matching nothing silently."""
+    with pytest.raises(TaskpackError, match=re.escape(message)):
+        split.filter(**where)
 
 
 @pytest.mark.parametrize(("where", "plain"), FILTERS)

@@ -124,7 +124,10 @@ class Registry(ABC):
         version = self._resolve_version(ref)
         manifest = self.manifest(ref.name, version) if version else None
         if manifest is None:
-            raise TaskpackError(f"{self.url}: no version of {ref.name!r} matches {ref.spec!r}")
+            known = ", ".join(self.versions(ref.name)) or "none"
+            raise TaskpackError(
+                f"{self.url}: no version of {ref.name!r} matches {ref.spec!r} (versions: {known})"
+            )
         if ref.is_digest and manifest.digest != ref.spec:
             raise TaskpackError(f"{self.url}: {ref} resolved to content {manifest.digest}")
         return manifest
