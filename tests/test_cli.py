@@ -267,3 +267,12 @@ def test_long_commands_draw_progress_on_a_terminal_and_none_with_q(
     quiet = CliRunner().invoke(main, [*args, "-q"])
     assert quiet.exit_code == 0, quiet.output
     assert not re.search(r"/s\]|\r", quiet.stderr), quiet.stderr  # losses are still said
+
+
+def test_a_read_never_creates_a_registry(tmp_path: Path) -> None:
+    """A mistyped `--registry` folder is one error line for every read, and stays absent."""
+    missing = tmp_path / "mistyped" / "registry"
+    for args in (["ls"], ["ls", "x"], ["info", "x@1"], ["pull", "x@1.0.0"]):
+        code, out = run(*args, "--registry", str(missing))
+        assert code == 1 and "no registry folder there (publishing creates one)" in out, out
+    assert not (tmp_path / "mistyped").exists()

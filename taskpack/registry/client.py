@@ -181,7 +181,7 @@ def resolve(
         raise TaskpackError(f"offline: {ref} is not in the cache at {cache.root}{hint}")
     fetched = manifest is None
     if manifest is None:
-        reg = open_registry(where)
+        reg = _to_read(where)
         manifest = reg.resolve(ref)
     if locked_digest is not None and manifest.digest != locked_digest:
         raise TaskpackError(
@@ -311,9 +311,17 @@ def write_lockfile(
 
 def listing(registry: RegistryArg = None) -> dict[str, str | None]:
     """Task-set name -> highest version, of every task set in the registry."""
-    return open_registry(registry).listing()
+    return _to_read(Location.parse(registry)).listing()
 
 
 def versions(name: str, registry: RegistryArg = None) -> dict[str, list[str]]:
     """Every version of `name`, lowest first, with the tags pointing at it."""
-    return open_registry(registry).version_tags(name)
+    return _to_read(Location.parse(registry)).version_tags(name)
+
+
+def _to_read(where: Location) -> Registry:
+    """The registry at `where`, to read from: a local registry folder that is not there is an
+    error (a mistyped `--registry` path), never an empty registry; publishing creates one."""
+    if where.path is not None and not where.path.is_dir():
+        raise TaskpackError(f"{where.url}: no registry folder there (publishing creates one)")
+    return open_registry(where)
