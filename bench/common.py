@@ -138,7 +138,7 @@ def s3_client() -> Any:
 def big_taskset(path: Path, megabytes: int) -> Path:
     """A task set whose train split is about `megabytes` MB of incompressible inline files."""
     import taskpack
-    from taskpack.taskset import INLINE_MAX
+    from taskpack.rows import INLINE_MAX
 
     rng = random.Random(7)
     per_task = INLINE_MAX - 1024

@@ -18,7 +18,8 @@ import click
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json
-from taskpack.taskset import INLINE_MAX, TaskSet
+from taskpack.rows import INLINE_MAX
+from taskpack.taskset import TaskSet
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from taskpack.model import Manifest
-from taskpack.taskset import INLINE_MAX, write
+from taskpack.rows import INLINE_MAX
+from taskpack.taskset import write
 
 
 def _arithmetic(rng: random.Random, count: int, prefix: str) -> Iterator[dict[str, Any]]:

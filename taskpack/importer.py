@@ -23,7 +23,8 @@ from taskpack.converters import read_records, reader
 from taskpack.converters._source import Record
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, SplitInfo, Task
-from taskpack.taskset import TaskSetWriter, coerce_task
+from taskpack.rows import coerce_task
+from taskpack.taskset import TaskSetWriter
 
 _SPLIT_WORDS = ("train", "test", "validation", "valid", "dev")
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

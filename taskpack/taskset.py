@@ -16,13 +16,12 @@ from __future__ import annotations
 import bisect
 import contextlib
 import itertools
-import json
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,9 +35,17 @@ from taskpack.records import (
     NAME,
     SEMVER,
     SplitDigest,
-    content_digest,
-    stored_task,
     version_digest,
+)
+from taskpack.rows import (
+    SCHEMA,
+    Fetch,
+    check_split,
+    coerce_task,
+    first_duplicate,
+    json_columns,
+    task_from_row,
+    task_to_row,
 )
 from taskpack.views import Rows
 
@@ -47,165 +54,15 @@ if TYPE_CHECKING:
     # as the model they equal.
     from taskpack.model import Manifest, SplitInfo, Task
 
-INLINE_MAX = 64 * 1024
 ROW_GROUP_ROWS = 1024
 ROW_GROUP_BYTES = 8 * 1024 * 1024
 # Row groups per Parquet file of a split: a file's footer holds an entry per column of each
 # row group (about 30 MiB in memory for 1100 groups), so a reader opening one file of a large
 # split holds a bounded footer, and an export streaming it holds one at a time.
 PART_GROUPS = 128
-# Variable-shaped parts are canonical JSON text: a conversation of typed items, a union of
-# reward kinds or free-form metadata would otherwise widen into sparse struct columns that
-# differ per task set.
-_JSON_COLUMNS = (
-    "prompt",
-    "answer",
-    "reward",
-    "rewards",
-    "tools",
-    "steps",
-    "environment",
-    "limits",
-    "source",
-    "metadata",
-    "extras",
-)
-_V1_JSON_COLUMNS = ("reward", "environment", "limits", "source", "metadata")
 # Columns whose values repeat across a split's tasks: dictionary-encoded. Ids, digests, prompts
 # and solutions are mostly unique, where a dictionary costs time and grows the file.
 _REPEATING = ["reward", "rewards", "tools", "steps", "environment", "limits", "metadata", "extras"]
-
-
-def _json_columns(version: int) -> tuple[str, ...]:
-    return _JSON_COLUMNS if version >= 2 else _V1_JSON_COLUMNS
-
-
-SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False),
-        pa.field("digest", pa.string(), nullable=False),
-        pa.field("solution", pa.string()),
-        pa.field(
-            "files",
-            pa.list_(
-                pa.struct(
-                    [
-                        pa.field("path", pa.string()),
-                        pa.field("role", pa.string()),
-                        pa.field("step", pa.string()),
-                        pa.field("mode", pa.int32()),
-                        pa.field("size", pa.int64()),
-                        pa.field("sha256", pa.string()),
-                        pa.field("data", pa.binary()),
-                    ]
-                )
-            ),
-        ),
-        *(pa.field(name, pa.string()) for name in _JSON_COLUMNS),
-    ]
-)
-
-Fetch = Callable[[str], bytes]
-
-
-# --- rows <-> tasks ------------------------------------------------------------------------
-
-
-def coerce_task(task: Task | Mapping[str, Any], where: str) -> Task:
-    """Validate a mapping into a Task, naming `where` and the id in any error; a task, validated
-    or read from a task set, is taken as it is."""
-    if isinstance(task, records.Task):
-        return task
-    from pydantic import ValidationError
-
-    from taskpack.model import Task
-
-    try:
-        return Task.model_validate(task)
-    except ValidationError as e:
-        tid = task.get("id") if isinstance(task, Mapping) else None
-        label = f"{where} (id {tid!r})" if isinstance(tid, str) and tid else where
-        raise InvalidTask(label, describe_error(e)) from None
-
-
-def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[dict[str, Any], str]:
-    from pydantic_core import to_json
-
-    content = task.canonical()
-    digest = content_digest(content)
-    files = []
-    for f in task.files:
-        data = f.read_bytes()
-        inline = len(data) <= INLINE_MAX
-        if not inline:
-            assert f.sha256 is not None
-            store_blob(data, f.sha256)
-        files.append(
-            {
-                "path": f.path,
-                "role": f.role,
-                "step": f.step,
-                "mode": f.mode,
-                "size": f.size,
-                "sha256": f.sha256,
-                "data": data if inline else None,
-            }
-        )
-    row = {"id": task.id, "digest": digest, "solution": task.solution, "files": files}
-    for name in _JSON_COLUMNS:
-        value = content[name]
-        # Key order inside these columns is free (the digest is computed above, sorted),
-        # so pydantic-core's serializer writes them, several times faster than `json`.
-        row[name] = None if value is None else to_json(value).decode("utf-8")
-    return row, digest
-
-
-def _columns(row: dict[str, Any], version: int) -> dict[str, Any]:
-    for name in _json_columns(version):
-        if row.get(name) is not None:
-            try:
-                row[name] = json.loads(row[name])
-            except (ValueError, RecursionError):
-                raise ValueError(f"column {name} is not JSON (or nested too deep)") from None
-    row.pop("digest", None)
-    return row
-
-
-def row_digest(row: dict[str, Any]) -> str:
-    """The digest of the task a stored row holds (its JSON columns decoded), by the rule every
-    format version shares: the row's content with files by hash, not bytes. For version 2 this
-    is `Task.canonical()`, since the writer stores exactly that; no model is built."""
-    content = {k: v for k, v in row.items() if k != "digest"}
-    content["files"] = [{k: v for k, v in f.items() if k != "data"} for f in row["files"]]
-    return content_digest(content)
-
-
-def task_from_row(row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION) -> Task:
-    """A stored row as a Task, trusted (see `records.stored_task`); older versions are
-    upgraded."""
-    if version < 2:
-        return validated_task_from_row(row, fetch, version)[0]
-    return cast("Task", stored_task(_columns(row, version), fetch))
-
-
-def validated_task_from_row(
-    row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION
-) -> tuple[Task, str]:
-    """A stored row as a Task, every rule checked again (for `verify`), and the digest of its
-    content by the rule of the version that wrote it."""
-    row = _columns(row, version)
-    digest = row_digest(row)
-    if version < 2:
-        from taskpack.upgrade import task_from_v1
-
-        task = task_from_v1(row)
-    else:
-        from taskpack.model import Task
-
-        task = Task.model_validate(row)
-    for f in task.files:
-        f._fetch = fetch
-    return task, digest
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -242,8 +99,6 @@ class _SplitWriter:
     def add_stored(self, ts: TaskSet, name: str) -> None:
         """Every row of split `name` of another task set, as stored (digests and large files
         too), after the rows already added; its rows must chain to its digest first."""
-        from taskpack.integrity import check_split
-
         split = ts.split(name)
         if split.version != FORMAT_VERSION:
             raise TaskpackError(f"split {split.name!r}: format version {split.version}; upgrade it")
@@ -353,21 +208,6 @@ def _check_unique_ids(paths: Sequence[Path], split: str) -> None:
             f"split {split!r} row {row} (id {tid!r})",
             f"id: duplicate of row {first}; ids must be unique within a task set",
         )
-
-
-def first_duplicate(ids: pa.ChunkedArray) -> tuple[int, int, str] | None:
-    """(row, earlier row, id) of the first repeated id, or None. Counted in Arrow first: a set
-    of a million ids in Python would cost more memory than the whole streaming write."""
-    import pyarrow.compute as pc
-
-    if len(pc.unique(ids)) == len(ids):
-        return None
-    first: dict[str, int] = {}
-    for row, tid in enumerate(ids.to_pylist()):
-        if tid in first:
-            return row, first[tid], tid
-        first[tid] = row
-    return None
 
 
 class TaskSetWriter:
@@ -571,7 +411,7 @@ class Split(Rows):
     @property
     def json_columns(self) -> tuple[str, ...]:
         """The columns this split's format version stores as JSON text."""
-        return _json_columns(self.version)
+        return json_columns(self.version)
 
     def _rows(self) -> Any:
         import numpy as np

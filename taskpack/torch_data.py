@@ -9,11 +9,21 @@ file bytes as base64), which cross DataLoader worker processes as any batch does
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch.utils.data
 
-from taskpack.views import Rows
+if TYPE_CHECKING:
+    from taskpack.model import Task
+
+
+class Rows(Protocol):
+    """A split or view (`views.Rows`, which sits above this module and imports it)."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> Task: ...
+    def __iter__(self) -> Iterator[Task]: ...
+    def shard(self, num_shards: int, index: int, *, contiguous: bool = True) -> Rows: ...
 
 
 class TaskDataset(torch.utils.data.Dataset):  # type: ignore[misc]  # torch is untyped here

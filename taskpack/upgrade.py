@@ -4,7 +4,7 @@ string answers and text-only messages.
 A version-1 row becomes a version-2 task: a file its reward runs as a test gets role `tests`,
 the Dockerfile role `environment`, and files of Terminal-Bench and Harbor folders the roles the
 readers of those formats give them today; any other file keeps version 1's meaning (brought into
-the sandbox: `workspace`). The digest stays the row's own (`taskset.row_digest`, one rule for
+the sandbox: `workspace`). The digest stays the row's own (`rows.row_digest`, one rule for
 both versions), so published version-1 sets keep verifying.
 """
 

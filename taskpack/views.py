@@ -19,7 +19,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from taskpack.errors import TaskpackError
 
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from taskpack.model import Task
-    from taskpack.taskset import Split
 
 
 def _seed64(seed: int | str) -> int:
@@ -49,6 +48,23 @@ def permutation(n: int, seed: int | str) -> np.ndarray:
     x *= np.uint64(0x94D049BB133111EB)
     x ^= x >> np.uint64(31)
     return np.argsort(x, kind="stable")
+
+
+class Split(Protocol):
+    """What views read of the split below them: `taskset.Split`, which is itself `Rows` (the
+    task-set reader sits above this module, so it is named here by what it offers)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def digest(self) -> str: ...
+    @property
+    def json_columns(self) -> tuple[str, ...]: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> Task: ...
+    def ids(self) -> list[str]: ...
+    def columns(self, names: Sequence[str] | None = None) -> pa.Table: ...
+    def row_groups(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]: ...
 
 
 class Rows:

@@ -328,7 +328,7 @@ def test_a_template_fills_rows_as_the_row_path_writes_them() -> None:
 
     from taskpack.converters._columnar import ROW, Template, slot
     from taskpack.model import Task
-    from taskpack.taskset import task_to_row
+    from taskpack.rows import task_to_row
 
     def fields(a: str, b: str, row: int) -> dict[str, Any]:
         return {

@@ -60,6 +60,7 @@ EPISODE_MODULES = [
     "taskpack.registry.client",
     "taskpack.registry.location",
     "taskpack.registry.refs",
+    "taskpack.rows",
     "taskpack.taskset",
     "taskpack.views",
 ]

@@ -18,7 +18,7 @@ from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.client import load, publish, pull, write_lockfile
 from taskpack.registry.objectstore import ObjectStoreRegistry
-from taskpack.taskset import INLINE_MAX
+from taskpack.rows import INLINE_MAX
 
 from .conftest import make_task
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import taskpack
 from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.client import publish
-from taskpack.taskset import INLINE_MAX
+from taskpack.rows import INLINE_MAX
 
 from .conftest import make_task
 

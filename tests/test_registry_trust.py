@@ -229,10 +229,10 @@ def test_rows_that_do_not_chain_to_the_digest_are_never_served(tmp_path: Path) -
         taskpack.load("arith@1.0.0", split="test", registry=str(reg))
 
     def edit_answer_and_digest(rows: list[dict[str, Any]]) -> None:
-        from taskpack.taskset import _columns, row_digest
+        from taskpack.rows import decoded, row_digest
 
         rows[0]["answer"] = json.dumps("forged")
-        rows[0]["digest"] = row_digest(_columns(dict(rows[0]), 2))
+        rows[0]["digest"] = row_digest(decoded(dict(rows[0]), 2))
 
     shutil.rmtree(os.environ["TASKPACK_CACHE"])
     _forge(reg, "arith", "1.0.0", edit_answer_and_digest)

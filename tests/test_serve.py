@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 import taskpack
+from taskpack.rows import INLINE_MAX
 from taskpack.serve import task_json
-from taskpack.taskset import INLINE_MAX
 
 from .conftest import make_task
 

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 import taskpack
 from taskpack import InvalidTask, Task, TaskpackError
 from taskpack.objects import blob_relpath
-from taskpack.taskset import INLINE_MAX, ROW_GROUP_ROWS
+from taskpack.rows import INLINE_MAX
+from taskpack.taskset import ROW_GROUP_ROWS
 
 from .conftest import make_task
 

@@ -40,7 +40,7 @@ from taskpack.converters._source import (
 )
 from taskpack.nesting import too_deep
 from taskpack.records import canonical_json
-from taskpack.taskset import _JSON_COLUMNS, INLINE_MAX, SCHEMA
+from taskpack.rows import INLINE_MAX, JSON_COLUMNS, SCHEMA
 
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
@@ -109,7 +109,7 @@ class Template:
 
     def __init__(self, task: Mapping[str, Any], unchecked: Mapping[str, str] | None = None):
         from taskpack.model import Task
-        from taskpack.taskset import task_to_row
+        from taskpack.rows import task_to_row
 
         model = Task.model_validate({**task, "id": slot("id")})
         model = model.model_copy(update=dict(unchecked or {}))
@@ -124,7 +124,7 @@ class Template:
             self.files.append(({k: f[k] for k in ("path", "role", "step", "mode")}, column[1]))
             file_pieces[f'"sha256":"{f["sha256"]}","size":{f["size"]}'] = column[1]
         self.columns = {
-            name: None if row[name] is None else _cut(row[name], {}) for name in _JSON_COLUMNS
+            name: None if row[name] is None else _cut(row[name], {}) for name in JSON_COLUMNS
         }
         self.canonical = _cut(canonical_json(model.canonical()).decode("utf-8"), file_pieces)
 
@@ -271,7 +271,7 @@ class Batch(NamedTuple):
     canonical: pa.Array
 
     def stored(self) -> pa.Table:
-        """The rows as `taskset.SCHEMA` stores them, digests computed."""
+        """The rows as `rows.SCHEMA` stores them, digests computed."""
         digests = _sha256_each(self.canonical, "sha256:")
         table = self.table.set_column(1, SCHEMA.field("digest"), digests)
         return table.cast(SCHEMA)

@@ -66,7 +66,7 @@ class Target:
 
 
 Reader = Callable[[str, str, Any], Iterator[Record]]
-# Stored rows (taskset.SCHEMA) a batch at a time, or the row path's records for a batch the
+# Stored rows (rows.SCHEMA) a batch at a time, or the row path's records for a batch the
 # checks refused (see `_columnar.mapped`); raises `_columnar.NotColumnar` for a source only the
 # row reader maps exactly.
 ColumnReader = Callable[[str, str, Any], Iterator["Batch | Iterator[Record]"]]

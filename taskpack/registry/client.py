@@ -109,7 +109,7 @@ class RegistryObjects:
         if self.cache.known(fact):
             return
         from taskpack._fs import file_lock
-        from taskpack.integrity import check_split
+        from taskpack.rows import check_split
 
         # One process checks while the others wait: 64 workers starting on a cold machine must
         # not each read the whole split.

@@ -1,0 +1,285 @@
+"""Stored rows: the Parquet schema of a split and the rules between a stored row and the task
+it holds (its JSON columns, its digest, unique ids), and the row check that proves a split's
+files chain to its manifest digest without building tasks.
+
+Below the task-set reader and writer (`taskset`) and the checks (`integrity`), which both use
+these rules; each rule is written here once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import pyarrow as pa
+
+from taskpack import records
+from taskpack._fs import check_regular
+from taskpack.errors import InvalidTask, TaskpackError, describe_error
+from taskpack.records import (
+    FORMAT_VERSION,
+    SplitDigest,
+    content_digest,
+    inline_problem,
+    rel_path,
+    stored_task,
+)
+
+if TYPE_CHECKING:
+    from taskpack.model import SplitInfo, Task
+
+INLINE_MAX = 64 * 1024  # bytes of a file stored inline in its task's row; larger ones by hash
+Fetch = Callable[[str], bytes]
+
+# Variable-shaped parts are canonical JSON text: a conversation of typed items, a union of
+# reward kinds or free-form metadata would otherwise widen into sparse struct columns that
+# differ per task set.
+JSON_COLUMNS = (
+    "prompt",
+    "answer",
+    "reward",
+    "rewards",
+    "tools",
+    "steps",
+    "environment",
+    "limits",
+    "source",
+    "metadata",
+    "extras",
+)
+_V1_JSON_COLUMNS = ("reward", "environment", "limits", "source", "metadata")
+
+
+def json_columns(version: int) -> tuple[str, ...]:
+    return JSON_COLUMNS if version >= 2 else _V1_JSON_COLUMNS
+
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("digest", pa.string(), nullable=False),
+        pa.field("solution", pa.string()),
+        pa.field(
+            "files",
+            pa.list_(
+                pa.struct(
+                    [
+                        pa.field("path", pa.string()),
+                        pa.field("role", pa.string()),
+                        pa.field("step", pa.string()),
+                        pa.field("mode", pa.int32()),
+                        pa.field("size", pa.int64()),
+                        pa.field("sha256", pa.string()),
+                        pa.field("data", pa.binary()),
+                    ]
+                )
+            ),
+        ),
+        *(pa.field(name, pa.string()) for name in JSON_COLUMNS),
+    ]
+)
+
+
+def coerce_task(task: Task | Mapping[str, Any], where: str) -> Task:
+    """Validate a mapping into a Task, naming `where` and the id in any error; a task, validated
+    or read from a task set, is taken as it is."""
+    if isinstance(task, records.Task):
+        return task
+    from pydantic import ValidationError
+
+    from taskpack.model import Task
+
+    try:
+        return Task.model_validate(task)
+    except ValidationError as e:
+        tid = task.get("id") if isinstance(task, Mapping) else None
+        label = f"{where} (id {tid!r})" if isinstance(tid, str) and tid else where
+        raise InvalidTask(label, describe_error(e)) from None
+
+
+def task_to_row(task: Task, store_blob: Callable[[bytes, str], None]) -> tuple[dict[str, Any], str]:
+    from pydantic_core import to_json
+
+    content = task.canonical()
+    digest = content_digest(content)
+    files = []
+    for f in task.files:
+        data = f.read_bytes()
+        inline = len(data) <= INLINE_MAX
+        if not inline:
+            assert f.sha256 is not None
+            store_blob(data, f.sha256)
+        files.append(
+            {
+                "path": f.path,
+                "role": f.role,
+                "step": f.step,
+                "mode": f.mode,
+                "size": f.size,
+                "sha256": f.sha256,
+                "data": data if inline else None,
+            }
+        )
+    row = {"id": task.id, "digest": digest, "solution": task.solution, "files": files}
+    for name in JSON_COLUMNS:
+        value = content[name]
+        # Key order inside these columns is free (the digest is computed above, sorted),
+        # so pydantic-core's serializer writes them, several times faster than `json`.
+        row[name] = None if value is None else to_json(value).decode("utf-8")
+    return row, digest
+
+
+def decoded(row: dict[str, Any], version: int) -> dict[str, Any]:
+    for name in json_columns(version):
+        if row.get(name) is not None:
+            try:
+                row[name] = json.loads(row[name])
+            except (ValueError, RecursionError):
+                raise ValueError(f"column {name} is not JSON (or nested too deep)") from None
+    row.pop("digest", None)
+    return row
+
+
+def row_digest(row: dict[str, Any]) -> str:
+    """The digest of the task a stored row holds (its JSON columns decoded), by the rule every
+    format version shares: the row's content with files by hash, not bytes. For version 2 this
+    is `Task.canonical()`, since the writer stores exactly that; no model is built."""
+    content = {k: v for k, v in row.items() if k != "digest"}
+    content["files"] = [{k: v for k, v in f.items() if k != "data"} for f in row["files"]]
+    return content_digest(content)
+
+
+def task_from_row(row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION) -> Task:
+    """A stored row as a Task, trusted (see `records.stored_task`); older versions are
+    upgraded."""
+    if version < 2:
+        return validated_task_from_row(row, fetch, version)[0]
+    return cast("Task", stored_task(decoded(row, version), fetch))
+
+
+def validated_task_from_row(
+    row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION
+) -> tuple[Task, str]:
+    """A stored row as a Task, every rule checked again (for `verify`), and the digest of its
+    content by the rule of the version that wrote it."""
+    row = decoded(row, version)
+    digest = row_digest(row)
+    if version < 2:
+        from taskpack.upgrade import task_from_v1
+
+        task = task_from_v1(row)
+    else:
+        from taskpack.model import Task
+
+        task = Task.model_validate(row)
+    for f in task.files:
+        f._fetch = fetch
+    return task, digest
+
+
+def first_duplicate(ids: pa.ChunkedArray) -> tuple[int, int, str] | None:
+    """(row, earlier row, id) of the first repeated id, or None. Counted in Arrow first: a set
+    of a million ids in Python would cost more memory than the whole streaming write."""
+    import pyarrow.compute as pc
+
+    if len(pc.unique(ids)) == len(ids):
+        return None
+    first: dict[str, int] = {}
+    for row, tid in enumerate(ids.to_pylist()):
+        if tid in first:
+            return row, first[tid], tid
+        first[tid] = row
+    return None
+
+
+def check_split(
+    parquets: Sequence[Path], name: str, info: SplitInfo, format_version: int, limit: int = 20
+) -> list[str]:
+    """Problems a reader of this split would meet, found without building tasks: each file
+    opens as Parquet with the columns its format version has and holds the rows the manifest
+    says; ids are unique, JSON columns parse, file paths and modes are safe, inline file bytes
+    match their hashes, each row's stored digest equals its content's, and those digests chain
+    to the split digest. One file is open at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = f"split {name!r}"
+    required = set(SCHEMA.names) if format_version >= 2 else {"id", "digest", "prompt", "files"}
+    parts = info.files()
+    if len(parquets) != len(parts):
+        return [f"{where}: {len(parquets)} files, the manifest lists {len(parts)}"]
+    ids: list[pa.Array] = []
+    for path, part in zip(parquets, parts, strict=True):
+        try:
+            check_regular(path)
+            pf = pq.ParquetFile(path)
+        except (OSError, ValueError, TaskpackError) as e:
+            return [f"{where}: cannot be read as Parquet ({e})"]
+        missing = sorted(required - set(pf.schema_arrow.names))
+        if missing:
+            return [f"{where}: columns {missing} missing"]
+        if pf.metadata.num_rows != part.rows:
+            return [
+                f"{where}: {part.path} holds {pf.metadata.num_rows} rows, "
+                f"the manifest says {part.rows}"
+            ]
+        try:
+            ids += pf.read(columns=["id"]).column("id").chunks
+        except (OSError, ValueError) as e:
+            return [f"{where}: unreadable ({e})"]
+    problems: list[str] = []
+    duplicate = first_duplicate(pa.chunked_array(ids, pa.string()))
+    if duplicate is not None:
+        row, first, tid = duplicate
+        problems.append(f"{where} row {row} (id {tid!r}): id: duplicate of row {first}")
+    chain = SplitDigest()
+    row_no = 0
+    for path in parquets:
+        try:
+            pf = pq.ParquetFile(path)
+            schema = pf.schema_arrow
+            files = schema.field("files").type.value_type
+            leaves = [n for n in schema.names if n != "files"]
+            leaves += [f"files.list.element.{f.name}" for f in files]
+            for batch in pf.iter_batches(batch_size=1024, columns=leaves):
+                for row in batch.to_pylist():
+                    label = f"{where} row {row_no} (id {row.get('id')!r})"
+                    problems += _row_problems(row, label, format_version, chain)
+                    row_no += 1
+                    if len(problems) >= limit:
+                        return problems[:limit]
+        except (OSError, ValueError) as e:
+            return [*problems, f"{where}: unreadable ({e})"]
+    if chain.value != info.digest:
+        problems.append(f"{where}: digest {info.digest} does not match its tasks")
+    return problems
+
+
+def _row_problems(
+    row: dict[str, Any], where: str, format_version: int, chain: SplitDigest
+) -> list[str]:
+    problems = []
+    for f in row["files"] or ():
+        try:
+            rel_path(f["path"])
+        except (ValueError, TypeError) as e:
+            problems.append(f"{where}: files: {e}")
+        mode = f["mode"]
+        if not isinstance(mode, int) or not 0 <= mode <= 0o777:
+            shown = f"{mode:o}" if isinstance(mode, int) else repr(mode)
+            problems.append(f"{where}: files: mode {shown} is not permission bits")
+        inline = inline_problem(f.get("data"), f.get("sha256"), f.get("size"))
+        if inline:
+            problems.append(f"{where}: file {f['path']!r}: {inline}")
+    stored = row.get("digest")
+    try:
+        digest = row_digest(decoded(row, format_version))
+    except (ValueError, TypeError, AttributeError) as e:
+        digest = ""
+        problems.append(f"{where}: unreadable: {e}")
+    chain.add(digest)
+    if digest and digest != stored:
+        problems.append(f"{where}: digest {stored} does not match content ({digest})")
+    return problems
