@@ -204,6 +204,14 @@ class NumericMatch(_Model, records.NumericMatch):
     tolerance: float = Field(default=0.0, ge=0.0)
 
 
+class MathMatch(_Model, records.MathMatch):
+    """The final answer (the last `\\boxed{}` of a reply) equals the reference as mathematics:
+    compared after LaTeX normalization (fractions, roots, spacing, units, degrees), or as the
+    same number; MATH-style sets (verl's `math_reward`, Verifiers' math rubric) grade so."""
+
+    kind: Literal["math_match"] = "math_match"
+
+
 class Choice(_Model, records.Choice):
     label: Text
     text: Text
@@ -274,6 +282,7 @@ class Judge(_Model, records.Judge):
 Reward = Annotated[
     ExactMatch
     | NumericMatch
+    | MathMatch
     | MultipleChoice
     | UnitTests
     | SweTests

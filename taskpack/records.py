@@ -298,6 +298,10 @@ class NumericMatch(Record):
     pass
 
 
+class MathMatch(Record):
+    pass
+
+
 class Choice(Record):
     pass
 
@@ -531,6 +535,7 @@ TOOL_KINDS: dict[str, type[Record]] = {"function": FunctionTool, "mcp": McpServe
 REWARD_KINDS: dict[str, type[Record]] = {
     "exact_match": ExactMatch,
     "numeric_match": NumericMatch,
+    "math_match": MathMatch,
     "multiple_choice": MultipleChoice,
     "unit_tests": UnitTests,
     "swe_tests": SweTests,

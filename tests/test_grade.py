@@ -43,6 +43,31 @@ def test_numbers_compare_as_numbers(got: str, want: str, same: bool) -> None:
     assert _grade.same_number(got, want, 0.0) is same
 
 
+@pytest.mark.parametrize(
+    ("got", "want", "same"),
+    [
+        ("So the answer is \\boxed{\\frac{1}{2}}.", "\\frac12", True),  # MATH's short form
+        ("\\boxed{0.5}", "\\frac{1}{2}", True),
+        ("\\boxed{\\dfrac{3}{4}}", "3/4", True),
+        ("\\boxed{10^\\circ}", "10", True),
+        ("\\boxed{5\\text{ cm}}", "5", True),  # units after a value
+        ("\\boxed{\\left( 1, 2 \\right)}", "(1,2)", True),
+        ("\\boxed{\\sqrt2}", "\\sqrt{2}", True),
+        ("\\boxed{x = 5}", "5", True),
+        ("\\boxed{\\text{yes}}", "\\text{yes}", True),  # an answer in words
+        ("\\boxed{1} then \\boxed{2}", "1", False),  # the last box is the answer
+        ("\\boxed{\\text{no}}", "yes", False),
+        ("\\boxed{\\sqrt{3}}", "\\sqrt{2}", False),
+        ("\\boxed{}", "0", False),
+        ("\\boxed{2", "2", False),  # an unclosed box holds nothing
+    ],
+)
+def test_math_answers_compare_as_mathematics(got: str, want: str, same: bool) -> None:
+    assert _grade.same_math(got, want) is same
+    spec = {"kind": "math_match", "answer": want}
+    assert _grade.answer_score(spec, got) == (1.0 if same else 0.0)
+
+
 def test_a_number_is_read_whole_or_not_at_all() -> None:
     assert _grade.exact_number("27.0") == 27
     assert _grade.exact_number("1,080") == 1080

@@ -124,11 +124,77 @@ def same_choice(got: str, expected: Any, labels: list[str]) -> bool:
     return match is not None and match.group(1) == expected and expected in labels
 
 
+def last_boxed(text: str) -> str | None:
+    """What the last `\\boxed{...}` (or `\\fbox{...}`) of `text` holds, braces balanced."""
+    start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
+    if start < 0:
+        return None
+    begin = text.index("{", start) + 1
+    depth = 1
+    for i in range(begin, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[begin:i]
+    return None
+
+
+# LaTeX that changes how an answer looks, never what it is.
+_COSMETIC = re.compile(
+    r"\\(?:left|right|displaystyle|!|,|;|:| )|\\(?=\{)|~|\$|\^\{?\\circ\}?|\\%|%"
+)
+_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|textit)\{([^{}]*)\}")
+_SHORT_FRAC = re.compile(r"\\frac(\d)(\d)")  # \frac12 is \frac{1}{2}
+_SHORT_ARG = re.compile(r"\\(frac\{[^{}]*\}|sqrt)(\w)")  # \sqrt2, \frac{1}2
+_ASSIGNED = re.compile(r"^[A-Za-z]\w?=(?!=)")  # "x=5" answers 5
+
+
+def math_form(text: str) -> str:
+    """`text` in one spelling of what it means: unit words and cosmetic LaTeX dropped,
+    \\dfrac and \\tfrac as \\frac, short arguments braced, spaces removed, a lone variable's
+    assignment cut to its value, integer ratios a/b as \\frac{a}{b}."""
+    s = text.strip().replace("\n", "")
+    s = re.sub(r"\\[dt]frac", r"\\frac", s)
+    whole = _TEXT.fullmatch(s)  # an answer in words is its words; words after a value, units
+    s = (
+        whole.group(1)
+        if whole
+        else _TEXT.sub(lambda m: "" if m.group(1).strip().isalpha() else m.group(1), s)
+    )
+    s = _COSMETIC.sub("", s).replace(" ", "").rstrip(".")
+    s = _SHORT_FRAC.sub(r"\\frac{\1}{\2}", s)
+    s = _SHORT_ARG.sub(lambda m: "\\" + m.group(1) + "{" + m.group(2) + "}", s)
+    s = _ASSIGNED.sub("", s) if len(s.split("=")) == 2 else s
+    ratio = re.fullmatch(r"(-?\d+)/(\d+)", s)
+    if ratio:
+        s = "\\frac{" + ratio.group(1) + "}{" + ratio.group(2) + "}"
+    if s.startswith("."):
+        s = "0" + s
+    return s
+
+
+def same_math(got: str, expected: Any) -> bool:
+    """`got` (a reply: its last \\boxed{} if it has one) equals `expected` as mathematics."""
+    answer = last_boxed(got)
+    if answer is None:
+        answer = got
+    want = str(expected)
+    want = last_boxed(want) or want
+    a, b = math_form(answer), math_form(want)
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    x, y = exact_number(a), exact_number(b)
+    return x is not None and x == y
+
+
 def answer_score(spec: dict[str, Any], got: str) -> float:
     """`got` (the agent's answer) against the reference in `spec`: 1.0 or 0.0."""
     kind, expected = spec["kind"], spec["answer"]
     if kind == "numeric_match":
         ok = same_number(got, expected, spec.get("tolerance", 0.0))
+    elif kind == "math_match":
+        ok = same_math(got, expected)
     elif kind == "multiple_choice":
         ok = same_choice(got, expected, spec.get("labels", []))
     else:

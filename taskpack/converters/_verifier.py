@@ -76,7 +76,10 @@ def graded(task: Task) -> bool:
     if isinstance(reward, records.UnitTests):
         return reward.language == "python"
     if (
-        isinstance(reward, (records.ExactMatch, records.NumericMatch, records.MultipleChoice))
+        isinstance(
+            reward,
+            (records.ExactMatch, records.NumericMatch, records.MathMatch, records.MultipleChoice),
+        )
         or reward is None
     ):
         return task.answer is not None

@@ -55,6 +55,8 @@ def score(completion: Any, answer: Any, info: Any = None, **kwargs: Any) -> floa
         code = blocks[-1] if blocks else text
         with tempfile.TemporaryDirectory() as tmp:
             return float(grade.unit_test_score(reward, code, spec.get("tests", ""), tmp))
+    if reward["kind"] == "math_match":  # its own grader finds the last \\boxed{}
+        return float(grade.answer_score({**reward, "answer": answer}, text))
     if reward["kind"] in ("exact_match", "numeric_match", "multiple_choice"):
         labels = [c["label"] for c in reward.get("choices", [])]
         expected = {**reward, "answer": answer, "labels": labels}

@@ -54,7 +54,12 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, An
 
 # Reward kinds GEM's own environments score: math (numeric answers, `\boxed{}`) and QA
 # (exact match of `<answer>...</answer>`, which takes a choice's letter too).
-GEM_ENVS = {"numeric_match": "math", "exact_match": "qa", "multiple_choice": "qa"}
+GEM_ENVS = {
+    "numeric_match": "math",
+    "math_match": "math",
+    "exact_match": "qa",
+    "multiple_choice": "qa",
+}
 
 
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from taskpack.model import Task
 from taskpack.nesting import parse_json
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
-SCORED = {"exact_match", "numeric_match", "multiple_choice", "unit_tests"}
+SCORED = {"exact_match", "numeric_match", "math_match", "multiple_choice", "unit_tests"}
 
 
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
