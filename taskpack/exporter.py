@@ -43,7 +43,9 @@ def _write_all(
     target_format = writer(fmt)
     assert target_format.write is not None
     target = Target(
-        format_options(target_format, dict(write_options or {}), write=True), Losses(fmt, strict)
+        format_options(target_format, dict(write_options or {}), write=True),
+        Losses(fmt, strict),
+        out.resolve().name,
     )
     written: list[Path] = []
     with staged_output(out, overwrite) as tmp:
@@ -51,7 +53,8 @@ def _write_all(
             counted = progress(iter(tasks), name) if progress else tasks
             files = target_format.write(counted, tmp, name, target)
             written += [out / p.relative_to(tmp) for p in files]
-    return ExportResult(out, written, target.losses.report())
+    # A file every split writes (a package's pyproject.toml) is listed once.
+    return ExportResult(out, list(dict.fromkeys(written)), target.losses.report())
 
 
 def export(

@@ -173,6 +173,8 @@ def test_exports_draw_no_library_bars_off_a_terminal(example: Path, tmp_path: Pa
             str(example),
             "--to",
             "verifiers",
+            "-W",
+            "form=dataset",
             "-o",
             str(tmp_path / "v"),
         ],

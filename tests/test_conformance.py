@@ -26,7 +26,11 @@ pytestmark = pytest.mark.conformance
 CHECKS = Path(__file__).parent / "conformance"
 
 
-def run_check(framework: str, script: str, *args: str) -> dict[str, Any]:
+def run_check(
+    framework: str, script: str, *args: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    import os
+
     python = ensure(framework)
     proc = subprocess.run(
         [str(python), str(CHECKS / script), *args],
@@ -34,6 +38,7 @@ def run_check(framework: str, script: str, *args: str) -> dict[str, Any]:
         text=True,
         timeout=1200,
         check=False,
+        env={**os.environ, **(env or {})},
     )
     assert proc.returncode == 0, f"{framework} rejected our output:\n{proc.stderr[-5000:]}"
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -66,7 +71,7 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> taskpack.TaskSet:
 def test_verifiers_singleturnenv_accepts_and_scores(
     gsm8k: taskpack.TaskSet, tmp_path: Path
 ) -> None:
-    export(gsm8k, "verifiers", tmp_path / "vf")
+    export(gsm8k, "verifiers", tmp_path / "vf", options={"form": "dataset"})
     result = run_check(
         "verifiers",
         "check_verifiers.py",
@@ -76,6 +81,87 @@ def test_verifiers_singleturnenv_accepts_and_scores(
     assert result["train_rows"] == len(gsm8k.split("train")) == 7473
     assert result["eval_rows"] == len(gsm8k.split("test")) == 1319
     assert result["rewards"] == [1.0, 1.0, 1.0]
+
+
+def installed(package: Path, tmp_path: Path) -> dict[str, str]:
+    """`pip install` of an exported taskset package with the verifiers 0.4 venv's pip, into a
+    folder of this test's (the cached venv stays as it was); the environment that finds it."""
+    site = tmp_path / "site"
+    pip = [str(ensure("verifiers04")), "-m", "pip", "install", "-q", "--no-deps"]
+    proc = subprocess.run(
+        [*pip, "--target", str(site), str(package)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"PYTHONPATH": str(site)}
+
+
+def test_verifiers_04_loads_the_taskset_package_and_scores_every_task(
+    gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    """`pip install` of the export, then verifiers 0.4's own `load_taskset(TasksetConfig(id=
+    NAME))` yields all 1319 GSM8K test tasks (the default split) and, with the taskset's own
+    config, all 7473 of train; verifiers' scoring path gives every reference 1 and every wrong
+    answer 0, and every task validates."""
+    result = export(gsm8k, "verifiers", tmp_path / "gsm8k-tp")
+    assert result.losses == []
+    env = installed(tmp_path / "gsm8k-tp", tmp_path)
+    test = run_check("verifiers04", "check_verifiers_taskset.py", "gsm8k_tp", env=env)
+    assert test["type"] == "TaskpackTaskset" and test["tasks"] == 1319
+    assert test["ids"] == ["test-00000", "test-00001", "test-00002"] and test["idx"] == [0, 1, 2]
+    assert test["reference"] == [1.0] and test["wrong"] == [0.0] and test["valid"] == [True]
+    train = run_check("verifiers04", "check_verifiers_taskset.py", "gsm8k_tp", "train", env=env)
+    assert train["tasks"] == 7473 and train["reference"] == [1.0] and train["wrong"] == [0.0]
+
+
+def test_verifiers_04_taskset_carries_code_choices_math_and_the_environment(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from .conftest import DATA
+
+    he = list(islice(read_source(DATA / "humaneval" / "HumanEval.jsonl.gz", "humaneval"), 5))
+    reader, path, options = REAL_SETS["science-exam"]
+    mc = list(islice(read_source(path, reader, split="test", **options), 5))
+    boxed = {
+        "id": "in-a-box",
+        "prompt": [
+            {"role": "system", "content": "Answer in a box."},
+            {"role": "user", "content": "What is 2 + 3?"},
+        ],
+        "answer": "5",
+        "reward": {"kind": "numeric_match"},
+        "environment": {
+            "image": "python:3.12-slim",
+            "workdir": "/app",
+            "cpus": 2,
+            "memory_mb": 2048,
+            "internet": False,
+            "test_timeout_sec": 30,
+        },
+        "limits": {"timeout_sec": 600},
+    }
+    tasks = [boxed, *MATH_TASKS, *he, *mc]
+    taskpack.write(tmp_path / "ts", {"test": tasks}, name="t")
+    result = export(
+        taskpack.open(tmp_path / "ts"),
+        "verifiers",
+        tmp_path / "vf",
+        options={"package": "mixed_tp"},
+    )
+    assert result.losses == []
+    env = installed(tmp_path / "vf", tmp_path)
+    out = run_check("verifiers04", "check_verifiers_taskset.py", "mixed_tp", env=env)
+    assert out["tasks"] == len(tasks)
+    assert out["reference"] == [1.0] and out["wrong"] == [0.0] and out["valid"] == [True]
+    first = out["first"]
+    assert first["system_prompt"] == "Answer in a box."
+    assert first["prompt"] == [{"role": "user", "content": "What is 2 + 3?"}]
+    assert (first["image"], first["workdir"], first["network_allow"]) == (
+        "python:3.12-slim",
+        "/app",
+        [],
+    )
+    assert first["resources"] == {"cpu": 2.0, "memory": 2.0}
+    assert first["timeout"] == {"scoring": 30.0, "agent": 600.0}
 
 
 def test_nemo_gym_validates_every_row(mixed: taskpack.TaskSet, tmp_path: Path) -> None:
@@ -113,6 +199,46 @@ def test_skyrl_swe_rows_in_the_mini_swe_agent_shape(data_dir: Path, tmp_path: Pa
     first = json.loads(src.read_text(encoding="utf-8").split("\n", 1)[0])
     assert result["rows"] == 300 and result["env_class"] == "null"
     assert result["instance"] == first  # the SWE-bench record itself, field for field
+
+
+MATH_TASKS = [  # MATH-style answers, made here (not read from verl): a task from elsewhere
+    {"id": f"math-{n}", "prompt": question, "answer": answer, "reward": {"kind": "math_match"}}
+    for n, (question, answer) in enumerate(
+        [
+            ("What is 1/2 + 1/4?", "\\frac{3}{4}"),
+            ("Simplify sqrt(8)/sqrt(4).", "\\sqrt{2}"),
+            ("Solve x^2 = 4x for every x.", "0, 4"),
+            ("Which interval solves 2x + 1 <= 7?", "(-\\infty,3]"),
+            ("Area of a circle of radius 3?", "9\\pi"),
+            ("Interior angle of a regular hexagon, in degrees?", "120^\\circ"),
+        ]
+    )
+]
+
+
+def test_verl_rlhf_dataset_loads_and_default_compute_score_grades(
+    gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    """verl's own loader takes every exported row and its own scorer, chosen by the row's
+    data_source, gives each reference 1 and each wrong answer 0: GSM8K from its source files,
+    MATH-style tasks made here, and MATH files verl's script wrote, through a task set. On the
+    MATH rows taskpack's math_match grader agrees with verl's scorer on every candidate."""
+    from taskpack.converters import _grade
+
+    export(gsm8k, "verl", tmp_path / "g", splits=("test",))
+    taskpack.write(tmp_path / "m", {"test": MATH_TASKS}, name="m")
+    export(taskpack.open(tmp_path / "m"), "verl", tmp_path / "mo")
+    fixture = Path(__file__).parent / "fixtures" / "verl" / "math" / "train.parquet"
+    import_sources(tmp_path / "f", {"train": [str(fixture)]}, "verl", name="f")
+    export(taskpack.open(tmp_path / "f"), "verl", tmp_path / "fo")
+    files = [tmp_path / "g" / "test.parquet", tmp_path / "mo" / "test.parquet"]
+    files.append(tmp_path / "fo" / "train.parquet")
+    env = {"TASKPACK_GRADE": str(Path(_grade.__file__))}
+    result = run_check("verl", "check_verl.py", *map(str, files), env=env)
+    assert result["rows"] == 1319 + len(MATH_TASKS) + 8
+    assert result["data_sources"] == ["DigitalLearningGmbH/MATH-lighteval", "openai/gsm8k"]
+    assert result["reference"] == [1.0] and result["wrong"] == [0.0]
+    assert result["disagree"] == []
 
 
 def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
@@ -210,7 +336,9 @@ def test_verifiers_environment_module_scores_by_the_tasks_reward(
     reader, path, options = REAL_SETS[source]
     tasks = list(islice(read_source(path, reader, split="test", **options), 5))
     taskpack.write(tmp_path / "ts", {"test": tasks}, name="t")
-    result = export(taskpack.open(tmp_path / "ts"), "verifiers", tmp_path / "vf")
+    result = export(
+        taskpack.open(tmp_path / "ts"), "verifiers", tmp_path / "vf", options={"form": "dataset"}
+    )
     assert not any("reward" in loss or "files" in loss for loss in result.losses)
     references = {}
     for task in tasks:

@@ -26,6 +26,7 @@ SOURCES = {
 }
 OUTPUT_FILE = {
     "verifiers": "test.parquet",
+    "verl": "test.parquet",
     "skyrl": "test.parquet",
     "nemo": "test.jsonl",
     "gem": "test.parquet",
@@ -57,7 +58,8 @@ def test_embedded_round_trip_keeps_every_task_digest(
     tmp_path: Path, tasksets: dict[str, Path], fmt: str, source: str
 ) -> None:
     original = taskpack.open(tasksets[source])
-    export(original, fmt, tmp_path / "out", options={"embed": True})
+    form = {"form": "dataset"} if fmt == "verifiers" else {}  # a taskset has no free field
+    export(original, fmt, tmp_path / "out", options={"embed": True, **form})
     back = tmp_path / "back"
     import_sources(back, {"test": [str(tmp_path / "out" / OUTPUT_FILE[fmt])]}, fmt, name=source)
     assert taskpack.open(back).manifest.digest == original.manifest.digest
@@ -66,11 +68,45 @@ def test_embedded_round_trip_keeps_every_task_digest(
     ]
 
 
+def test_a_verifiers_taskset_package_reads_back_the_tasks_it_was_written_from(
+    tmp_path: Path, tasksets: dict[str, Path]
+) -> None:
+    """Native fields, not an embedded copy (a taskset has no free field): prompt, answer,
+    reward, solution, files of unit tests, metadata, environment and limits come back."""
+    boxed = make_task(
+        0,
+        prompt=[
+            {"role": "system", "content": "Box it."},
+            {"role": "user", "content": "2 + 3?"},
+        ],
+        environment={"image": "python:3.12-slim", "workdir": "/app", "cpus": 2, "memory_mb": 1536},
+        limits={"timeout_sec": 90},
+        files=[],
+    )
+    taskpack.write(tmp_path / "own", {"test": [boxed]}, name="own")
+    for name, path in [*tasksets.items(), ("own", tmp_path / "own")]:
+        original = taskpack.open(path)
+        out = tmp_path / f"pkg-{name}"
+        result = export(original, "verifiers", out)
+        assert (out / "pyproject.toml").is_file() and (
+            out / f"pkg_{name}" / "__init__.py"
+        ).is_file()
+        if name == "swebench":  # what a reply cannot show is reported, never silently kept
+            assert any("reward kind 'swe_tests'" in x for x in result.losses), result.losses
+            continue
+        assert result.losses == [], result.losses
+        import_sources(tmp_path / f"back-{name}", {"test": [str(out)]}, "verifiers", name=name)
+        back = list(taskpack.open(tmp_path / f"back-{name}").split("test"))
+        for a, b in zip(original.split("test"), back, strict=True):
+            assert b.extras == {}, b.extras  # nothing left over: every field is the model's
+            assert a.model_dump(exclude={"source"}) == b.model_dump(exclude={"source"})
+
+
 def test_verifiers_dataset_saved_to_disk_reads_back_too(
     tmp_path: Path, tasksets: dict[str, Path]
 ) -> None:
     original = taskpack.open(tasksets["gsm8k"])
-    export(original, "verifiers", tmp_path / "out", options={"embed": True})
+    export(original, "verifiers", tmp_path / "out", options={"embed": True, "form": "dataset"})
     import_sources(
         tmp_path / "back", {"test": [str(tmp_path / "out" / "test")]}, "verifiers", name="g"
     )

@@ -35,6 +35,12 @@ VERIFIERS = [
     PEERS / "verifiers" / "gsm8k" / n for n in ("train.parquet", "test.parquet", "test_hf")
 ]
 HARBOR = PEERS / "harbor_cookbook"
+DATASETS = {"form": "dataset"}  # Verifiers 0.3's form, the one peers/verifiers holds
+# verl's gsm8k.py output (shared), and what its math_dataset.py and gsm8k_multiturn_w_tool.py
+# wrote (tests/fixtures/verl/README.md)
+VERL_FILES = sorted((PEERS / "verl").glob("*/*.parquet")) + sorted(
+    (Path(__file__).parent / "fixtures" / "verl").glob("*/*.parquet")
+)
 
 
 def through_taskset(tmp: Path, src: Path, fmt: str, split: str) -> taskpack.TaskSet:
@@ -50,7 +56,7 @@ def jsonl(path: Path) -> list[Any]:
 
 
 def test_all_peer_files_are_here() -> None:
-    assert len(NEMO_FILES) == 71 and len(SKYRL_FILES) == 4
+    assert len(NEMO_FILES) == 71 and len(SKYRL_FILES) == 4 and len(VERL_FILES) == 6
     assert len([p for p in HARBOR.iterdir() if (p / "task.toml").is_file()]) == 10
 
 
@@ -101,13 +107,47 @@ def test_skyrl_rows_come_back_equal(tmp_path: Path, src: Path) -> None:
         assert "env_class" not in first.extras["skyrl"]
 
 
+@pytest.mark.parametrize("src", VERL_FILES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_verl_rows_come_back_equal(tmp_path: Path, src: Path) -> None:
+    ts = through_taskset(tmp_path, src, "verl", src.stem)
+    assert export(ts, "verl", tmp_path / "out").losses == []
+    back = pq.read_table(tmp_path / "out" / f"{src.stem}.parquet").to_pylist()
+    original = pq.read_table(src).to_pylist()
+    assert same(back, original)
+    tasks = list(ts.split(src.stem))
+    for task, row in zip(tasks, original, strict=True):  # the model's fields, not a residue
+        assert task.answer == row["reward_model"]["ground_truth"]
+        assert [m.text for m in task.prompt] == [m["content"] for m in row["prompt"]]
+        assert task.solution == row["extra_info"].get("answer")
+    kinds = {t.reward.kind if t.reward else None for t in tasks}
+    assert kinds == {"math_match" if src.parent.name == "math" else "numeric_match"}
+    if src.parent.name == "math":  # MATH's own columns are the task's metadata
+        assert set(tasks[0].metadata) == {"level", "type"}
+    if src.parent.name == "gsm8k":  # verl's gsm8k.py output: every field is the model's
+        assert all(not t.extras for t in tasks)
+
+
+def test_gsm8k_to_verl_agrees_with_verls_own_dataset_script(tmp_path: Path) -> None:
+    """verl's gsm8k.py made peers/verl/gsm8k from the same GSM8K files: taskpack's export is
+    the same rows, every column (verl's instruction line, the ground truth without commas,
+    extra_info's split, index, worked answer and question)."""
+    for split in ("train", "test"):
+        src = DATA / "gsm8k" / f"{split}.jsonl"
+        result = convert_format({split: [str(src)]}, "gsm8k", "verl", tmp_path / split)
+        assert result.losses == []
+        ours = pq.read_table(tmp_path / split / f"{split}.parquet")
+        theirs = pq.read_table(PEERS / "verl" / "gsm8k" / f"{split}.parquet")
+        assert ours.schema.names == theirs.schema.names
+        assert same(ours.to_pylist(), theirs.to_pylist())
+
+
 @pytest.mark.parametrize("src", VERIFIERS, ids=lambda p: p.name)
 def test_verifiers_rows_come_back_equal(tmp_path: Path, src: Path) -> None:
     import datasets
 
     split = src.stem.removesuffix("_hf")
     ts = through_taskset(tmp_path, src, "verifiers", split)
-    assert export(ts, "verifiers", tmp_path / "out").losses == []
+    assert export(ts, "verifiers", tmp_path / "out", options=DATASETS).losses == []
     if src.is_dir():
         original = list(datasets.load_from_disk(str(src)))
         back = list(datasets.load_from_disk(str(tmp_path / "out" / split)))
@@ -177,7 +217,9 @@ def test_skyrl_to_verifiers_keeps_the_conversation_and_reports_skyrl_fields(
     tmp_path: Path,
 ) -> None:
     src = PEERS / "skyrl" / "multiply" / "validation.parquet"
-    result = convert_format({"test": [str(src)]}, "skyrl", "verifiers", tmp_path / "v")
+    result = convert_format(
+        {"test": [str(src)]}, "skyrl", "verifiers", tmp_path / "v", write_options=DATASETS
+    )
     assert result.losses == ["verifiers: extras.skyrl lost in 200 task(s)"]
     rows = pq.read_table(tmp_path / "v" / "test.parquet").to_pylist()
     original = pq.read_table(src).to_pylist()

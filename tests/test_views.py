@@ -379,10 +379,11 @@ print(json.dumps({
 
 @pytest.mark.slow
 def test_torch_dataloader_with_two_workers(split: Any) -> None:
-    """torch runs in its own venv (tests/conformance/frameworks.py), with this taskpack."""
+    """torch runs in the verl venv (tests/conformance/frameworks.py: a CPU torch installed
+    once for both), with this taskpack."""
     from .conformance.frameworks import ensure
 
-    python = str(ensure("torch"))
+    python = str(ensure("verl"))
     root = str(Path(split._parquets[0]).parents[1])
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out = subprocess.run(

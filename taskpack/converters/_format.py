@@ -59,10 +59,12 @@ class Losses:
 
 @dataclass
 class Target:
-    """What a writer gets besides the tasks: its options and the loss report."""
+    """What a writer gets besides the tasks: its options, the loss report, and the name of
+    the folder its output becomes (it writes into a temporary one beside it)."""
 
     options: Any
     losses: Losses
+    name: str = "tasks"
 
 
 Reader = Callable[[str, str, Any], Iterator[Record]]

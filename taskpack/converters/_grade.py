@@ -473,6 +473,31 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
     return 1.0
 
 
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
+ANSWER_KINDS = ("exact_match", "numeric_match", "math_match", "multiple_choice")
+
+
+def reply_score(reward: dict[str, Any], answer: Any, reply: str, tests: str = "") -> float:
+    """A chat reply (not files in /app) against its task's reward, as the Verifiers modules
+    taskpack exports score it: an answer is the reply's last `\\boxed{...}` if it has one,
+    else the whole reply (math_match finds its box itself); code is the reply's last fenced
+    block, run against `tests` as `unit_test_score` runs it. Kinds no reply can show: 0.0."""
+    kind = reward.get("kind")
+    if kind == "unit_tests":
+        import tempfile
+
+        blocks = _CODE.findall(reply)
+        with tempfile.TemporaryDirectory() as tmp:
+            return unit_test_score(reward, blocks[-1] if blocks else reply, tests, tmp)
+    if kind not in ANSWER_KINDS:
+        return 0.0
+    boxed = _BOXED.findall(reply)
+    got = reply if kind == "math_match" or not boxed else boxed[-1]
+    labels = [c["label"] for c in reward.get("choices", [])]
+    return answer_score({**reward, "answer": answer, "labels": labels}, got)
+
+
 def _log_file() -> Any:
     """Where the code under test prints: the verifier's log, else nowhere."""
     import subprocess

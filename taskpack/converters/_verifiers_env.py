@@ -15,18 +15,13 @@ process). A reward kind it cannot score gives 0.0 and was reported lost at expor
 from __future__ import annotations
 
 import json
-import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import taskpack_grade as grade  # type: ignore[import-not-found]  # noqa: E402
-
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
-_CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 
 
 def _reply(completion: Any) -> str:
@@ -40,28 +35,11 @@ def _reply(completion: Any) -> str:
     return str(content or "")
 
 
-def final_answer(text: str) -> str:
-    boxed = _BOXED.findall(text)
-    return boxed[-1] if boxed else text
-
-
 def score(completion: Any, answer: Any, info: Any = None, **kwargs: Any) -> float:
     """The reward of one completion, by the kind its task declares."""
     spec = json.loads(info) if isinstance(info, str) and info else (info or {})
     reward = spec.get("reward") or {"kind": "exact_match"}
-    text = _reply(completion)
-    if reward["kind"] == "unit_tests":
-        blocks = _CODE.findall(text)
-        code = blocks[-1] if blocks else text
-        with tempfile.TemporaryDirectory() as tmp:
-            return float(grade.unit_test_score(reward, code, spec.get("tests", ""), tmp))
-    if reward["kind"] == "math_match":  # its own grader finds the last \\boxed{}
-        return float(grade.answer_score({**reward, "answer": answer}, text))
-    if reward["kind"] in ("exact_match", "numeric_match", "multiple_choice"):
-        labels = [c["label"] for c in reward.get("choices", [])]
-        expected = {**reward, "answer": answer, "labels": labels}
-        return float(grade.answer_score(expected, final_answer(text)))
-    return 0.0
+    return float(grade.reply_score(reward, answer, _reply(completion), spec.get("tests", "")))
 
 
 def load_environment(train_split: str = "train", eval_split: str = "test", **kwargs: Any) -> Any:

@@ -1,27 +1,44 @@
-"""Verifiers (PrimeIntellect, the HF-Dataset API of 0.3) datasets as `vf.SingleTurnEnv`
-formats them: `prompt` (chat messages, the system prompt included), `question`, `answer`,
-`example_id`, and an optional `info` (a JSON string). Read from Parquet, JSONL or a dataset
-saved with `save_to_disk`; written as both (`<split>.parquet`, `<split>/`).
+"""Verifiers (PrimeIntellect), in both forms its releases load.
 
-prompt -> prompt; answer -> answer; `example_id` -> the task id; `question` is the
-instruction (the last user message) and is written from it. Anything else, `info` included, is
-kept in `extras.verifiers`. There is never a `task` column: verifiers releases read that as a
-task route. A task from elsewhere gets its reward (and a unit test's test file) in `info`, and
-the export gets `taskpack_env.py`, a module whose `load_environment()` returns a
-`vf.SingleTurnEnv` that scores by those rewards.
+**Tasksets (verifiers 0.4, `verifiers.v1`; the default).** The export is an installable
+package: `pyproject.toml` and a module named by the `package` option (by default the output
+folder's name) that exports `TaskpackTaskset` via `__all__`, so that
+`load_taskset(TasksetConfig(id=PACKAGE))` finds it once installed. Its `load()` yields the
+tasks from the package's own files (`PACKAGE/data/<split>.jsonl`, one `TaskData` each), not
+from a registry: a training node then needs neither taskpack nor credentials, and trains on
+exactly the tasks exported. prompt -> `prompt` (system messages -> `system_prompt`);
+environment image, workdir, CPUs, memory, storage, timeouts and internet -> `image`,
+`workdir`, `resources`, `timeout`, `network_allow`; limits' time -> `timeout.agent`; answer,
+reward, solution, metadata, a unit test's test code and the reference reply ride in the task
+data, and each task scores its reply with taskpack's grader (`taskpack_grade.py`, copied in)
+through verifiers' own `@vf.reward` path. Such a package's tasks read back from its folder.
+
+**Datasets (verifiers 0.3, legacy: `form: dataset`)**, as `vf.SingleTurnEnv` formats them:
+`prompt` (chat messages, the system prompt included), `question`, `answer`, `example_id`, and
+an optional `info` (a JSON string). Read from Parquet, JSONL or a dataset saved with
+`save_to_disk`; written as both (`<split>.parquet`, `<split>/`). prompt -> prompt; answer ->
+answer; `example_id` -> the task id; `question` is the instruction (the last user message) and
+is written from it. Anything else, `info` included, is kept in `extras.verifiers`. There is
+never a `task` column: verifiers releases read that as a task route. A task from elsewhere gets
+its reward (and a unit test's test file) in `info`, and the export gets `taskpack_env.py`, a
+module whose `load_environment()` returns a `vf.SingleTurnEnv` that scores by those rewards.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import keyword
+import re
 import shutil
 from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
+from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
@@ -41,17 +58,55 @@ from taskpack.converters._columnar import (
     table_chunks,
     text_columns,
 )
-from taskpack.converters._format import Format, Options, Target
+from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rowfile import write_parquet_rows
 from taskpack.converters._rows import Hints, native_template, read_rows, write_row
-from taskpack.converters._source import Record, iter_table_rows
-from taskpack.errors import require
+from taskpack.converters._source import Record, RowError, iter_table_rows, json_lines
+from taskpack.converters._verifier import solve_reference
+from taskpack.errors import TaskpackError, require
 from taskpack.model import Task
 from taskpack.nesting import parse_json
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
 SCORED = {"exact_match", "numeric_match", "math_match", "multiple_choice", "unit_tests"}
+_MODULE = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+class VerifiersWriteOptions(WriteOptions):
+    form: Literal["taskset", "dataset"] = Field(
+        default="taskset",
+        description="taskset: an installable verifiers 0.4 taskset package (the default); "
+        "dataset: verifiers 0.3 datasets for vf.SingleTurnEnv (legacy).",
+    )
+    package: str | None = Field(
+        default=None,
+        description="The taskset package's module name, its id in load_taskset (default: "
+        "the output folder's name, lowercase, other characters as _).",
+    )
+
+    @field_validator("package")
+    @classmethod
+    def _module(cls, value: str | None) -> str | None:
+        if value is not None and (not _MODULE.fullmatch(value) or keyword.iskeyword(value)):
+            raise ValueError(f"{value!r} is not a module name (lowercase letters, digits, _)")
+        return value
+
+    @model_validator(mode="after")
+    def _embed_in_datasets(self) -> VerifiersWriteOptions:
+        if self.embed and self.form == "taskset":
+            raise ValueError("embed needs form dataset (a taskset's TaskData has no free field)")
+        return self
+
+
+def package_name(target: Target) -> str:
+    """The module a taskset export installs as: the `package` option, else the output
+    folder's name made one."""
+    name = getattr(target.options, "package", None)
+    if name:
+        return str(name)
+    name = re.sub(r"[^a-z0-9_]", "_", target.name.lower()).strip("_") or "tasks"
+    return f"t_{name}" if name[0].isdigit() or keyword.iskeyword(name) else name
 
 
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
@@ -98,6 +153,12 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+    if target.options.form == "taskset":
+        return _write_taskset(tasks, out, split, target)
+    return _write_datasets(tasks, out, split, target)
+
+
+def _write_datasets(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
     require("datasets", "datasets")
     import datasets
 
@@ -160,6 +221,14 @@ def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    package = _package_dir(Path(uri))
+    if package is not None:
+        return read_rows(
+            TASKSET,
+            _taskset_records(package, split),
+            lambda row, n: from_taskset_row(row, split, n),
+            taskset_row,
+        )
     return _native(_rows(uri), split)
 
 
@@ -180,6 +249,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     share a template (`grouped`), its residue the row path's, computed once on a row of slots
     that these checks keep true for every row."""
     import pyarrow.compute as pc
+
+    if Path(uri).is_dir():  # a saved dataset or a taskset package
+        raise NotColumnar(uri)
 
     @functools.lru_cache(maxsize=64)
     def template(names: tuple[str, ...], roles: tuple[str, ...], asked: bool) -> Template:
@@ -228,11 +300,194 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
     yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
 
 
+# --- tasksets (verifiers 0.4) --------------------------------------------------------------
+
+_TEMPLATE = "_verifiers_taskset.py"
+_PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{name}"
+version = "0.1.0"
+description = "Tasks exported by taskpack as a Verifiers taskset (id '{name}')"
+requires-python = ">=3.10"
+dependencies = ["verifiers>=0.4,<0.5"]
+
+[tool.setuptools]
+packages = ["{name}"]
+
+[tool.setuptools.package-data]
+"{name}" = ["data/*.jsonl"]
+"""
+
+
+def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+    name = package_name(target)
+    module = out / name
+    (module / "data").mkdir(parents=True, exist_ok=True)
+    data = module / "data" / f"{split}.jsonl"
+    with data.open("w", encoding="utf-8") as f:
+        for task in tasks:
+            row = write_row(TASKSET, task, taskset_row, target)
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    converters = resources.files("taskpack.converters")
+    files = {
+        module / "__init__.py": converters.joinpath(_TEMPLATE).read_bytes(),
+        module / "taskpack_grade.py": converters.joinpath("_grade.py").read_bytes(),
+        out / "pyproject.toml": _PYPROJECT.format(name=name).encode(),
+    }
+    for path, body in files.items():
+        path.write_bytes(body)
+    return [data, *files]
+
+
+def _mb_to_gb(mb: int | None) -> float | None:
+    return None if mb is None else mb / 1024
+
+
+def taskset_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
+    """The task's `TaskData`, as the package's `data/<split>.jsonl` holds it."""
+    messages = text_messages(task, target.losses)
+    lead = 0
+    while lead < len(messages) and messages[lead]["role"] == "system":
+        lead += 1
+    row: dict[str, Any] = {"id": task.id}
+    if messages[lead:]:
+        row["prompt"] = messages[lead:]
+    if lead:
+        row["system_prompt"] = "\n\n".join(m["content"] for m in messages[:lead])
+    row |= _environment(task, target)
+    if task.answer is not None:
+        row["answer"] = task.answer
+    reward = task.reward
+    if reward is not None:
+        row["reward"] = reward.model_dump(mode="json")
+        if reward.kind not in SCORED:
+            target.losses.lost(f"reward kind {reward.kind!r} (no Verifiers reward scores it)", task)
+    if isinstance(reward, records.UnitTests):
+        row["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
+    if task.solution is not None:
+        row["solution"] = task.solution
+    if task.metadata:
+        row["metadata"] = task.metadata
+    reference = solve_reference(task)
+    if reference is not None:
+        unit = isinstance(reward, records.UnitTests)
+        row["reference"] = f"```python\n{reference}```" if unit else reference
+    return row
+
+
+_ENV_LOST = ("dockerfile", "repo", "commit", "setup_commit", "setup", "env", "gpus")
+
+
+def _environment(task: Task, target: Target) -> dict[str, Any]:
+    """image, workdir, resources, timeouts and network rules from the task's environment and
+    limits; what TaskData has no field for is reported by name."""
+    env, limits = task.environment, task.limits
+    out: dict[str, Any] = {}
+    timeout = {}
+    if env is not None:
+        for name in _ENV_LOST:
+            if getattr(env, name) not in (None, [], {}):
+                target.losses.lost(f"environment.{name} (TaskData has no field for it)", task)
+        out |= {k: getattr(env, k) for k in ("image", "workdir") if getattr(env, k) is not None}
+        resources = {
+            "cpu": env.cpus,
+            "memory": _mb_to_gb(env.memory_mb),
+            "disk": _mb_to_gb(env.storage_mb),
+        }
+        resources = {k: v for k, v in resources.items() if v is not None}
+        if resources:
+            out["resources"] = resources
+        timeout = {"setup": env.build_timeout_sec, "scoring": env.test_timeout_sec}
+        if env.internet is False:
+            out["network_allow"] = []
+    if limits is not None:
+        timeout["agent"] = limits.timeout_sec
+        for name in ("max_turns", "max_tokens"):
+            if getattr(limits, name) is not None:
+                target.losses.lost(f"limits.{name} (TaskData has no field for it)", task)
+    timeout = {k: v for k, v in timeout.items() if v is not None}
+    if timeout:
+        out["timeout"] = timeout
+    return out
+
+
+def from_taskset_row(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
+    prompt = row.get("prompt") or []
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    if row.get("system_prompt"):
+        messages = [{"role": "system", "content": row["system_prompt"]}, *messages]
+    reward = row.get("reward")
+    resources = row.get("resources") or {}
+    timeout = row.get("timeout") or {}
+    env = {
+        "image": row.get("image"),
+        "workdir": row.get("workdir"),
+        "cpus": resources.get("cpu"),
+        "memory_mb": _gb_to_mb(resources.get("memory")),
+        "storage_mb": _gb_to_mb(resources.get("disk")),
+        "build_timeout_sec": timeout.get("setup"),
+        "test_timeout_sec": timeout.get("scoring"),
+        "internet": False if row.get("network_allow") == [] else None,
+    }
+    env = {k: v for k, v in env.items() if v is not None}
+    task: dict[str, Any] = {
+        "id": str(row.get("id") or f"{split}-{ordinal:05d}"),
+        "prompt": read_messages(messages, "prompt"),
+        "answer": row.get("answer"),
+        "solution": row.get("solution"),
+        "reward": reward,
+        "environment": env or None,
+        "limits": {"timeout_sec": timeout["agent"]} if timeout.get("agent") else None,
+        "metadata": row.get("metadata") or {},
+        "source": {"format": "verifiers", "split": split, "row": ordinal},
+    }
+    if isinstance(reward, dict) and reward.get("kind") == "unit_tests":
+        tests = row.get("tests")
+        if not isinstance(tests, str) or not isinstance(reward.get("test_file"), str):
+            raise RowError("a unit-test task without its tests")
+        task["files"] = [{"path": reward["test_file"], "role": "tests", "data": tests.encode()}]
+    return task, {}
+
+
+def _gb_to_mb(gb: Any) -> int | None:
+    return None if gb is None else round(gb * 1024)
+
+
+def _package_dir(path: Path) -> Path | None:
+    """The module folder of a taskset package taskpack wrote, if `path` is one's root."""
+    if not (path / "pyproject.toml").is_file():
+        return None
+    found = [p.parent.parent for p in path.glob("*/data/*.jsonl")]
+    found = [p for p in dict.fromkeys(found) if (p / "taskpack_grade.py").is_file()]
+    return found[0] if len(found) == 1 else None
+
+
+def _taskset_records(package: Path, split: str) -> Iterator[Record]:
+    data = package / "data" / f"{split}.jsonl"
+    if not data.is_file():
+        have = sorted(p.stem for p in (package / "data").glob("*.jsonl"))
+        raise TaskpackError(f"{package}: no split {split!r} (splits: {', '.join(have)})")
+
+    with data.open("rb") as f:
+        yield from json_lines(f, str(data))
+
+
 FORMAT = Format(
     name="verifiers",
-    summary="Verifiers 0.3 datasets (SingleTurnEnv): prompt, question, answer, example_id, info.",
+    summary="Verifiers: 0.4 taskset packages (TaskData rows), or 0.3 datasets (form: dataset).",
     read=read,
     read_columns=read_columns,
     write=write,
+    write_options=VerifiersWriteOptions,
     carries=lambda task: _CARRIES | ({"files"} if _only_test_file(task) else set()),
+)
+# The taskset form's record: the same format, carrying what TaskData holds (losses of the
+# environment's and limits' other fields are reported by name in `_environment`).
+_TASKSET_CARRIES = _CARRIES | {"solution", "environment", "limits", "metadata"}
+TASKSET = dataclasses.replace(
+    FORMAT,
+    carries=lambda task: _TASKSET_CARRIES | ({"files"} if _only_test_file(task) else set()),
 )

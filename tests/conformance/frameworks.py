@@ -29,8 +29,14 @@ class Framework:
 
 
 FRAMEWORKS = {
+    # The 0.3 HF-Dataset API (legacy form) and the current 0.4 tasksets (`verifiers.v1`).
     "verifiers": Framework(
         "3.11", ("verifiers==0.3.1",), check="import verifiers as vf; vf.SingleTurnEnv"
+    ),
+    "verifiers04": Framework(
+        "3.11",
+        ("verifiers==0.4.0",),
+        check="from verifiers.v1.utils.loaders import load_taskset, taskset_config_type",
     ),
     "skyrl": Framework(
         "3.11",
@@ -66,11 +72,27 @@ FRAMEWORKS = {
         ),
         check="import huggingface_hub, transformers; assert huggingface_hub.__version__ < '1'",
     ),
-    # torch for `split.to_torch()`, with what `import taskpack` needs (taskpack from PYTHONPATH)
-    "torch": Framework(
+    # verl 0.9 on a CPU-only torch (the 2.13.0 CPU wheel; a plain `torch` would take a CUDA
+    # build of several GB), with what `import taskpack` needs: it also runs `split.to_torch()`
+    # (taskpack from PYTHONPATH), so torch is installed once.
+    "verl": Framework(
         "3.11",
-        ("torch==2.14.1", "numpy", "pyarrow>=14", "pydantic>=2.6,<3", "pyyaml>=6", "click>=8.1"),
-        check="import torch, torch.utils.data; torch.zeros(1)",
+        (
+            "torch==2.13.0",
+            "verl==0.9.1",
+            "pydantic>=2.6,<3",
+            "pyyaml>=6",
+            "click>=8.1",
+            "filelock>=3.12",
+            "tqdm>=4.66",
+            "zstandard>=0.21",
+            "tomli-w>=1.0",
+        ),
+        check=(
+            "import torch, torch.utils.data; torch.zeros(1); assert '+cpu' in torch.__version__;"
+            "from verl.utils.dataset.rl_dataset import RLHFDataset;"
+            "from verl.utils.reward_score import default_compute_score"
+        ),
     ),
 }
 

@@ -1,0 +1,187 @@
+"""verl (volcengine) RL Parquet, as verl's preprocessing scripts write it and
+`verl.utils.dataset.rl_dataset.RLHFDataset` reads it: `data_source`, `prompt` (chat messages),
+`ability`, `reward_model` {`style`, `ground_truth`}, `extra_info` {`split`, `index`, ...}.
+
+prompt -> prompt; `reward_model.ground_truth` -> answer; `extra_info.answer` (the worked
+solution verl's GSM8K scripts keep there) -> solution. `data_source` picks the function
+`verl.utils.reward_score.default_compute_score` scores a row with, so it names the reward
+kind: `openai/gsm8k` -> numeric_match, the MATH sets -> math_match; a row of another source
+keeps its `data_source` (and verl's scorer for it) in `extras.verl` with no reward kind.
+Other columns (a source's own, as verl's scripts keep them: MATH's `level` and `type`) ->
+metadata, written back as columns. `ability`, the reward style and `extra_info` (tool and
+interaction arguments included) are kept in `extras.verl` and written back where they were.
+
+A task from elsewhere gets the `data_source` whose scorer grades its reward kind, verl's own
+instruction line for it (as verl's gsm8k.py and math_dataset.py append it), and
+`extra_info` {split, index, answer, question} as verl's scripts fill it, plus `id` where its
+id is not `<split>-<row>`. Other reward kinds keep `data_source` naming where the task came
+from, for a custom reward function, and are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from taskpack.converters._chat import read_messages, text_messages
+from taskpack.converters._format import Format, Options, Target, WriteOptions
+from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
+from taskpack.converters._rowfile import write_parquet_rows
+from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._source import Record, iter_table_rows
+from taskpack.model import Task
+
+# data_source -> the reward kind default_compute_score applies to it (verl 0.9).
+MATH_SOURCES = ("lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500")
+REWARDS = {"openai/gsm8k": "numeric_match", **dict.fromkeys(MATH_SOURCES, "math_match")}
+# reward kind -> the data_source a task from elsewhere is written with, verl's line asking for
+# the answer in the form that scorer reads, and the ability verl's script gives such rows.
+SOURCES = {"numeric_match": "openai/gsm8k", "math_match": "DigitalLearningGmbH/MATH-lighteval"}
+SUFFIXES = {
+    "numeric_match": ' Let\'s think step by step and output the final answer after "####".',
+    "math_match": " Let's think step by step and output the final answer within \\boxed{}.",
+}
+# The same line in verl's multi-turn scripts, which quote the marker.
+_ALSO = " Let's think step by step and output the final answer after `####`."
+ABILITIES = {"numeric_match": "math", "math_match": "math", "unit_tests": "code"}
+
+
+COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")
+
+
+class VerlWriteOptions(WriteOptions):
+    instruction_suffix: str | None = Field(
+        default=None,
+        description="Appended to the last user message. By default, tasks from elsewhere whose "
+        "reward verl scores get verl's own line for it (the answer after ####, or in "
+        "\\boxed{}); '' adds nothing.",
+    )
+
+
+def _kind(task: Task) -> str | None:
+    return task.reward.kind if task.reward is not None else None
+
+
+def _native(task: Task) -> bool:
+    return "verl" in task.extras or (task.source is not None and task.source.format == "verl")
+
+
+def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
+    spec = row.get("reward_model")
+    extra = row.get("extra_info")
+    spec = spec if isinstance(spec, dict) else {}
+    extra = extra if isinstance(extra, dict) else {}
+    tid = extra.get("id")
+    kind = REWARDS.get(str(row.get("data_source")))
+    solution = extra.get("answer")
+    task = {
+        "id": str(tid) if isinstance(tid, (str, int)) and str(tid) else f"{split}-{ordinal:05d}",
+        "metadata": {k: v for k, v in row.items() if k not in COLUMNS},
+        "prompt": read_messages(row.get("prompt"), "prompt"),
+        "answer": spec.get("ground_truth"),
+        "solution": solution if isinstance(solution, str) else None,
+        "reward": {"kind": kind} if kind else None,
+        "source": {"format": "verl", "split": split, "row": ordinal},
+    }
+    return task, {}
+
+
+def _prompt(task: Task, target: Target) -> list[dict[str, Any]]:
+    messages = text_messages(task, target.losses)
+    suffix = getattr(target.options, "instruction_suffix", None)
+    if suffix is None and not _native(task):
+        suffix = SUFFIXES.get(_kind(task) or "")
+    users = [m for m in messages if m["role"] == "user"]
+    if suffix and users:
+        users[-1]["content"] += suffix
+    return messages
+
+
+def _question(task: Task) -> str:
+    """The question without verl's instruction line, as verl's scripts keep it."""
+    text = task.instruction
+    for suffix in (*SUFFIXES.values(), _ALSO):
+        text = text.removesuffix(suffix)
+    return text
+
+
+def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
+    kind = _kind(task)
+    source = task.source.format if task.source is not None and task.source.format else None
+    if kind is not None and kind not in SOURCES:
+        target.losses.lost(
+            f"reward kind {kind!r} (verl's default_compute_score has no scorer for it; "
+            "data_source names the task's origin for a custom reward function)",
+            task,
+        )
+    extra: dict[str, Any] = {}
+    if task.source is not None and task.source.split is not None:
+        extra["split"] = task.source.split
+    if task.source is not None and task.source.row is not None:
+        extra["index"] = task.source.row
+        if task.id != f"{task.source.split}-{task.source.row:05d}":
+            extra["id"] = task.id
+    else:
+        extra["id"] = task.id
+    if task.solution is not None:
+        extra["answer"] = task.solution
+        extra["question"] = _question(task)
+    row = {
+        "data_source": SOURCES.get(kind or "") or source or "taskpack",
+        "prompt": _prompt(task, target),
+        "ability": ABILITIES.get(kind or ""),
+        "reward_model": {"style": "rule", "ground_truth": task.answer},
+        "extra_info": extra,
+    }
+    clash = sorted(k for k in task.metadata if k in COLUMNS)
+    if clash:
+        target.losses.lost(f"metadata keys named like verl's columns ({', '.join(clash)})", task)
+    return row | {k: v for k, v in task.metadata.items() if k not in COLUMNS}
+
+
+def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+    def rows() -> Iterator[dict[str, Any]]:
+        for index, task in enumerate(tasks):
+            row = write_row(FORMAT, task, to_row, target)
+            extra = row.get("extra_info")
+            if isinstance(extra, dict) and not _native(task):
+                # RLHFDataset hands `index` on with each prompt: a task with no row of its own
+                # gets its place in this split.
+                row["extra_info"] = {"split": split, "index": index} | extra
+            if target.options.embed:
+                row["extra_info"] = {
+                    **(row.get("extra_info") or {}),
+                    PAYLOAD_KEY: payload_json(task),
+                }
+            yield row
+
+    path = out / f"{split}.parquet"
+    write_parquet_rows(rows(), path)
+    return [path]
+
+
+def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
+    extra = row.get("extra_info")
+    if isinstance(extra, dict) and extra.get(PAYLOAD_KEY):
+        return task_from_payload(extra[PAYLOAD_KEY], "extra_info.taskpack")
+    return None
+
+
+def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    return read_rows(
+        FORMAT, iter_table_rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded
+    )
+
+
+FORMAT = Format(
+    name="verl",
+    summary="verl RL Parquet: data_source, prompt, ability, reward_model, extra_info.",
+    read=read,
+    write=write,
+    write_options=VerlWriteOptions,
+    # A reward kind verl has no scorer for is reported by `to_row`, naming the kind.
+    carries=frozenset({"prompt", "answer", "solution", "reward", "metadata"}),
+)
