@@ -20,6 +20,7 @@ reference scores 1.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 from collections.abc import Iterator
 from importlib import resources
@@ -28,7 +29,9 @@ from typing import Any
 import pydantic
 import verifiers.v1 as vf
 
-from . import taskpack_grade as grade  # type: ignore[attr-defined]
+# taskpack's grader, copied in beside this file (named at run time: in taskpack's own tree this
+# module is a template, and the grader there has another name).
+grade = importlib.import_module(f"{__name__}.taskpack_grade")
 
 __all__ = ["TaskpackTaskset"]
 
