@@ -127,7 +127,7 @@ def test_any_pair_converts_through_the_model(tmp_path: Path, data_dir: Path) -> 
     r3 = convert_format(
         {"test": [str(tmp_path / "sky" / "test.parquet")]}, "skyrl", "gem", tmp_path / "gem"
     )
-    assert "gem: extras.skyrl lost in 164 task(s)" in r3.losses
+    assert "gem: extras.skyrl.data_source lost in 164 task(s)" in r3.losses
     import_sources(
         tmp_path / "back", {"test": [str(tmp_path / "gem" / "test.parquet")]}, "gem", name="h"
     )

@@ -48,7 +48,11 @@ class Losses:
 
     def lost(self, what: str, task: Task) -> None:
         if self.strict:
-            raise TaskpackError(f"{self.fmt} cannot carry {what} (task {task.id!r}); --strict")
+            raise TaskpackError(
+                f"{self.fmt} cannot carry {what} (task {task.id!r}); --strict "
+                "(--embed also writes the whole task into the format's free field, where "
+                "a reader taking it back finds every field)"
+            )
         self.counts[what] += 1
 
     def report(self) -> list[str]:
@@ -117,6 +121,20 @@ def report_uncarried(fmt: Format, task: Task, losses: Losses) -> None:
     for name in CHECKED_FIELDS:
         if name not in fmt.carried(task) and getattr(task, name) not in (None, [], {}):
             losses.lost(name, task)
-    for other in task.extras:
+    for other, extra in task.extras.items():
         if other != fmt.name:
-            losses.lost(f"extras.{other}", task)
+            for key in extra_fields(extra):
+                losses.lost(f"extras.{other}.{key}", task)
+
+
+def extra_fields(extra: Any) -> list[str]:
+    """The fields a format's extras hold, by name: a residue's own markers (`$style`, `$drop`:
+    spellings and absences, not data) left out, a `$`-escaped key unescaped."""
+    if not isinstance(extra, dict):
+        return ["(value)"]
+    names = [
+        k[1:] if k.startswith("$$") else k
+        for k in extra
+        if not k.startswith("$") or k.startswith("$$")
+    ]
+    return names or []
