@@ -198,7 +198,13 @@ def test_skyrl_swe_rows_in_the_mini_swe_agent_shape(data_dir: Path, tmp_path: Pa
     result = run_check("skyrl", "check_skyrl.py", str(tmp_path / "s" / "validation.parquet"), "swe")
     first = json.loads(src.read_text(encoding="utf-8").split("\n", 1)[0])
     assert result["rows"] == 300 and result["env_class"] == "null"
-    assert result["instance"] == first  # the SWE-bench record itself, field for field
+    instance = result["instance"]
+    # the SWE-bench record itself, field for field, and what mini-swe-agent reads besides
+    assert {k: v for k, v in instance.items() if k in first} == first
+    assert set(instance) - set(first) == {"image_name", "eval_script"}
+    tag = first["instance_id"].replace("__", "_1776_")
+    assert instance["image_name"] == f"swebench/sweb.eval.x86_64.{tag}:latest".lower()
+    assert instance["eval_script"].startswith("#!/bin/bash\n# taskpack: this SWE-bench")
 
 
 MATH_TASKS = [  # MATH-style answers, made here (not read from verl): a task from elsewhere

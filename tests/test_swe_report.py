@@ -142,12 +142,21 @@ def export(root: Path, repo: str) -> Path:
             f": '{START_TEST_OUTPUT}'\n{command}\n: '{END_TEST_OUTPUT}'\n",
         ),
     ):
-        text = text.replace("/logs/verifier", str(logs)).replace("/tests/", f"{tests}/")
         (tests / name).write_text(text)
     instance = {"instance_id": "x__y-1", "repo": repo, "version": VERSIONS[repo], "runner": runner}
     instance.update(FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p)
     (tests / "instance.json").write_text(json.dumps(instance))
     return root
+
+
+def where(root: Path) -> dict[str, str]:
+    """test.sh's environment: its tests/ and logs/ under `root` instead of /tests and /logs."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": str(root),
+        "TASKPACK_TESTS": str(root / "tests"),
+        "TASKPACK_LOGS": str(root / "logs"),
+    }
 
 
 def verify(root: Path, repo: str, candidate: str) -> tuple[str, str]:
@@ -160,8 +169,9 @@ def verify(root: Path, repo: str, candidate: str) -> tuple[str, str]:
     (testbed / "bin_test.py").write_text(SYMPY_TEST)
     (testbed / "tox.ini").write_text(TOX_INI)
     (testbed / "calc.py").write_text(candidate)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root)}
-    subprocess.run(["bash", str(root / "tests" / "test.sh")], env=env, timeout=120, check=False)
+    subprocess.run(
+        ["bash", str(root / "tests" / "test.sh")], env=where(root), timeout=120, check=False
+    )
     logs = root / "logs"
     return (logs / "reward.txt").read_text().strip(), (logs / "test_output.txt").read_text()
 
@@ -222,8 +232,9 @@ def test_runs_nested_inside_the_tests_are_not_counted(tmp_path: Path) -> None:
     testbed.mkdir()
     (testbed / "test_calc.py").write_text(PYTEST_TESTS + inner)
     (testbed / "calc.py").write_text(FIXED)
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(root)}
-    subprocess.run(["bash", str(root / "tests" / "test.sh")], env=env, timeout=120, check=False)
+    subprocess.run(
+        ["bash", str(root / "tests" / "test.sh")], env=where(root), timeout=120, check=False
+    )
     observed = (root / "logs" / "test_observed.txt").read_text()
     assert status(repo, observed) == {
         "test_calc.py::test_add": "PASSED",

@@ -35,6 +35,8 @@ def _harness() -> None:
 
 
 def resolved(instance: dict, log_path: str) -> bool:  # type: ignore[type-arg]
+    if instance.get("parser") == "pytest":
+        return _pytest_resolved(instance, _read(log_path))
     from swebench.harness.grading import get_eval_report
     from swebench.harness.test_spec.test_spec import TestSpec
 
@@ -59,6 +61,29 @@ def resolved(instance: dict, log_path: str) -> bool:  # type: ignore[type-arg]
     }
     report = get_eval_report(spec, prediction, log_path, include_tests_status=False)
     return bool(report[instance["instance_id"]]["resolved"])
+
+
+def _pytest_resolved(instance: dict, log: str) -> bool:  # type: ignore[type-arg]
+    """An instance the harness has no spec for: its pytest log parser and resolution rule on
+    the test section of the log (all FAIL_TO_PASS and PASS_TO_PASS tests pass)."""
+    from swebench.harness import constants as c
+    from swebench.harness.grading import (
+        ResolvedStatus,
+        get_eval_tests_report,
+        get_resolution_status,
+    )
+    from swebench.harness.log_parsers.python import parse_log_pytest
+
+    failed = (c.APPLY_PATCH_FAIL, c.RESET_FAILED, c.TESTS_ERROR, c.TESTS_TIMEOUT)
+    if any(m in log for m in failed) or c.START_TEST_OUTPUT not in log:
+        return False
+    section = log.split(c.START_TEST_OUTPUT, 1)[1].split(c.END_TEST_OUTPUT, 1)
+    if len(section) < 2:
+        return False
+    status = parse_log_pytest(section[0], None)
+    gold = {"FAIL_TO_PASS": instance["FAIL_TO_PASS"], "PASS_TO_PASS": instance["PASS_TO_PASS"]}
+    report = get_eval_tests_report(status, gold)
+    return bool(get_resolution_status(report) == ResolvedStatus.FULL.value)
 
 
 def observed(printed: str, report: str, key: str) -> str | None:

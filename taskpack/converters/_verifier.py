@@ -217,7 +217,12 @@ def complete(
     The task's own files win; a clash is an error, never an overwrite."""
     if isinstance(task.reward, records.SweTests):
         if swe_harness.available():
-            for rel, (data, mode) in swe_harness.files(task).items():
+            try:
+                made = swe_harness.files(task)
+            except swe_harness.Unsupported as e:
+                target.losses.lost(str(e), task)
+                return
+            for rel, (data, mode) in made.items():
                 if not (rel == "environment/Dockerfile" and rel in files):
                     _add(files, rel, data, mode, task)
             return

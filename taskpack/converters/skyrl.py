@@ -22,6 +22,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from taskpack import records
+from taskpack.converters import _swe_harness as swe_harness
 from taskpack.converters import swebench
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
@@ -125,7 +126,8 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     source = (task.source.format if task.source else None) or "taskpack"
     if isinstance(task.reward, records.SweTests):
         instance = swebench.source_row(task)
-        row = {"data_source": source, "prompt": _prompt(task, target), "env_class": "null"}
+        instance |= _mini_swe_agent(task, instance, target)
+        row = {"data_source": "swe-bench", "prompt": _prompt(task, target), "env_class": "null"}
         return {**row, "instance": instance, **instance}
     return {
         "data_source": source,
@@ -134,6 +136,29 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         "reward_spec": {"method": "rule", "ground_truth": _answer_text(task, target)},
         "extra_info": {"id": task.id},
     }
+
+
+def _mini_swe_agent(task: Task, instance: dict[str, Any], target: Target) -> dict[str, Any]:
+    """What SkyRL's mini-swe-agent example reads beyond the SWE-bench record: the image
+    (`image_name`, taken before any guess from `data_source`) and `eval_script`, whose exit
+    status it takes as the verdict (the verifier of the folder exports, in one script). A row
+    that has its own keeps them."""
+    if "image_name" in instance and "eval_script" in instance:
+        return {}
+    if not swe_harness.available():
+        target.losses.lost(
+            "the SWE-bench eval script (pip install 'taskpack[swebench]' to write it)", task
+        )
+        return {}
+    try:
+        return {
+            "image_name": swe_harness.plan(task).image,
+            "eval_script": swe_harness.inline_eval_script(task),
+        }
+    except swe_harness.Unsupported as e:
+        target.losses.lost(str(e), task)
+        given = task.environment.image if task.environment else None
+        return {"image_name": given or swe_harness.default_image(instance)}
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
