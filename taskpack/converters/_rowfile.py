@@ -10,9 +10,38 @@ import os
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from taskpack.converters._format import Losses
+    from taskpack.model import Task
 
 BATCH_ROWS = 8192
+_EMPTIED = "empty objects (Parquet has no type for {}: written as null)"
+
+
+def parquet_row(row: dict[str, Any], task: Task, losses: Losses) -> dict[str, Any]:
+    """`row` as Parquet can hold it: an empty object anywhere in it (`{}`, which no Parquet
+    struct type holds) becomes null, and the task is reported."""
+    cleaned, emptied = _without_empty(row)
+    if emptied:
+        losses.lost(_EMPTIED, task)
+    return dict(cleaned)
+
+
+def _without_empty(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, dict):
+        if not value:
+            return None, True
+        out, changed = {}, False
+        for key, item in value.items():
+            out[key], inner = _without_empty(item)
+            changed |= inner
+        return out, changed
+    if isinstance(value, list):
+        pairs = [_without_empty(item) for item in value]
+        return [v for v, _ in pairs], any(c for _, c in pairs)
+    return value, False
 
 
 def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:

@@ -213,7 +213,12 @@ def runner(repo: str) -> str | None:
 
 def files(task: Task) -> dict[str, tuple[bytes, int]]:
     """Dockerfile, verifier and oracle of a SWE-bench task, as folder paths; `Unsupported`
-    when the instance has no eval script here."""
+    when the instance has no eval script here. Multi-SWE-bench's pull requests are verified
+    by that benchmark's harness (`_multi_files`)."""
+    from taskpack.converters.multi_swebench import is_multi_swebench
+
+    if is_multi_swebench(task.metadata):
+        return _multi_files(task)
     record = instance(task)
     how = plan(task)
     package = resources.files("taskpack.converters")
@@ -237,16 +242,75 @@ def files(task: Task) -> dict[str, tuple[bytes, int]]:
         out["tests/swe_report/taskpack_swe_report.py"] = (report, 0o644)
         out["tests/swe_report/sitecustomize.py"] = (_SITECUSTOMIZE, 0o644)
     if task.solution is not None:
-        patch = task.solution.encode("utf-8")
-        out["solution/solve.sh"] = (
-            b"#!/bin/bash\n# Apply the gold patch.\ncd "
-            + REPO_DIR.encode()
-            + b" && git apply -v - <<'TASKPACK_GOLD_PATCH'\n"
-            + patch
-            + (b"" if patch.endswith(b"\n") else b"\n")
-            + b"TASKPACK_GOLD_PATCH\n",
-            0o755,
-        )
+        out["solution/solve.sh"] = (_gold(task.solution, REPO_DIR), 0o755)
+    return out
+
+
+def _gold(patch: str, repo_dir: str) -> bytes:
+    """The oracle: the gold patch applied in the repository."""
+    body = patch if patch.endswith("\n") else patch + "\n"
+    return (
+        f"#!/bin/bash\n# Apply the gold patch.\ncd {repo_dir} && "
+        f"git apply -v - <<'TASKPACK_GOLD_PATCH'\n{body}TASKPACK_GOLD_PATCH\n"
+    ).encode()
+
+
+def image(task: Task) -> str:
+    """The image an instance runs in: the task's own, else the harness's naming."""
+    if task.environment is not None and task.environment.image:
+        return task.environment.image
+    return plan(task).image
+
+
+_MULTI_TEST = """#!/bin/bash
+# taskpack verifier: apply the test patch to the agent's work and run the tests as the
+# Multi-SWE-bench image does (/home/test-run.sh), then grade the log with that benchmark's own
+# parser for this repository and its report rules (tests/grade_multi_swebench.py); the reward
+# is the grader's alone.
+T=${{TASKPACK_TESTS:-/tests}}
+L=${{TASKPACK_LOGS:-/logs/verifier}}
+export TASKPACK_LOGS="$L"
+rm -f "$L/reward.txt" "$L/reward.json"
+mkdir -p "$L"
+cat > /home/test.patch <<'{end}'
+{test_patch}
+{end}
+bash /home/test-run.sh > "$L/test_output.txt" 2>&1
+if ! python3 "$T/grade_multi_swebench.py"; then
+    rm -f "$L/reward.txt" "$L/reward.json"
+    echo 0 > "$L/reward.txt"
+fi
+"""
+# What the grader reads of a Multi-SWE-bench row: the pull request, the dataset's transitions
+# and the recorded results of the runs before the fix.
+_MULTI_KEYS = (
+    *("org", "repo", "number", "tag", "number_interval", "run_result", "test_patch_result"),
+    *("p2p_tests", "f2p_tests", "s2p_tests", "n2p_tests"),
+)
+
+
+def _multi_files(task: Task) -> dict[str, tuple[bytes, int]]:
+    from taskpack.converters.multi_swebench import TEST_PATCH
+
+    reward = task.reward
+    assert reward is not None and reward.kind == "swe_tests"
+    patch = task.file(reward.test_patch or TEST_PATCH).read_bytes().decode("utf-8")
+    graded = {k: task.metadata[k] for k in _MULTI_KEYS if k in task.metadata}
+    workdir = (task.environment.workdir if task.environment else None) or REPO_DIR
+    end = "TASKPACK_TEST_PATCH_" + hashlib.sha256(patch.encode()).hexdigest()[:16]
+    test = _MULTI_TEST.format(end=end, test_patch=patch.rstrip("\n"))
+    package = resources.files("taskpack.converters")
+    out = {
+        "environment/Dockerfile": (f"FROM {image(task)}\nWORKDIR {workdir}\n".encode(), 0o644),
+        "tests/test.sh": (test.encode("utf-8"), 0o755),
+        "tests/instance.json": ((json.dumps(graded, indent=2) + "\n").encode(), 0o644),
+        "tests/grade_multi_swebench.py": (
+            package.joinpath("_multi_swe_grade.py").read_bytes(),
+            0o644,
+        ),
+    }
+    if task.solution is not None:
+        out["solution/solve.sh"] = (_gold(task.solution, workdir), 0o755)
     return out
 
 

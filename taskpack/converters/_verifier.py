@@ -90,7 +90,8 @@ def instruction_suffix(task: Task) -> str:
     """Where the agent's work goes, for graded tasks; empty otherwise."""
     reward = task.reward
     if isinstance(reward, records.SweTests):
-        return f"\n\nThe repository is checked out at {swe_harness.REPO_DIR}."
+        workdir = task.environment.workdir if task.environment else None
+        return f"\n\nThe repository is checked out at {workdir or swe_harness.REPO_DIR}."
     if not graded(task):
         return ""
     if isinstance(reward, records.UnitTests):

@@ -35,7 +35,7 @@ from taskpack.converters._columnar import (
 )
 from taskpack.converters._format import Format, Options, Target
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
-from taskpack.converters._rowfile import write_parquet_rows
+from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Task
@@ -81,7 +81,7 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
             row = write_row(FORMAT, task, to_row, target)
             if target.options.embed:
                 row[PAYLOAD_KEY] = payload_json(task)
-            yield row
+            yield parquet_row(row, task, target.losses)
 
     path = out / f"{split}.parquet"
     write_parquet_rows(rows(), path)

@@ -46,7 +46,7 @@ from taskpack.converters._columnar import (
 )
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
-from taskpack.converters._rowfile import write_parquet_rows
+from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, base_suffix, iter_table_rows
 from taskpack.model import Task
@@ -152,7 +152,7 @@ def _mini_swe_agent(task: Task, instance: dict[str, Any], target: Target) -> dic
         return {}
     try:
         return {
-            "image_name": swe_harness.plan(task).image,
+            "image_name": swe_harness.image(task),
             "eval_script": swe_harness.inline_eval_script(task),
         }
     except swe_harness.Unsupported as e:
@@ -168,7 +168,7 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
             if target.options.embed:
                 extra = row.get("extra_info") or {}
                 row["extra_info"] = {**extra, PAYLOAD_KEY: payload_json(task)}
-            yield row
+            yield parquet_row(row, task, target.losses)
 
     path = out / f"{target.options.file_names.get(split, split)}.parquet"
     write_parquet_rows(rows(), path)

@@ -60,7 +60,7 @@ from taskpack.converters._columnar import (
 )
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import payload_json, task_from_payload
-from taskpack.converters._rowfile import write_parquet_rows
+from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows, json_lines
 from taskpack.converters._verifier import solve_reference
@@ -167,7 +167,7 @@ def _write_datasets(tasks: Iterable[Task], out: Path, split: str, target: Target
             row = write_row(FORMAT, task, to_row, target)
             if target.options.embed:
                 row["info"] = payload_json(task)
-            yield row
+            yield parquet_row(row, task, target.losses)
 
     staged = out / f".{split}.rows.parquet"  # written a batch at a time, then memory-mapped
     cache = out / f".{split}.cache"

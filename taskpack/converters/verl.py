@@ -29,7 +29,7 @@ from pydantic import Field
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._format import Format, Options, Target, WriteOptions
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
-from taskpack.converters._rowfile import write_parquet_rows
+from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, iter_table_rows
 from taskpack.model import Task
@@ -156,7 +156,7 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
                     **(row.get("extra_info") or {}),
                     PAYLOAD_KEY: payload_json(task),
                 }
-            yield row
+            yield parquet_row(row, task, target.losses)
 
     path = out / f"{split}.parquet"
     write_parquet_rows(rows(), path)

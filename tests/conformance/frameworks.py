@@ -51,6 +51,14 @@ FRAMEWORKS = {
         ("nemo-gym==0.4.0",),
         check="from nemo_gym.train_data_utils import compute_sample_metrics",
     ),
+    # Multi-SWE-bench's harness as taskpack's grader installs it inside an image: without its
+    # docker and GitHub clients, which grading does not use.
+    "multi_swebench": Framework(
+        "3.11",
+        ("dataclasses-json", "unidiff", "marshmallow", "typing-inspect"),
+        no_deps=("multi-swe-bench==1.1.2",),
+        check="import multi_swe_bench.harness.repos",
+    ),
     "harbor": Framework(
         "3.12", ("harbor==0.26.0",), check="from harbor.models.task.task import Task"
     ),
