@@ -19,6 +19,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +32,18 @@ from taskpack.model import Task
 from taskpack.nesting import parse_json, parse_toml
 from taskpack.sandbox import SandboxError, files, run
 
-STAND_IN = re.compile(r"^(?:docker\.io/)?(?:library/)?python:[\w.-]+$")
+# Images whose toolchain this machine has under /usr (which the sandbox binds read-only): a task
+# naming one runs here with the host's toolchain standing in for the image's.
+STAND_INS = {
+    "python": "python3",
+    "gcc": "g++",
+    "node": "node",
+    "eclipse-temurin": "javac",
+    "openjdk": "javac",
+    "golang": "go",
+    "rust": "cargo",
+}
+_IMAGE = re.compile(r"^(?:docker\.io/)?(?:library/)?([\w.-]+):[\w.-]+$")
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "USER", "SHELL", "STOPSIGNAL", "ARG"}
 Status = Literal["ok", "failed", "not run"]
 Tree = dict[str, tuple[bytes, int]]  # path -> (bytes, mode)
@@ -153,9 +165,7 @@ def _image(context: Tree, app: Tree) -> tuple[dict[str, str], str]:
     text = context["Dockerfile"][0].decode("utf-8", "replace")
     for word, rest in _instructions(text):
         if word == "FROM":
-            base = _words(rest, word)[0]
-            if not STAND_IN.match(base):
-                raise NotRunnable(f"needs image {base}, which cannot be pulled or built here")
+            env.update(stand_in(_words(rest, word)[0]))
         elif word == "WORKDIR":
             workdir = os.path.normpath(os.path.join(workdir, _words(rest, word)[0]))
         elif word == "ENV":
@@ -189,6 +199,37 @@ def _image(context: Tree, app: Tree) -> tuple[dict[str, str], str]:
     return env, workdir
 
 
+def stand_in(image: str) -> dict[str, str]:
+    """The environment that makes the host's toolchain stand in for `image` (its PATH), or
+    NotRunnable saying what is missing."""
+    match = _IMAGE.match(image)
+    tool = STAND_INS.get(match.group(1)) if match else None
+    if tool is None:
+        raise NotRunnable(f"needs image {image}, which cannot be pulled or built here")
+    found = _toolchain(tool)
+    if found is None:
+        raise NotRunnable(f"needs image {image}; its toolchain ({tool}) is not on this machine")
+    return {"PATH": f"{found}:/usr/local/bin:/usr/bin:/bin"}
+
+
+def _toolchain(tool: str) -> str | None:
+    """The folder under /usr holding `tool`, found as the sandbox will see it: links resolved
+    (the sandbox has no /etc/alternatives), and a JDK only if it keeps its own conf/ (Debian's
+    links it to /etc)."""
+    import glob
+
+    if tool == "javac":
+        for home in sorted(glob.glob("/usr/lib/jvm/*/bin/javac")):
+            jdk = os.path.dirname(os.path.dirname(home))
+            files = glob.glob(os.path.join(jdk, "conf", "**"), recursive=True)
+            if files and all(os.path.realpath(f).startswith("/usr/") for f in files):
+                return os.path.join(jdk, "bin")
+        return None
+    path = shutil.which(tool, path="/usr/local/bin:/usr/bin")
+    real = os.path.realpath(path) if path else None
+    return os.path.dirname(real) if real and real.startswith("/usr/") else None
+
+
 def folder_side(folder: Path) -> Side:
     """A Harbor or OpenReward task folder as it runs."""
     for marker in ("task.toml", "task.yaml", "instruction.md"):
@@ -206,8 +247,8 @@ def folder_side(folder: Path) -> Side:
             raise Refused(f"task.toml: {e}") from None
         env_table = config.get("environment")
         image = env_table.get("docker_image") if isinstance(env_table, dict) else None
-        if isinstance(image, str) and not STAND_IN.match(image):
-            raise NotRunnable(f"needs image {image}, which cannot be pulled here")
+        if isinstance(image, str):
+            stand_in(image)
     app: Tree = {}
     env, workdir = _image(_tree(folder / "environment", folder), app)
     app.update(_tree(folder / "workspace", folder))  # OpenReward: the agent's starting files

@@ -1,0 +1,123 @@
+"""EvalPlus (tests/fixtures/evalplus, hand-made in the release files' shape): the task's test
+runs the reference against the candidate on the base and plus inputs with the set's tolerance
+and its special rules, graded by taskpack's grader (the code under test in a child process),
+and its Harbor export passes `check`: reference 1, no solution 0, every forger 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taskpack.check import Limits, check_task
+from taskpack.converters import _grade
+from taskpack.converters._verifier import solve_reference
+from taskpack.converters.evalplus import argument_shapes
+from taskpack.exporter import convert_format
+from taskpack.importer import read_source
+
+FIXTURES = Path(__file__).parent / "fixtures" / "evalplus"
+TASKS = {
+    t.id: t
+    for name in ("HumanEvalPlus.jsonl", "MbppPlus.jsonl")
+    for t in read_source(FIXTURES / name, "evalplus", split="test")
+}
+# Candidates: the reference passes; `plus only` is right on every base input and wrong on a
+# plus input (what the plus inputs are for); `near` differs within the tolerance.
+CANDIDATES: dict[str, dict[str, tuple[str, float]]] = {
+    "HumanEval/2": {
+        "near": ("def truncate_number(number):\n    return number % 1.0 + 1e-9\n", 1.0),
+        "off": ("def truncate_number(number):\n    return number % 1.0 + 1e-3\n", 0.0),
+        "plus only": (
+            "def truncate_number(number):\n    return 0.0 if number > 999 else number % 1.0\n",
+            0.0,
+        ),
+    },
+    "HumanEval/13": {
+        "plus only": (
+            "def greatest_common_divisor(a, b):\n    return 1 if 0 in (a, b) else __import__("
+            "'math').gcd(a, b)\n",
+            0.0,
+        ),
+        "int as float": (
+            "def greatest_common_divisor(a, b):\n    return float(__import__('math').gcd(a, b))\n",
+            1.0,  # EvalPlus: 5 == 5.0 is an exact match
+        ),
+    },
+    "Mbpp/2": {  # tuples in, a tuple out, compared as sets
+        "other order": (
+            "def similar_elements(a, b):\n"
+            "    return tuple(sorted(set(a) & set(b), reverse=True))\n",
+            1.0,
+        ),
+        "needs tuples": (
+            "def similar_elements(a, b):\n"
+            "    return tuple(x for x in a + b if x in a and x in b)\n",
+            1.0,  # a + b: tuples, as the set's own test passes them (lists would work too)
+        ),
+        "plus only": (
+            "def similar_elements(a, b):\n"
+            "    return (a[0],) if not b else tuple(set(a) & set(b))\n",
+            0.0,
+        ),
+    },
+    "Mbpp/17": {
+        "plus only": ("def square_perimeter(a):\n    return 4 * abs(a)\n", 0.0),
+    },
+}
+
+
+def score(task: Any, code: str, tmp_path: Path) -> float:
+    reward = task.reward
+    spec = {"entry_point": reward.entry_point, "test_file": reward.test_file}
+    tests = task.file(reward.test_file).read_bytes().decode()
+    return _grade.unit_test_score(spec, code, tests, str(tmp_path))
+
+
+def test_rows_map_to_unit_test_tasks() -> None:
+    task = TASKS["Mbpp/2"]
+    assert task.reward is not None and task.reward.kind == "unit_tests"
+    assert task.reward.entry_point == "similar_elements"
+    assert "base_input" not in task.metadata and task.metadata["atol"] == 0
+    assert task.metadata["code"].startswith("def similar_elements")
+    test = task.file("test.py").read_bytes().decode()
+    assert "5 base and\nplus inputs" in test and "as sets" in test
+
+
+def test_the_set_s_own_tests_give_the_arguments_their_containers() -> None:
+    tests = ["assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))"]
+    assert argument_shapes(tests, "similar_elements") == [["tuple*", None]] * 2
+    nested = ["assert f([(1, 'a'), (2, 'b')], {1, 2}, ((1, 2), 'x'), 'y') == 3"]
+    assert argument_shapes(nested, "f") == [
+        ["list", ["tuple*", None]],
+        ["set", None],
+        ["tuple", [["tuple*", None], None]],
+        None,
+    ]
+
+
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_the_reference_passes_and_candidates_score_as_evalplus_would(
+    task_id: str, tmp_path: Path
+) -> None:
+    task = TASKS[task_id]
+    reference = solve_reference(task)
+    assert reference is not None and score(task, reference, tmp_path) == 1.0
+    assert score(task, f"def {task.reward.entry_point}(*a):\n    return None\n", tmp_path) == 0.0
+    for name, (code, expected) in CANDIDATES[task_id].items():
+        assert score(task, code, tmp_path) == expected, name
+
+
+def test_exports_pass_check_with_every_forger(tmp_path: Path) -> None:
+    for name in ("HumanEvalPlus.jsonl", "MbppPlus.jsonl"):
+        out = tmp_path / name
+        convert_format({"test": [str(FIXTURES / name)]}, "evalplus", "harbor", out)
+        for folder in sorted(p for p in (out / "test").iterdir() if p.is_dir()):
+            result = check_task(folder, Limits(timeout=120))
+            assert (result.status, result.oracle, result.null, result.forged) == (
+                "ok",
+                1.0,
+                0.0,
+                {},
+            ), result
