@@ -20,13 +20,23 @@ BATCH_ROWS = 8192
 _EMPTIED = "empty objects (Parquet has no type for {}: written as null)"
 
 
+TYPES = "$arrow"  # a row's key for the Arrow types of its columns (removed before writing)
+
+
 def parquet_row(row: dict[str, Any], task: Task, losses: Losses) -> dict[str, Any]:
     """`row` as Parquet can hold it: an empty object anywhere in it (`{}`, which no Parquet
-    struct type holds) becomes null, and the task is reported."""
+    struct type holds) becomes null, and the task is reported; the Arrow types its own
+    format's reader found (timestamps, decimals, bytes, see `_arrowjson`) go with it."""
+    from taskpack.converters._rows import ARROW, STYLE
+
     cleaned, emptied = _without_empty(row)
     if emptied:
         losses.lost(_EMPTIED, task)
-    return dict(cleaned)
+    out = dict(cleaned)
+    style = task.extras.get(losses.fmt, {}).get(STYLE)
+    if isinstance(style, dict) and isinstance(style.get(ARROW), str):
+        out[TYPES] = style[ARROW]
+    return out
 
 
 def _without_empty(value: Any) -> tuple[Any, bool]:
@@ -90,8 +100,18 @@ def _table(rows: list[dict[str, Any]]) -> Any:
     would drop the others silently."""
     import pyarrow as pa
 
+    from taskpack.converters._arrowjson import schema_of, typed_column
+
+    typed: dict[str, pa.Field] = {}
+    for types in dict.fromkeys(row.pop(TYPES) for row in rows if TYPES in row):
+        for f in schema_of(types):
+            typed.setdefault(f.name, f)
     names = list(dict.fromkeys(key for row in rows for key in row))
-    return pa.table({name: [row.get(name) for row in rows] for name in names})
+    columns = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        columns[name] = typed_column(values, typed[name]) if name in typed else values
+    return pa.table(columns)
 
 
 def _batches(rows: Iterable[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from taskpack.converters._columnar import Template
 
 STYLE = "$style"
+ARROW = "arrow"  # under STYLE: the Arrow types of the row's non-JSON columns
 Hints = dict[str, Any]
 ToTask = Callable[[dict[str, Any], int], tuple[dict[str, Any], Hints]]
 ToRow = Callable[[Task, Hints, Target], dict[str, Any]]
@@ -51,6 +52,9 @@ def read_rows(
                     if whole is not None
                     else _native(fmt, row, ordinal, to_task, to_row, probe)
                 )
+                if record.types is not None and whole is None:  # for the writer to type back
+                    extra = record.task.extras.setdefault(fmt.name, {})
+                    extra.setdefault(STYLE, {})[ARROW] = record.types
             except RowError as e:
                 record.task, record.error = None, str(e)
         yield record

@@ -30,6 +30,7 @@ class Record:
     task: Any = None  # the source row, then the task (a mapping, or a Task already validated)
     error: str | None = None
     line: int | None = None
+    types: str | None = None  # the Arrow types of the row's non-JSON columns (`_arrowjson`)
 
 
 class RowError(ValueError):
@@ -305,10 +306,16 @@ def arrow_records(
     """The records of a table's rows read as Arrow record batches, the first being row `first`
     of `where`; `lines`: row N is line N + 1, as for Parquet (a CSV row's line is not known
     from its table)."""
+    from taskpack.converters._arrowjson import json_row, row_types
+
     number = first
     for batch in batches:
+        types = row_types(batch.schema)  # timestamps, decimals, bytes: as JSON, typed beside
         for row in batch.to_pylist():
-            yield Record(f"{where}: row {number}", task=row, line=number + 1 if lines else None)
+            if types is not None:
+                row = json_row(row, batch.schema)
+            line = number + 1 if lines else None
+            yield Record(f"{where}: row {number}", task=row, line=line, types=types)
             number += 1
 
 
