@@ -154,6 +154,80 @@ def test_kaggle_generated_ids_template_and_numeric_cells(tmp_path: Path) -> None
     assert kaggle.source_row(tasks[0], **opts) == {"q": "Capital of France?", "a": 7, "n": 1}
 
 
+MMLU_ROWS = [  # cais/mmlu's shape: the choices in one list column, the answer an index
+    {
+        "question": "Which gas do plants take in?",
+        "subject": "biology",
+        "choices": ["Oxygen", "Carbon dioxide", "Helium", "Neon"],
+        "answer": 1,
+    },
+    {"question": "2 + 2?", "subject": "math", "choices": [3, 4, 5, 22], "answer": 1},
+]
+
+
+def test_multiple_choice_from_a_list_column_with_an_index_answer(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "test.parquet"
+    table = pa.table(
+        {
+            "question": [r["question"] for r in MMLU_ROWS],
+            "subject": [r["subject"] for r in MMLU_ROWS],
+            "choices": [[str(c) for c in r["choices"]] for r in MMLU_ROWS],
+            "answer": pa.array([r["answer"] for r in MMLU_ROWS], pa.int64()),
+        }
+    )
+    pq.write_table(table, src)
+    tasks = list(read_source(src, "kaggle", split="test", preset="mmlu"))
+    first = tasks[0]
+    assert first.answer == "B" and first.reward is not None
+    assert [(c.label, c.text) for c in first.reward.choices] == [
+        ("A", "Oxygen"),
+        ("B", "Carbon dioxide"),
+        ("C", "Helium"),
+        ("D", "Neon"),
+    ]
+    assert first.prompt[0].content == (
+        "Which gas do plants take in?\n\nA. Oxygen\nB. Carbon dioxide\nC. Helium\nD. Neon"
+    )
+    assert first.metadata == {"subject": "biology", "answer": 1}  # the index, as it was
+    assert [kaggle.source_row(t, preset="mmlu") for t in tasks] == table.to_pylist()
+    # numbers as choices (JSON Lines) come back as numbers
+    jsonl = tmp_path / "test.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in MMLU_ROWS))
+    again = list(read_source(jsonl, "kaggle", split="test", preset="mmlu"))
+    assert again[1].answer == "B" and again[1].reward.choices[1].text == "4"
+    assert [kaggle.source_row(t, preset="mmlu") for t in again] == MMLU_ROWS
+
+
+@pytest.mark.parametrize(
+    ("answer", "label"), [("B", "B"), ("1", "B"), (1, "B"), ("Four", "B"), ("C", "C")]
+)
+def test_multiple_choice_from_text_columns_named_otherwise(
+    tmp_path: Path, answer: object, label: str
+) -> None:
+    row = {"q": "2 + 2?", "AnswerAText": "Three", "AnswerBText": "Four", "AnswerCText": "Five"}
+    src = tmp_path / "rows.jsonl"
+    src.write_text(json.dumps({**row, "correct": answer}) + "\n")
+    opts = {
+        "prompt_column": "q",
+        "choice_columns": "AnswerAText,AnswerBText,AnswerCText",
+        "choice_labels": "A,B,C",
+        "answer_column": "correct",
+    }
+    (task,) = read_source(src, "kaggle", **opts)
+    assert task.answer == label and [c.label for c in task.reward.choices] == ["A", "B", "C"]
+    assert kaggle.source_row(task, **opts) == {**row, "correct": answer}
+
+
+def test_a_multiple_choice_answer_that_is_no_choice_is_one_error_line(tmp_path: Path) -> None:
+    src = tmp_path / "rows.jsonl"
+    src.write_text(json.dumps({**MMLU_ROWS[0], "answer": 7}) + "\n")
+    with pytest.raises(taskpack.InvalidTask, match=r"answer 7: none of the choices \(labels A"):
+        list(read_source(src, "kaggle", preset="mmlu"))
+
+
 def tree(folder: Path) -> dict[str, tuple[bytes, int]]:
     return {
         p.relative_to(folder).as_posix(): (p.read_bytes(), p.stat().st_mode & 0o777)

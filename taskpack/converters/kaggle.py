@@ -7,6 +7,13 @@ Options (also accepted as a YAML mapping file):
   answer_column    reference answer; rows of a table without it (a test.csv) get no answer
                    when answer_optional is true
   choice_columns   columns holding the choices (comma-separated); their names are the labels
+                   unless choice_labels names them (AnswerAText.. -> A, B, ...)
+  choices_column   or one column holding the list of choices (MMLU's `choices`), labelled A,
+                   B, C, ... (or choice_labels) and listed under the prompt as "A. text"
+  choice_labels    the labels of the choices, in order
+                   A multiple-choice answer may be a label, a 0-based index (an integer, as
+                   MMLU's, or its digits) or a choice's text; the task's answer is its label,
+                   and a cell that was not the label stays in metadata as it was
   reward           how an answer is scored: `auto` (the default: multiple choice with
                    choice_columns, else numeric_match where the answer is a number, as 27.0 or
                    025 or 1,080 or \frac{1}{2}, else exact_match), or one of exact_match,
@@ -27,6 +34,7 @@ from typing import Any, Literal
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
+from taskpack import records
 from taskpack.converters._columnar import (
     ROW,
     Batch,
@@ -54,7 +62,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "choice_columns": ["A", "B", "C", "D", "E"],
         "answer_column": "answer",
         "answer_optional": True,
-    }
+    },
+    # MMLU (cais/mmlu and its kin): question, subject, choices (a list), answer (an index).
+    "mmlu": {"prompt_column": "question", "choices_column": "choices", "answer_column": "answer"},
 }
 
 
@@ -65,6 +75,8 @@ class KaggleOptions(Options):
     answer_column: str | None = None
     answer_optional: bool = False
     choice_columns: list[str] = Field(default_factory=list)
+    choices_column: str | None = None
+    choice_labels: list[str] = Field(default_factory=list)
     reward: Literal["auto", "exact_match", "numeric_match", "multiple_choice"] = "auto"
     strip_headers: bool = False
     member: str | None = None
@@ -81,10 +93,9 @@ class KaggleOptions(Options):
             if preset not in PRESETS:
                 raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
             values = {**PRESETS[preset], **values}
-        if isinstance(values.get("choice_columns"), str):
-            values["choice_columns"] = [
-                c.strip() for c in values["choice_columns"].split(",") if c.strip()
-            ]
+        for key in ("choice_columns", "choice_labels"):
+            if isinstance(values.get(key), str):
+                values[key] = [c.strip() for c in values[key].split(",") if c.strip()]
         return values
 
     @field_validator("prompt_template")
@@ -104,18 +115,32 @@ class KaggleOptions(Options):
     def _one_prompt(self) -> KaggleOptions:
         if (self.prompt_column is None) == (self.prompt_template is None):
             raise ValueError("give exactly one of prompt_column or prompt_template")
-        if (self.reward == "multiple_choice") != bool(self.choice_columns) and (
-            self.reward != "auto"
+        if self.choice_columns and self.choices_column:
+            raise ValueError("give choice_columns or choices_column, not both")
+        if (self.reward == "multiple_choice") != self.multiple_choice and self.reward != "auto":
+            raise ValueError(
+                "reward multiple_choice goes with choice_columns or choices_column, and only it"
+            )
+        if (
+            self.choice_labels
+            and self.choice_columns
+            and (len(self.choice_labels) != len(self.choice_columns))
         ):
-            raise ValueError("reward multiple_choice goes with choice_columns, and only it")
+            raise ValueError("choice_labels: one label per choice column")
+        if len(set(self.choice_labels)) != len(self.choice_labels):
+            raise ValueError("choice_labels: labels must differ")
         return self
+
+    @property
+    def multiple_choice(self) -> bool:
+        return bool(self.choice_columns or self.choices_column)
 
 
 def reward_kind(options: KaggleOptions, answer: str | None) -> str | None:
     """The reward kind of a row whose answer is `answer` (see the module's doc)."""
     from taskpack.converters._grade import exact_number
 
-    if options.choice_columns:
+    if options.multiple_choice:
         return "multiple_choice"
     if answer is None:
         return None
@@ -144,12 +169,12 @@ def _mapping(
     reward `kind` for the columnar templates (whose answer is a slot, not a value)."""
     id_col, prompt_col, template = options.id_column, options.prompt_column, options.prompt_template
     answer_col, answer_optional = options.answer_column, options.answer_optional
-    choices = options.choice_columns
+    choices, listed = options.choice_columns, options.choices_column
     template_cols = [f for _, f, _, _ in string.Formatter().parse(template or "") if f]
-    required = {c for c in [id_col, prompt_col, *choices, *template_cols] if c}
+    required = {c for c in [id_col, prompt_col, listed, *choices, *template_cols] if c}
     if answer_col and not answer_optional:
         required.add(answer_col)
-    verbatim = {c for c in [id_col, prompt_col, answer_col, *choices] if c}
+    verbatim = {c for c in [id_col, prompt_col, answer_col, listed, *choices] if c}
     checked = False
 
     def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
@@ -174,19 +199,69 @@ def _mapping(
         else:
             assert prompt_col is not None
             task["prompt"] = _text(row, prompt_col, kept)
-        if answer_col and answer_col in row and row[answer_col] is not None:
-            task["answer"] = _text(row, answer_col, kept)
-        if choices:
+        answered = answer_col is not None and row.get(answer_col) is not None
+        if options.multiple_choice:
+            labels, texts = _choices(row, options, kept)
             task["reward"] = {
                 "kind": "multiple_choice",
-                "choices": [{"label": c, "text": _text(row, c, kept)} for c in choices],
+                "choices": [{"label": a, "text": t} for a, t in zip(labels, texts, strict=True)],
             }
-        elif "answer" in task:
+            if listed is not None:  # the choices are nowhere else in the prompt
+                lines = "\n".join(f"{a}. {t}" for a, t in zip(labels, texts, strict=True))
+                task["prompt"] = f"{task['prompt']}\n\n{lines}"
+            if answered and answer_col is not None and ordinal == ROW:
+                task["answer"] = row[answer_col]  # a template's slot: the batch checks it
+            elif answered and answer_col is not None:
+                task["answer"] = _label(row[answer_col], labels, texts)
+                if task["answer"] != row[answer_col]:
+                    kept[answer_col] = row[answer_col]
+        elif answered:
+            assert answer_col is not None
+            task["answer"] = _text(row, answer_col, kept)
+        if "answer" in task and not options.multiple_choice:
             task["reward"] = {"kind": kind or reward_kind(options, task["answer"])}
         task["metadata"] = {k: v for k, v in row.items() if k not in verbatim} | kept
         return task
 
     return convert
+
+
+def _choices(
+    row: dict[str, Any], options: KaggleOptions, kept: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """The choices' labels and texts: from their columns, or from the one column listing them."""
+    if options.choices_column is None:
+        texts = [_text(row, c, kept) for c in options.choice_columns]
+        return options.choice_labels or list(options.choice_columns), texts
+    listed = row[options.choices_column]
+    if not isinstance(listed, list) or len(listed) < 2:
+        raise RowError(f"column {options.choices_column!r}: expected a list of 2 or more choices")
+    if not all(isinstance(t, (str, int, float)) and not isinstance(t, bool) for t in listed):
+        raise RowError(f"column {options.choices_column!r}: choices must be text or numbers")
+    if any(not isinstance(t, str) for t in listed):
+        kept[options.choices_column] = listed  # numbers: the row keeps them as they were
+    labels = options.choice_labels or list(string.ascii_uppercase[: len(listed)])
+    if len(labels) != len(listed):
+        raise RowError(f"{len(listed)} choices, {len(labels)} choice_labels")
+    return labels, [str(t) for t in listed]
+
+
+def _label(answer: Any, labels: list[str], texts: list[str]) -> str:
+    """A multiple-choice answer as its choice's label: given as the label, a 0-based index,
+    or the choice's text."""
+    if isinstance(answer, str) and answer in labels:
+        return answer
+    index = answer if isinstance(answer, int) and not isinstance(answer, bool) else None
+    if isinstance(answer, str) and answer.strip().isdigit():
+        index = int(answer.strip())
+    if index is not None and 0 <= index < len(labels):
+        return labels[index]
+    if isinstance(answer, str) and answer in texts:
+        return labels[texts.index(answer)]
+    raise RowError(
+        f"answer {answer!r}: none of the choices (labels {', '.join(labels)}, their 0-based "
+        "index, or a choice's text)"
+    )
 
 
 def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
@@ -199,8 +274,12 @@ def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
 def read_columns(
     uri: str, split: str, options: KaggleOptions
 ) -> Iterator[Batch | Iterator[Record]]:
-    """`read`, a batch at a time (see `_columnar`), for tables of text cells."""
+    """`read`, a batch at a time (see `_columnar`), for tables of text cells whose choices,
+    if any, are their own columns named as their labels."""
     import pyarrow.compute as pc
+
+    if options.choices_column or options.choice_labels:
+        raise NotColumnar("choices in a list, or labelled otherwise than their columns")
 
     answer, labels = options.answer_column, options.choice_columns
     templates: dict[str | None, Template] = {}
@@ -276,11 +355,20 @@ def source_row(task: Task, **values: Any) -> dict[str, Any]:
     if options.get("id_column"):
         row[options["id_column"]] = task.id
     if options.get("prompt_column"):
-        row[options["prompt_column"]] = task.instruction
+        text = task.instruction
+        if options.get("choices_column") and isinstance(task.reward, records.MultipleChoice):
+            listed = "\n".join(f"{c.label}. {c.text}" for c in task.reward.choices)
+            text = text.removesuffix(f"\n\n{listed}")  # the choices the reader listed
+        row[options["prompt_column"]] = text
     if options.get("answer_column") and task.answer is not None:
         row[options["answer_column"]] = task.answer
     if task.reward is not None and task.reward.kind == "multiple_choice":
-        row.update({c.label: c.text for c in task.reward.choices})
+        texts = [c.text for c in task.reward.choices]
+        if options.get("choices_column"):
+            row[options["choices_column"]] = texts
+        else:
+            columns = options.get("choice_columns") or [c.label for c in task.reward.choices]
+            row.update(zip(columns, texts, strict=True))
     row.update(task.metadata)
     return row
 
