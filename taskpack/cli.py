@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 invalid input or failed operation (one-line message, no
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -782,7 +783,7 @@ def pull(
     as_json: bool,
 ) -> None:
     """Fetch a version (NAME, NAME@1, NAME@1.2.3, NAME@sha256:...) into the local cache."""
-    from taskpack.registry.cache import default_cache_dir
+    from taskpack.objects import default_cache_dir
     from taskpack.registry.client import pull as pull_version
 
     ts = pull_version(ref, splits, registry=registry, files=files, lockfile=lockfile, quiet=quiet)
@@ -815,26 +816,65 @@ def lock(refs: tuple[str, ...], registry: str | None, output: Path) -> None:
 
 
 @main.command()
-@click.argument("target")
+@click.argument("target", required=False)
 @registry_option
+@click.option(
+    "--mirror",
+    metavar="REGISTRY",
+    help="Serve a pull-through mirror of REGISTRY (instead of a TARGET): clients use "
+    "--registry http://HOST:PORT, and each object is fetched from REGISTRY once.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, help="Port (0: any free port).")
+@click.option("--workers", default=1, show_default=True, help="Processes serving (2 on 2 cores).")
+@click.option(
+    "--allow-host", multiple=True, help="Another name clients reach this server by (Host)."
+)
+@click.option(
+    "--ttl",
+    default=10.0,
+    show_default=True,
+    help="Mirror: seconds a listing or tag is reused before upstream is asked again.",
+)
 @_user_errors
-def serve(target: str, registry: str | None, host: str, port: int) -> None:
+def serve(
+    target: str | None,
+    registry: str | None,
+    mirror: str | None,
+    host: str,
+    port: int,
+    workers: int,
+    allow_host: tuple[str, ...],
+    ttl: float,
+) -> None:
     """Serve one version (a folder or NAME@VERSION) over HTTP: a JSON API with an OpenAPI
-    document at /openapi.json, and a read-only HTML view at /."""
-    from taskpack.serve import make_server
+    document at /openapi.json, and a read-only HTML view at /. With --mirror, serve a
+    registry's versions instead, for a cluster's nodes to share one fetch."""
+    from taskpack.serve import Config, allowed_hosts, bind, run
 
-    ts = _open_any(target, registry)
-    server = make_server(ts, host, port)
-    m = ts.manifest
-    click.echo(f"serving {m.ref} ({m.digest}) on http://{host}:{server.server_port}/", err=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    if (target is None) == (mirror is None):
+        raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY")
+    if workers < 1:
+        raise click.BadParameter("at least 1", param_hint="--workers")
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    hosts = allowed_hosts(host, port, allow_host)
+    config = Config(
+        target=target,
+        registry=registry,
+        mirror=mirror,
+        ttl=ttl,
+        hosts=tuple(sorted(hosts)) if hosts is not None else None,
+    )
+    app = config.app()  # opens the version (or the upstream) here: errors are one line
+    shown = f"[{host}]" if ":" in host else host
+    if app.api is not None:
+        m = app.api.catalog.ts.manifest
+        click.echo(f"serving {m.ref} ({m.digest}) on http://{shown}:{port}/", err=True)
+    else:
+        click.echo(f"mirroring {mirror} on http://{shown}:{port}/", err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        run(config, sock, workers, app if workers == 1 else None)
 
 
 @main.command()

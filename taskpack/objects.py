@@ -11,6 +11,7 @@ task-set folders, registries and the cache, importable without pyarrow or pydant
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,21 @@ def blob_relpath(sha: str) -> str:
 def object_key(sha: str) -> str:
     """Where a registry over a key-value store (a folder, an S3 prefix) keeps object `sha`."""
     return f"objects/{sha256_relpath(sha)}"
+
+
+def default_cache_dir() -> Path:
+    """This machine's cache: `TASKPACK_CACHE`, else `taskpack` in the user's cache folder."""
+    env = os.environ.get("TASKPACK_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "taskpack"
+
+
+def decoded_path(sha: str) -> Path:
+    """Where the cache keeps the decoded copy (Arrow IPC, memory-mapped for random access) of
+    the split file whose bytes hash to `sha`."""
+    return default_cache_dir() / "decoded" / f"{sha256_relpath(sha)}.arrow"
 
 
 def file_sha256(path: Path) -> str:

@@ -1,47 +1,97 @@
-"""`taskpack serve REF`: one pinned version over HTTP, for sandboxes that cannot share a cache
-or hold registry credentials, and a read-only HTML view to look at tasks.
+"""`taskpack serve`: one pinned version over HTTP (a JSON API and a read-only HTML view), or,
+with `--mirror REGISTRY`, a pull-through mirror of a registry (`registry/mirror.py`), on
+uvicorn: an ASGI server whose event loop holds idle connections for nothing.
 
 JSON API (every response carries the version digest, in the body and in `X-Taskpack-Digest`):
 
     GET /api/v1                                  name, version, digest, splits and counts
     GET /api/v1/splits/SPLIT                     count and split digest
     GET /api/v1/splits/SPLIT/ids?offset=&limit=  a page of ids (limit <= 1000)
+    GET /api/v1/splits/SPLIT/digests             every task digest, 32 bytes each, in order
     GET /api/v1/splits/SPLIT/tasks/INDEX         task by position
     GET /api/v1/splits/SPLIT/by-id/ID            task by id
-    GET /api/v1/files/SHA256                     a task file's bytes, hash-checked
+    GET /api/v1/files/SHA256                     a task file's bytes, hash-checked, streamed
     GET /openapi.json                            this API, as OpenAPI 3.1
 
-HTML: `/` (splits), `/view/SPLIT?page=&q=&where=` (a page of tasks, filtered), and
-`/view/SPLIT/ID` (one task: prompt, reward, files by role, metadata). Plain HTML, no scripts.
-A bad request gets a 4xx and `{"error": ...}`, never a traceback.
+A task is its JSON without null fields (`?nulls=1` keeps them); `?canonical=1` gives exactly the
+content its digest covers (`taskpack.fetch` checks it with the standard library alone). HTML:
+`/` (splits), `/view/SPLIT?page=&q=&where=`, `/view/SPLIT/ID`: plain HTML, no scripts, every
+value escaped, under a Content-Security-Policy that allows none. A mirror answers the registry
+protocol below `/registry/v1` (`registry/http.py`). Requests whose `Host` is not this server's
+name are refused (421), which DNS rebinding needs; a bad request gets a 4xx and `{"error": ...}`.
+
+Why uvicorn: its httptools parser and uvloop loop answer a small response at most of the rate
+nginx serves the same bytes from disk (bench/serve.py), idle keep-alive connections cost a
+file descriptor and nothing else, its concurrency limit and keep-alive timeout bound what
+clients hold, and it takes a pre-bound socket for several worker processes. Work that reads
+Parquet runs on threads (two lanes: a slow filter never holds the lane tasks are served from),
+and file bodies are streamed in 64 KiB pieces.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import html
+import ipaddress
 import json
+import mimetypes
+import os
+import socket
 import threading
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote
 
 from taskpack import records
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json
+from taskpack.registry.http import PREFIX as REGISTRY_PREFIX
+from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.taskset import Split, TaskSet
 
 PAGE = 50
 MAX_IDS = 1000
+CHUNK = 64 << 10  # bytes per piece of a streamed file
+CACHE_BYTES = 128 << 20  # rendered API answers kept, whole
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+# Files are served with a type a browser never runs: images as images, text as plain text.
+_IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+_STYLE = b"""body{font-family:system-ui,sans-serif;margin:2em;max-width:75em}
+pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap;overflow-wrap:anywhere}
+table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.3em .5em;text-align:left}
+.error{color:#a00}footer{margin-top:2em;color:#666}
+"""
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class HttpError(Exception):
     def __init__(self, status: HTTPStatus, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass
+class Response:
+    status: int
+    content_type: str
+    body: bytes = b""
+    path: Path | None = None  # a file streamed from disk instead of `body`
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    cacheable: bool = False  # the same request always gets these bytes
 
 
 class Catalog:
@@ -69,21 +119,21 @@ class Catalog:
         with self._locks[name]:
             return read(split)
 
-    def file(self, sha: str) -> bytes:
-        """A file of any task by content hash: a large file from the version's objects, an
-        inline one from the row that holds it (found through the files' hash column)."""
+    def file(self, sha: str) -> tuple[Path | None, bytes]:
+        """A file of any task by content hash: a large file's path in the version's objects
+        (hash-checked by the object source), or an inline file's bytes from the row holding it
+        (found through the files' hash column)."""
         if any(sha in s.blobs for s in self.ts.manifest.splits.values()):
-            data = self.ts.read_blob(sha)
-        else:
-            where = self._file_index().get(sha)
-            if where is None:
-                raise HttpError(HTTPStatus.NOT_FOUND, f"no task file {sha}")
-            name, row = where
-            task = self.read(name, lambda s: s[row])
-            data = next(f for f in task.files if f.sha256 == sha).read_bytes()
+            return self.ts.object(sha), b""
+        where = self._file_index().get(sha)
+        if where is None:
+            raise HttpError(HTTPStatus.NOT_FOUND, f"no task file {sha}")
+        name, row = where
+        task = self.read(name, lambda s: s[row])
+        data = next(f for f in task.files if f.sha256 == sha).read_bytes()
         if hashlib.sha256(data).hexdigest() != sha:
             raise HttpError(HTTPStatus.INTERNAL_SERVER_ERROR, f"file {sha} failed its hash check")
-        return data
+        return None, data
 
     def _file_index(self) -> dict[str, tuple[str, int]]:
         with self._files_lock:
@@ -100,14 +150,23 @@ class Catalog:
             return self._files
 
 
-def task_json(task: Task) -> dict[str, Any]:
-    """The task as JSON, files by hash with the link that serves their bytes."""
+def _no_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_no_nulls(v) for v in value]
+    return value
+
+
+def task_json(task: Task, nulls: bool = False) -> dict[str, Any]:
+    """The task as JSON, files by hash with the link that serves their bytes; null fields
+    left out unless `nulls`."""
     body = task.model_dump(mode="json", exclude={"files"})
     body["files"] = [
         {**f.model_dump(mode="json", exclude={"data"}), "href": f"/api/v1/files/{f.sha256}"}
         for f in task.files
     ]
-    return body
+    return body if nulls else _no_nulls(body)
 
 
 def _int(query: dict[str, list[str]], key: str, default: int, low: int, high: int) -> int:
@@ -120,88 +179,102 @@ def _int(query: dict[str, list[str]], key: str, default: int, low: int, high: in
     return value
 
 
-class Handler(BaseHTTPRequestHandler):
-    catalog: Catalog
-    protocol_version = "HTTP/1.1"  # keep-alive: a client reuses its connection
-    server_version = "taskpack"
-    disable_nagle_algorithm = True  # headers and body leave at once, not 40 ms apart
+def _flag(query: dict[str, list[str]], key: str) -> bool:
+    return query.get(key, ["0"])[0].lower() in ("1", "true", "yes")
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: a load test would otherwise print a line per request."""
 
-    def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        parts = [unquote(p) for p in url.path.split("/") if p]
-        query = parse_qs(url.query)
-        try:
-            if parts[:2] == ["api", "v1"]:
-                result = self._api(parts[2:], query)
-                if isinstance(result, bytes):  # a file's bytes
-                    self._send(HTTPStatus.OK, "application/octet-stream", result)
-                else:
-                    self._json(HTTPStatus.OK, result)
-            elif parts == ["openapi.json"]:
-                self._json(HTTPStatus.OK, openapi(self.catalog))
-            elif not parts or parts[0] == "view":
-                self._send(HTTPStatus.OK, "text/html; charset=utf-8", self._page(parts[1:], query))
-            else:
-                raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {url.path!r}")
-        except HttpError as e:
-            self._json(e.status, {"error": str(e)})
-        except (TaskpackError, ValueError, KeyError, IndexError) as e:
-            self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
+def file_type(path: str) -> str:
+    """The Content-Type a task file is served with: images as images, text as plain text
+    (HTML, SVG and scripts included, so nothing in a task runs in the viewer's origin), the
+    rest as bytes."""
+    kind = mimetypes.guess_type(path)[0] or ""
+    if kind in _IMAGES:
+        return kind
+    texty = kind.startswith("text/") or kind in ("application/json", "application/xml")
+    if texty or kind.endswith(("+xml", "+json", "javascript")):
+        return "text/plain; charset=utf-8"
+    suffix = Path(path).suffix.lower()
+    if suffix in (".py", ".sh", ".md", ".toml", ".yaml", ".yml", ".patch", ".diff", ".cfg"):
+        return "text/plain; charset=utf-8"
+    return "application/octet-stream"
 
-    def _api(self, parts: list[str], query: dict[str, list[str]]) -> dict[str, Any] | bytes:
+
+class Api:
+    """The JSON API and the HTML view of one version, as plain functions of a request."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def json(self, status: int, body: dict[str, Any], cacheable: bool = False) -> Response:
+        body = {**body, "digest": self.catalog.digest}
+        data = json.dumps(body, ensure_ascii=False).encode()
+        return Response(status, "application/json", data, cacheable=cacheable)
+
+    def handle(self, parts: list[str], query: dict[str, list[str]]) -> Response:
+        if parts[:2] == ["api", "v1"]:
+            return self._api(parts[2:], query)
+        if parts == ["openapi.json"]:
+            return self.json(HTTPStatus.OK, openapi(self.catalog), cacheable=True)
+        if not parts or parts[0] == "view":
+            page = self._page(parts[1:], query)
+            return Response(HTTPStatus.OK, "text/html; charset=utf-8", page)
+        raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /{'/'.join(parts)}")
+
+    def _api(self, parts: list[str], query: dict[str, list[str]]) -> Response:
         c = self.catalog
         m = c.ts.manifest
         if not parts:
             splits = {n: {"rows": s.rows, "digest": s.digest} for n, s in m.splits.items()}
-            return {"name": m.name, "version": m.version, "splits": splits}
+            top = {"name": m.name, "version": m.version, "splits": splits}
+            return self.json(HTTPStatus.OK, top, cacheable=True)
         if parts[0] == "files" and len(parts) == 2:
             sha = parts[1]
             if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
                 raise HttpError(HTTPStatus.BAD_REQUEST, "expected a sha256 in lowercase hex")
-            return c.file(sha)
+            path, data = c.file(sha)
+            kind = file_type(query.get("name", [""])[0])  # the type only, never a path read
+            return Response(HTTPStatus.OK, kind, data, path=path, cacheable=path is None)
         if parts[0] != "splits" or len(parts) < 2:
             raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /api/v1/{'/'.join(parts)}")
         name, rest = parts[1], parts[2:]
         split = c.split(name)
         if not rest:
-            return {"split": name, "rows": len(split), "split_digest": split.digest}
+            body = {"split": name, "rows": len(split), "split_digest": split.digest}
+            return self.json(HTTPStatus.OK, body, cacheable=True)
         if rest == ["ids"]:
             offset = _int(query, "offset", 0, 0, len(split))
             limit = _int(query, "limit", 100, 1, MAX_IDS)
             ids = c.read(name, lambda s: s.ids()[offset : offset + limit])
-            return {"split": name, "offset": offset, "total": len(split), "ids": ids}
-        if len(rest) == 2 and rest[0] == "tasks":
-            try:
-                index = int(rest[1])
-            except ValueError:
-                raise HttpError(HTTPStatus.BAD_REQUEST, "index: expected an integer") from None
-            if not 0 <= index < len(split):
-                raise HttpError(
-                    HTTPStatus.NOT_FOUND, f"index {index} out of range (0..{len(split) - 1})"
-                )
-            task = c.read(name, lambda s: s[index])
-            return {"split": name, "index": index, "task": task_json(task)}
-        if len(rest) == 2 and rest[0] == "by-id":
-            task = c.read(name, lambda s: s.get(rest[1]))
-            if task is None:
-                raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {rest[1]!r}")
-            return {"split": name, "task": task_json(task)}
+            body = {"split": name, "offset": offset, "total": len(split), "ids": ids}
+            return self.json(HTTPStatus.OK, body, cacheable=True)
+        if rest == ["digests"]:
+            digests = c.read(name, lambda s: s.columns(["digest"]).column("digest").to_pylist())
+            packed = b"".join(bytes.fromhex(d.removeprefix("sha256:")) for d in digests)
+            return Response(HTTPStatus.OK, "application/octet-stream", packed, cacheable=True)
+        if len(rest) == 2 and rest[0] in ("tasks", "by-id"):
+            if rest[0] == "tasks":
+                index = self._index(rest[1], len(split))
+                task, key = c.read(name, lambda s: s[index]), {"index": index}
+            else:
+                task, key = c.read(name, lambda s: s.get(rest[1])), {}
+                if task is None:
+                    raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {rest[1]!r}")
+            if _flag(query, "canonical"):
+                body = {"split": name, **key, "canonical": task.canonical()}
+            else:
+                body = {"split": name, **key, "task": task_json(task, _flag(query, "nulls"))}
+            return self.json(HTTPStatus.OK, body, cacheable=True)
         raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /api/v1/{'/'.join(parts)}")
 
-    def _json(self, status: HTTPStatus, body: dict[str, Any]) -> None:
-        body = {**body, "digest": self.catalog.digest}
-        self._send(status, "application/json", json.dumps(body, ensure_ascii=False).encode())
-
-    def _send(self, status: HTTPStatus, kind: str, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("X-Taskpack-Digest", self.catalog.digest)
-        self.end_headers()
-        self.wfile.write(data)
+    @staticmethod
+    def _index(text: str, rows: int) -> int:
+        try:
+            index = int(text)
+        except ValueError:
+            raise HttpError(HTTPStatus.BAD_REQUEST, "index: expected an integer") from None
+        if not 0 <= index < rows:
+            raise HttpError(HTTPStatus.NOT_FOUND, f"index {index} out of range (0..{rows - 1})")
+        return index
 
     # --- HTML -------------------------------------------------------------------------------
 
@@ -210,7 +283,8 @@ class Handler(BaseHTTPRequestHandler):
         m = c.ts.manifest
         if not parts:
             items = "".join(
-                f'<li><a href="/view/{quote(n)}">{html.escape(n)}</a> ({s.rows} tasks)</li>'
+                f'<li><a href="/view/{quote(n, safe="")}">{html.escape(n)}</a>'
+                f" ({s.rows} tasks)</li>"
                 for n, s in m.splits.items()
             )
             return _html(f"{m.name}@{m.version}", f"<ul>{items}</ul>", c.digest)
@@ -241,8 +315,9 @@ class Handler(BaseHTTPRequestHandler):
         pages = max(1, -(-len(ids) // PAGE))
         page = _int(query, "page", 1, 1, pages)
         shown = ids[(page - 1) * PAGE : page * PAGE]
+        split_url = quote(name, safe="")
         rows = "".join(
-            f'<li><a href="/view/{quote(name)}/{quote(i, safe="")}">{html.escape(i)}</a></li>'
+            f'<li><a href="/view/{split_url}/{quote(i, safe="")}">{html.escape(i)}</a></li>'
             for i in shown
         )
         form = (
@@ -250,9 +325,9 @@ class Handler(BaseHTTPRequestHandler):
             f' <input name="where" value="{html.escape(where)}" placeholder="difficulty=easy">'
             ' <button type="submit">filter</button></form>'
         )
-        args = f"q={quote(q)}&where={quote(where)}"
+        args = html.escape(f"q={quote(q)}&where={quote(where)}")
         nav = " ".join(
-            f'<a href="?page={p}&{args}">{label}</a>'
+            f'<a href="?page={p}&amp;{args}">{label}</a>'
             for p, label in ((page - 1, "previous"), (page + 1, "next"))
             if 1 <= p <= pages
         )
@@ -263,8 +338,8 @@ class Handler(BaseHTTPRequestHandler):
 def _html(title: str, body: str, digest: str) -> bytes:
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;margin:2em}}"
-        "pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap}</style></head><body>"
+        f"<title>{html.escape(title)}</title>"
+        '<link rel="stylesheet" href="/assets/style.css"></head><body>'
         f'<p><a href="/">home</a></p><h1>{html.escape(title)}</h1>{body}'
         f"<footer><p>version digest <code>{html.escape(digest)}</code></p></footer></body></html>"
     ).encode()
@@ -289,8 +364,9 @@ def _task_html(task: Task) -> str:
     roles = sorted({f.role for f in task.files})
     for role in roles:
         links = "".join(
-            f'<li><a href="/api/v1/files/{f.sha256}">{html.escape(f.path)}</a>'
-            f" ({f.size} bytes, mode {f.mode:o})</li>"
+            f'<li><a href="/api/v1/files/{html.escape(quote(str(f.sha256), safe=""))}'
+            f'?name={html.escape(quote(f.path, safe=""))}">'
+            f"{html.escape(f.path)}</a> ({f.size} bytes, mode {f.mode:o})</li>"
             for f in task.files
             if f.role == role
         )
@@ -303,6 +379,7 @@ def _task_html(task: Task) -> str:
 def openapi(catalog: Catalog) -> dict[str, Any]:
     """The JSON API as OpenAPI 3.1, so any client generator or viewer can read it."""
     m = catalog.ts.manifest
+    queries = ("offset", "limit", "canonical", "nulls")
 
     def op(summary: str, params: list[str], ok: str = "application/json") -> dict[str, Any]:
         return {
@@ -311,10 +388,14 @@ def openapi(catalog: Catalog) -> dict[str, Any]:
                 "parameters": [
                     {
                         "name": p,
-                        "in": "query" if p in ("offset", "limit") else "path",
-                        "required": p not in ("offset", "limit"),
+                        "in": "query" if p in queries else "path",
+                        "required": p not in queries,
                         "schema": {
-                            "type": "integer" if p in ("index", "offset", "limit") else "string"
+                            "type": "integer"
+                            if p in ("index", "offset", "limit")
+                            else "boolean"
+                            if p in ("canonical", "nulls")
+                            else "string"
                         },
                     }
                     for p in params
@@ -327,6 +408,7 @@ def openapi(catalog: Catalog) -> dict[str, Any]:
             }
         }
 
+    task = ["split", "canonical", "nulls"]
     return {
         "openapi": "3.1.0",
         "info": {"title": f"taskpack: {m.name}@{m.version}", "version": m.version},
@@ -334,8 +416,11 @@ def openapi(catalog: Catalog) -> dict[str, Any]:
             "/api/v1": op("name, version, digest, splits", []),
             "/api/v1/splits/{split}": op("count and split digest", ["split"]),
             "/api/v1/splits/{split}/ids": op("a page of task ids", ["split", "offset", "limit"]),
-            "/api/v1/splits/{split}/tasks/{index}": op("a task by position", ["split", "index"]),
-            "/api/v1/splits/{split}/by-id/{id}": op("a task by id", ["split", "id"]),
+            "/api/v1/splits/{split}/digests": op(
+                "every task digest, 32 bytes each, in order", ["split"], "application/octet-stream"
+            ),
+            "/api/v1/splits/{split}/tasks/{index}": op("a task by position", [*task, "index"]),
+            "/api/v1/splits/{split}/by-id/{id}": op("a task by id", [*task, "id"]),
             "/api/v1/files/{sha256}": op(
                 "a task file's bytes, hash-checked", ["sha256"], "application/octet-stream"
             ),
@@ -343,9 +428,292 @@ def openapi(catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def make_server(ts: TaskSet, host: str = "127.0.0.1", port: int = 8000) -> ThreadingHTTPServer:
-    """A server for `ts` (not yet serving: call `serve_forever()`)."""
-    handler = type("BoundHandler", (Handler,), {"catalog": Catalog(ts)})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+class Registered:
+    """The registry protocol's reads, answered by a mirror."""
+
+    def __init__(self, mirror: Mirror) -> None:
+        self.mirror = mirror
+
+    def handle(self, parts: list[str]) -> Response:
+        m = self.mirror
+
+        def listed(value: Any) -> Response:
+            return Response(HTTPStatus.OK, "application/json", json.dumps(value).encode())
+
+        try:
+            if parts == ["names"]:
+                return listed(m.names())
+            if len(parts) == 3 and parts[0] == "sets" and parts[2] in ("versions", "tags"):
+                return listed(m.versions(parts[1]) if parts[2] == "versions" else m.tags(parts[1]))
+            if len(parts) == 4 and parts[0] == "sets" and parts[2] == "versions":
+                body = m.manifest_bytes(parts[1], parts[3])
+                return Response(HTTPStatus.OK, "application/json", body, cacheable=True)
+            if len(parts) == 6 and parts[0] == "sets" and parts[4] == "objects":
+                path = m.object(parts[1], parts[3], parts[5])
+                return Response(HTTPStatus.OK, "application/octet-stream", path=path)
+        except NotFound as e:
+            raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
+        raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {REGISTRY_PREFIX}/{'/'.join(parts)}")
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def allowed_hosts(host: str, port: int, extra: tuple[str, ...] = ()) -> frozenset[str] | None:
+    """The `Host` header values this server answers (None: any, when it listens on every
+    address and none was named): its own address and port, and loopback names when it
+    listens on loopback, so a DNS-rebound page in a browser cannot talk to it."""
+    if host in ("0.0.0.0", "::", "") and not extra:
+        return None
+    names = {host, *extra}
+    if _loopback(host):
+        names |= {"localhost", "127.0.0.1", "[::1]", "::1"}
+    shown = {f"[{n}]" if ":" in n and not n.startswith("[") else n for n in names}
+    return frozenset({*shown, *(f"{n}:{port}" for n in shown)})
+
+
+class App:
+    """The ASGI application: routing, headers, the response cache, and the two thread lanes."""
+
+    def __init__(
+        self,
+        api: Api | None = None,
+        registered: Registered | None = None,
+        hosts: frozenset[str] | None = None,
+    ) -> None:
+        self.api = api
+        self.registered = registered
+        self.hosts = hosts
+        self.digest = api.catalog.digest if api is not None else ""
+        self.fast = ThreadPoolExecutor(8, thread_name_prefix="taskpack-serve")
+        self.slow = ThreadPoolExecutor(2, thread_name_prefix="taskpack-serve-slow")
+        self._cache: OrderedDict[str, Response] = OrderedDict()
+        self._cache_bytes = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        response = await self._respond(scope)
+        await self._send(scope, send, response)
+
+    async def _respond(self, scope: Scope) -> Response:
+        try:
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if self.hosts is not None and host.lower() not in self.hosts:
+                raise HttpError(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
+            if scope["method"] not in ("GET", "HEAD"):
+                raise HttpError(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and HEAD are served")
+            key = scope["path"] + "?" + scope["query_string"].decode("latin-1")
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
+            lane = self.slow if b"where=" in scope["query_string"] else self.fast
+            loop = asyncio.get_running_loop()
+            response = await loop.run_in_executor(lane, self._route, scope)
+            if response.cacheable and response.path is None:
+                self._keep(key, response)
+            return response
+        except HttpError as e:
+            return self._error(e.status, str(e))
+
+    def _keep(self, key: str, response: Response) -> None:
+        self._cache[key] = response
+        self._cache_bytes += len(response.body) + len(key)
+        while self._cache_bytes > CACHE_BYTES and self._cache:
+            old_key, old = self._cache.popitem(last=False)
+            self._cache_bytes -= len(old.body) + len(old_key)
+
+    def _route(self, scope: Scope) -> Response:
+        parts = [unquote(p) for p in scope["path"].split("/") if p]
+        query = parse_qs(scope["query_string"].decode("latin-1"))
+        try:
+            if parts == ["assets", "style.css"]:
+                return Response(HTTPStatus.OK, "text/css; charset=utf-8", _STYLE, cacheable=True)
+            if parts == ["healthz"]:
+                return Response(HTTPStatus.OK, "text/plain; charset=utf-8", b"ok\n")
+            prefix = [p for p in REGISTRY_PREFIX.split("/") if p]
+            if parts[: len(prefix)] == prefix and self.registered is not None:
+                return self.registered.handle(parts[len(prefix) :])
+            if self.api is None:
+                raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {scope['path']!r}")
+            return self.api.handle(parts, query)
+        except HttpError as e:
+            return self._error(e.status, str(e))
+        except (TaskpackError, ValueError, KeyError, IndexError) as e:
+            return self._error(HTTPStatus.BAD_REQUEST, str(e))
+
+    def _error(self, status: int, message: str) -> Response:
+        body: dict[str, Any] = {"error": message}
+        if self.digest:
+            body["digest"] = self.digest
+        return Response(status, "application/json", json.dumps(body, ensure_ascii=False).encode())
+
+    async def _send(self, scope: Scope, send: Send, response: Response) -> None:
+        size = response.path.stat().st_size if response.path is not None else len(response.body)
+        headers = [
+            (b"content-type", response.content_type.encode()),
+            (b"content-length", str(size).encode()),
+            (b"content-security-policy", CSP.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"),
+            *((k.encode(), v.encode()) for k, v in response.headers),
+        ]
+        if self.digest:
+            headers.append((b"x-taskpack-digest", self.digest.encode()))
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        if scope["method"] == "HEAD":
+            await send({"type": "http.response.body", "body": b""})
+        elif response.path is None:
+            await send({"type": "http.response.body", "body": response.body})
+        else:
+            await self._stream(response.path, send)
+
+    async def _stream(self, path: Path, send: Send) -> None:
+        """The file in CHUNK pieces, each read off the event loop: a slow client holds one
+        piece in memory, whatever the file's size."""
+        loop = asyncio.get_running_loop()
+        with path.open("rb") as f:
+            while True:
+                piece = await loop.run_in_executor(self.fast, f.read, CHUNK)
+                more = len(piece) == CHUNK
+                await send({"type": "http.response.body", "body": piece, "more_body": more})
+                if not more:
+                    return
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """What each worker process builds its application from (they are spawned, not forked)."""
+
+    target: str | None = None  # a task-set folder or NAME@VERSION
+    registry: str | None = None
+    mirror: str | None = None  # an upstream registry, for a mirror
+    cache: str | None = None
+    ttl: float = 10.0
+    hosts: tuple[str, ...] | None = None  # None: any Host
+
+    def app(self) -> App:
+        hosts = frozenset(self.hosts) if self.hosts is not None else None
+        if self.mirror is not None:
+            from taskpack.registry.cache import Cache
+
+            cache = Cache(Path(self.cache)) if self.cache else None
+            return App(registered=Registered(Mirror(self.mirror, cache, self.ttl)), hosts=hosts)
+        assert self.target is not None
+        from taskpack.registry.client import open as open_target
+
+        return App(api=Api(Catalog(open_target(self.target, registry=self.registry))), hosts=hosts)
+
+
+_CONFIG = "TASKPACK_SERVE_CONFIG"
+
+
+def app_from_env() -> App:
+    """The application of a worker process, from the configuration its parent left it."""
+    return Config(**json.loads(os.environ[_CONFIG])).app()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, or one error line saying why there is none."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        reason = e.strerror
+        raise TaskpackError(f"--host {host!r}: not an address of this machine ({reason})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        if e.errno == 98:  # EADDRINUSE
+            taken = f"port {port} on {host} is in use (--port 0 takes a free one)"
+            raise TaskpackError(taken) from None
+        raise TaskpackError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _raise_file_limit() -> None:
+    """Open files up to the hard limit: each idle client holds one."""
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        import resource
+
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def uvicorn_config(app: Any, workers: int, **extra: Any) -> Any:
+    import uvicorn
+
+    _raise_file_limit()
+    return uvicorn.Config(
+        app,
+        workers=workers,
+        loop="auto",
+        http="auto",
+        lifespan="on",
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+        limit_concurrency=4096,  # above it: 503, never a queue without end
+        timeout_keep_alive=5,  # an idle keep-alive connection is closed after 5 s
+        **extra,
+    )
+
+
+def run(config: Config, sock: socket.socket, workers: int, app: App | None = None) -> None:
+    """Serve on `sock` until interrupted: one process (`app`, if already built), or
+    `workers` processes sharing it."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[_CONFIG] = json.dumps(config.__dict__)
+    if workers <= 1:
+        server = uvicorn.Server(uvicorn_config(app or config.app(), 1))
+        server.run(sockets=[sock])
+        return
+    settings = uvicorn_config("taskpack.serve:app_from_env", workers, factory=True)
+    Multiprocess(settings, sockets=[sock]).run()
+
+
+@contextlib.contextmanager
+def background(app: App, host: str = "127.0.0.1") -> Iterator[str]:
+    """`app` served on a free port from a thread of this process (for tests and notebooks):
+    yields its base URL; stopped at the end of the block."""
+    import time
+
+    import uvicorn
+
+    sock = bind(host, 0)
+    server = uvicorn.Server(uvicorn_config(app, 1))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -369,10 +369,14 @@ class Split(Rows):
 
     Nothing is read until asked: `len` comes from the manifest, `split[i]` opens the one file
     and reads the one row group holding task i (a few recent ones are kept), `get` reads the id
-    column once.
+    column once. Reads all over a large split would decode a row group per task: once a split
+    has decoded `DECODE_AFTER` groups, each file it reads at random is decoded once per
+    machine into the cache (`objects.decoded_path`: Arrow IPC, named by the file's hash) and
+    memory-mapped, so a task costs a row's worth, as `datasets`' own Arrow cache does.
     """
 
     CACHE_BYTES = 256 * 1024 * 1024  # decoded row groups kept for random access
+    DECODE_AFTER = 16  # row groups read at random before a file's decoded copy pays off
 
     def __init__(
         self,
@@ -392,6 +396,8 @@ class Split(Rows):
         self._files: dict[int, tuple[pq.ParquetFile, list[int]]] = {}
         self._groups: OrderedDict[tuple[int, int], list[tuple[str, pa.Array]]] = OrderedDict()
         self._cached_bytes = 0
+        self._misses = 0  # row groups decoded for random access
+        self._mapped: dict[int, list[tuple[str, pa.Array]] | None] = {}  # p -> decoded copy
         self._index: dict[str, int] | None = None
         self.rows_checked = False  # see ObjectSource.rows_checked
 
@@ -494,16 +500,65 @@ class Split(Rows):
             self._groups.move_to_end((p, g))
             return columns
         pf = self._kept(p)[0]
-        names = [n for n in pf.schema_arrow.names if n != "digest"]  # not needed here
         first = self._part_starts[p] + self._kept(p)[1][g]
-        table = self._checked(pf.read_row_group(g, columns=names), first)
+        table = self._checked(pf.read_row_group(g, columns=self._read_names(pf)), first)
         columns = [(name, table.column(name).combine_chunks()) for name in table.column_names]
+        self._misses += 1
         self._groups[(p, g)] = columns
         self._cached_bytes += table.nbytes
         while self._cached_bytes > self.CACHE_BYTES and len(self._groups) > 1:
             _, old = self._groups.popitem(last=False)
             self._cached_bytes -= sum(array.nbytes for _, array in old)
         return columns
+
+    @staticmethod
+    def _read_names(pf: pq.ParquetFile) -> list[str]:
+        return [n for n in pf.schema_arrow.names if n != "digest"]  # not needed for tasks
+
+    def _decoded(self, p: int) -> list[tuple[str, pa.Array]] | None:
+        """File p's decoded copy, memory-mapped, once random reads have shown it pays off:
+        made once per machine (under a file lock, whoever needs it first), hash-named, written
+        aside and renamed into place; None where it cannot be (a read-only cache)."""
+        if p in self._mapped:
+            return self._mapped[p]
+        if self._misses < self.DECODE_AFTER or len(self._kept(p)[1]) < 2:
+            return None
+        from taskpack._fs import file_lock
+        from taskpack.objects import decoded_path
+
+        path = decoded_path(self._parts[p].sha256)
+        columns = None
+        try:
+            if not path.is_file():
+                with file_lock(path.with_name(path.name + ".lock")):
+                    if not path.is_file():
+                        self._decode(p, path)
+            table = pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+            if table.num_rows == self._parts[p].rows and all(
+                c.num_chunks == 1 for c in table.columns
+            ):  # one chunk each: used in place, never copied out of the map
+                columns = [(name, table.column(name).chunk(0)) for name in table.column_names]
+        except (OSError, pa.ArrowException):
+            columns = None  # the row groups serve, as before
+        self._mapped[p] = columns
+        return columns
+
+    def _decode(self, p: int, path: Path) -> None:
+        pf = self._open(p)
+        names = self._read_names(pf)
+        first = self._part_starts[p]
+        tables = []
+        for g in range(pf.num_row_groups):
+            tables.append(self._checked(pf.read_row_group(g, columns=names), first))
+            first += tables[-1].num_rows
+        table = pa.concat_tables(tables).combine_chunks()  # one batch: rows by plain offset
+        tmp = temp_beside(path)
+        try:
+            with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
+                out.write_table(table, max_chunksize=max(1, table.num_rows))
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     @overload
     def __getitem__(self, i: int) -> Task: ...
@@ -517,6 +572,10 @@ class Split(Rows):
             raise IndexError(f"task {i} out of range: split {self.name!r} has {n} tasks")
         i %= n
         p = bisect.bisect_right(self._part_starts, i) - 1
+        decoded = self._decoded(p)
+        if decoded is not None:
+            k = i - self._part_starts[p]
+            return self._task({name: array[k].as_py() for name, array in decoded}, i)
         starts = self._kept(p)[1]
         g = bisect.bisect_right(starts, i - self._part_starts[p]) - 1
         k = i - self._part_starts[p] - starts[g]

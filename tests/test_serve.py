@@ -101,22 +101,15 @@ def test_bad_requests_get_a_json_error(
 
 
 def test_a_published_version_is_served_the_same(tmp_path: Path) -> None:
-    from taskpack.serve import make_server
+    from taskpack.serve import Api, App, Catalog, background
 
     path = tmp_path / "ts"
     taskpack.write(path, {"train": _tasks()}, name="srv", version="1.2.0")
     taskpack.publish(path)
-    server = make_server(taskpack.open("srv@1.2"), port=0)
-    import threading
-
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        got = httpx.get(f"http://127.0.0.1:{server.server_port}/api/v1/splits/train/tasks/3")
+    with background(App(api=Api(Catalog(taskpack.open("srv@1.2"))))) as url:
+        got = httpx.get(f"{url}/api/v1/splits/train/tasks/3")
         assert got.json()["task"]["id"] == "t3"
         assert got.json()["digest"] == taskpack.open(path).manifest.digest
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.mark.slow

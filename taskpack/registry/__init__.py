@@ -34,6 +34,10 @@ def open_registry(location: str | os.PathLike[str] | Location | None = None) -> 
         from taskpack.registry.hub import HubRegistry
 
         return HubRegistry(where)
+    if where.scheme in ("http", "https"):
+        from taskpack.registry.http import HttpRegistry
+
+        return HttpRegistry(where)
     from taskpack.registry.objectstore import ObjectStoreRegistry
     from taskpack.registry.store import LocalStore
 

@@ -23,19 +23,11 @@ from typing import TYPE_CHECKING, cast
 
 from taskpack._fs import file_lock, sweep, temp_beside, write_atomic
 from taskpack.errors import TaskpackError
-from taskpack.objects import file_sha256, sha256_relpath
+from taskpack.objects import default_cache_dir, file_sha256, sha256_relpath
 from taskpack.records import stored_manifest
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("TASKPACK_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "taskpack"
 
 
 def registry_dirname(url: str) -> str:

@@ -4,6 +4,7 @@
     file:///some/folder                  the same, as a URL (percent-escapes decoded)
     s3://bucket/prefix                   an S3 bucket (boto3's credential chain)
     hf://owner                           Hub dataset repos owner/<name>, a version per tag
+    http://host:port, https://host/path  a mirror (`taskpack serve --mirror`): read-only
 
 Anything else with a `scheme://` is refused: a typo must not become a folder named `gs:`.
 `Location.parse(location.url) == location`, so a URL printed by taskpack reads back as itself.
@@ -20,7 +21,7 @@ from urllib.parse import unquote, urlparse
 
 from taskpack.errors import TaskpackError
 
-SCHEMES = ("file", "s3", "hf")
+SCHEMES = ("file", "s3", "hf", "http", "https")
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$")
 _OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -37,11 +38,12 @@ def default_registry() -> str:
 
 @dataclass(frozen=True)
 class Location:
-    scheme: Literal["file", "s3", "hf"]
+    scheme: Literal["file", "s3", "hf", "http", "https"]
     path: Path | None = None  # file: an absolute folder
     bucket: str = ""  # s3
     prefix: str = ""  # s3: keys below this, no leading or trailing slash
     owner: str = ""  # hf: a user or organization
+    base: str = ""  # http(s): the mirror's URL, no trailing slash
 
     @property
     def url(self) -> str:
@@ -50,6 +52,8 @@ class Location:
             return self.path.as_uri()
         if self.scheme == "s3":
             return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
+        if self.scheme in ("http", "https"):
+            return self.base
         return f"hf://{self.owner}"
 
     def __str__(self) -> str:
@@ -80,6 +84,16 @@ class Location:
             if not _OWNER.match(host) or rest.strip("/"):
                 raise TaskpackError(f"registry {text!r}: expected hf://OWNER (a user or org)")
             return cls("hf", owner=host)
+        if scheme in ("http", "https"):
+            parsed = urlparse(text)
+            if not parsed.hostname or parsed.query or parsed.fragment or parsed.username:
+                raise TaskpackError(f"registry {text!r}: expected {scheme}://HOST[:PORT][/PATH]")
+            try:
+                parsed.port  # noqa: B018 - a bad port raises here
+            except ValueError:
+                raise TaskpackError(f"registry {text!r}: bad port") from None
+            web: Literal["http", "https"] = "https" if scheme == "https" else "http"
+            return cls(web, base=f"{web}://{parsed.netloc}{parsed.path}".rstrip("/"))
         known = ", ".join(f"{s}://" for s in SCHEMES)
         raise TaskpackError(
             f"registry {text!r}: unknown scheme {scheme + '://'!r}; known: {known}, or a folder"
