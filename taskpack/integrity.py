@@ -11,9 +11,9 @@ pulled from a registry):
 from __future__ import annotations
 
 from taskpack._fs import check_regular
+from taskpack.digests import version_digest
 from taskpack.errors import TaskpackError, describe_error
 from taskpack.objects import file_sha256
-from taskpack.records import version_digest
 from taskpack.rows import check_split, validated_task_from_row
 from taskpack.taskset import TaskSet
 

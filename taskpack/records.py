@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from taskpack._fs import DirWriter
+from taskpack.digests import FORMAT_VERSION as FORMAT_VERSION
+from taskpack.digests import content_digest
 from taskpack.errors import TaskpackError
 
-FORMAT_VERSION: Literal[2] = 2
 FORMAT_VERSIONS = (1, 2)  # task sets of every version here open, verify and export
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -90,48 +91,6 @@ def inline_problem(data: bytes | None, sha256: str | None, size: int | None) -> 
     if size != len(data) or hashlib.sha256(data).hexdigest() != sha256:
         return f"inline bytes do not match their sha256 {sha256} and size {size}"
     return None
-
-
-_ENCODER = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
-
-
-def canonical_json(value: Any) -> bytes:
-    """One byte string per JSON value: sorted keys, no spaces, UTF-8, no NaN."""
-    return _ENCODER.encode(value).encode("utf-8")
-
-
-def content_digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
-
-
-class SplitDigest:
-    """A split's digest: sha256 over its task digests, one per line, in row order. Written by
-    the task-set writer, recomputed by every check; kept running so a million rows cost no
-    list."""
-
-    def __init__(self) -> None:
-        self._hash = hashlib.sha256()
-
-    def add(self, task_digest: str) -> None:
-        self._hash.update(task_digest.encode("ascii", "replace") + b"\n")
-
-    def add_all(self, task_digests: list[str]) -> None:
-        """`add` each, in one update."""
-        if task_digests:
-            joined = "\n".join(task_digests).encode("ascii", "replace") + b"\n"
-            self._hash.update(joined)
-
-    @property
-    def value(self) -> str:
-        return "sha256:" + self._hash.hexdigest()
-
-
-def version_digest(splits: dict[str, str], format_version: int = FORMAT_VERSION) -> str:
-    """The Merkle root over split digests: content only, not name, time or storage."""
-    body = canonical_json({"format_version": format_version, "splits": splits})
-    return "sha256:" + hashlib.sha256(body).hexdigest()
 
 
 # --- light objects -----------------------------------------------------------------------------

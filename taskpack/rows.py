@@ -17,15 +17,9 @@ import pyarrow as pa
 
 from taskpack import records
 from taskpack._fs import check_regular
+from taskpack.digests import FORMAT_VERSION, SplitDigest, content_digest
 from taskpack.errors import InvalidTask, TaskpackError, describe_error
-from taskpack.records import (
-    FORMAT_VERSION,
-    SplitDigest,
-    content_digest,
-    inline_problem,
-    rel_path,
-    stored_task,
-)
+from taskpack.records import inline_problem, rel_path, stored_task
 
 if TYPE_CHECKING:
     from taskpack.model import SplitInfo, Task

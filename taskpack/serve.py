@@ -225,7 +225,12 @@ class Api:
         m = c.ts.manifest
         if not parts:
             splits = {n: {"rows": s.rows, "digest": s.digest} for n, s in m.splits.items()}
-            top = {"name": m.name, "version": m.version, "splits": splits}
+            top = {
+                "name": m.name,
+                "version": m.version,
+                "format_version": m.format_version,
+                "splits": splits,
+            }
             return self.json(HTTPStatus.OK, top, cacheable=True)
         if parts[0] == "files" and len(parts) == 2:
             sha = parts[1]
@@ -256,9 +261,10 @@ class Api:
                 index = self._index(rest[1], len(split))
                 task, key = c.read(name, lambda s: s[index]), {"index": index}
             else:
-                task, key = c.read(name, lambda s: s.get(rest[1])), {}
-                if task is None:
+                index = c.read(name, lambda s: s.position(rest[1]))
+                if index is None:
                     raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {rest[1]!r}")
+                task, key = c.read(name, lambda s: s[index]), {"index": index}
             if _flag(query, "canonical"):
                 body = {"split": name, **key, "canonical": task.canonical()}
             else:

@@ -28,15 +28,10 @@ import pyarrow.parquet as pq
 
 from taskpack import records
 from taskpack._fs import check_regular, copy_atomic, remove_tree, sweep, temp_beside, write_atomic
+from taskpack.digests import FORMAT_VERSION, SplitDigest, version_digest
 from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
 from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
-from taskpack.records import (
-    FORMAT_VERSION,
-    NAME,
-    SEMVER,
-    SplitDigest,
-    version_digest,
-)
+from taskpack.records import NAME, SEMVER
 from taskpack.rows import (
     SCHEMA,
     Fetch,
@@ -609,10 +604,14 @@ class Split(Rows):
         ids, digests = table.column("id").to_pylist(), table.column("digest").to_pylist()
         return dict(zip(ids, digests, strict=True))
 
-    def get(self, task_id: str, default: Task | None = None) -> Task | None:
+    def position(self, task_id: str) -> int | None:
+        """The row of the task with id `task_id`, or None (the id column is read once)."""
         if self._index is None:
             self._index = {tid: row for row, tid in enumerate(self.ids())}
-        row = self._index.get(task_id)
+        return self._index.get(task_id)
+
+    def get(self, task_id: str, default: Task | None = None) -> Task | None:
+        row = self.position(task_id)
         return default if row is None else self[row]
 
     def rows(self) -> Iterator[dict[str, Any]]:

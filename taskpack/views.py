@@ -396,7 +396,7 @@ def _faithful(typed: pa.Array, values: list[Any], model: bool) -> bool:
     """Whether every typed value reads back as the stored one: the same JSON, key for key,
     integers as integers (Python's `==` calls 18 and 18.0 equal; JSON text does not); in a
     `model` column, unset fields (null, `{}`) aside."""
-    from taskpack.records import canonical_json
+    from taskpack.digests import canonical_json
 
     same = _set_fields if model else (lambda v: v)
     return all(

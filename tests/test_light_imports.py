@@ -50,6 +50,7 @@ print(json.dumps({"id": task.id, "instruction": task.instruction, "modules": sor
 EPISODE_MODULES = [
     "taskpack",
     "taskpack._fs",
+    "taskpack.digests",
     "taskpack.errors",
     "taskpack.nesting",
     "taskpack.objects",

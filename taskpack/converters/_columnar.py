@@ -38,8 +38,8 @@ from taskpack.converters._source import (
     max_line_bytes,
     open_binary,
 )
+from taskpack.digests import canonical_json
 from taskpack.nesting import too_deep
-from taskpack.records import canonical_json
 from taskpack.rows import INLINE_MAX, JSON_COLUMNS, SCHEMA
 
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds

@@ -11,9 +11,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from taskpack.digests import version_digest
 from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.objects import Progress
-from taskpack.records import version_digest
 from taskpack.registry.location import Location
 from taskpack.registry.refs import (
     Ref,

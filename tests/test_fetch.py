@@ -1,0 +1,105 @@
+"""`taskpack.fetch`: a task from `taskpack serve` with the standard library alone, checked up to
+the version digest; a pinned version whose digests the machine holds costs one request; a server
+that lies is caught."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskpack
+from taskpack.fetch import FetchError, file, task
+from taskpack.serve import Api, App, Catalog, Response, background
+
+from .conftest import make_task
+from .countproxy import CountingProxy
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, taskpack.TaskSet]]:
+    path = tmp_path / "ts"
+    tasks = [make_task(i) for i in range(40)]
+    tasks.append(make_task(40, files=[{"path": "big.bin", "data": b"z" * 100_000}]))
+    taskpack.write(path, {"train": tasks, "dev": [make_task(99)]}, name="f", version="1.0.0")
+    ts = taskpack.open(path)
+    with background(App(api=Api(Catalog(ts)))) as url:
+        yield url, ts
+
+
+def test_a_task_by_index_or_id_is_its_published_content(served: tuple[str, Any]) -> None:
+    url, ts = served
+    digest = ts.manifest.digest
+    split = ts.split("train")
+    assert task(url, "train", 7) == split[7].canonical()
+    assert task(url, "train", id="t40", digest=digest) == split[40].canonical()
+    big = task(url, "train", 40)["files"][0]
+    assert file(url, big["sha256"]) == b"z" * 100_000
+    with pytest.raises(FetchError, match="not the pinned"):
+        task(url, "dev", 0, digest="sha256:" + "0" * 64)
+    with pytest.raises(FetchError, match="no split 'nope'"):
+        task(url, "nope", 0)
+    with pytest.raises(FetchError, match="HTTP 404: index 41 out of range"):
+        task(url, "train", 41)
+
+
+def test_a_pinned_version_whose_digests_are_here_costs_one_request(
+    served: tuple[str, Any],
+) -> None:
+    url, ts = served
+    digest = ts.manifest.digest
+    proxy = CountingProxy(int(url.rsplit(":", 1)[1]))
+    try:
+        via = proxy.url
+        task(via, "train", 1, digest=digest)  # the version, then the digests, then the task
+        first = proxy.requests
+        proxy.reset()
+        assert task(via, "train", 2, digest=digest) == ts.split("train")[2].canonical()
+        assert (first, proxy.requests) == (3, 1)
+    finally:
+        proxy.close()
+
+
+def test_a_lying_server_is_caught(served: tuple[str, Any]) -> None:
+    """A server answering other content than the version's: a task or a file."""
+    _, ts = served
+    api = Api(Catalog(ts))
+    honest = api.handle
+
+    def lying(parts: list[str], query: dict[str, list[str]]) -> Response:
+        response = honest(parts, query)
+        if "tasks" in parts:
+            body = json.loads(response.body)
+            body["canonical"]["answer"] = "forged"
+            response.body = json.dumps(body).encode()
+        if "files" in parts:
+            response.body, response.path = b"forged", None
+        return response
+
+    api.handle = lying  # type: ignore[method-assign]
+    sha = ts.split("train")[40].files[0].sha256
+    with background(App(api=api)) as liar:
+        with pytest.raises(FetchError, match="not the one published"):
+            task(liar, "train", 3)
+        with pytest.raises(FetchError, match="other bytes"):
+            file(liar, sha)
+
+
+def test_fetching_imports_neither_pyarrow_nor_pydantic(served: tuple[str, Any]) -> None:
+    url, _ = served
+    code = (
+        "import sys, taskpack.fetch as f\n"
+        "t = f.task(sys.argv[1], 'train', 5)\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in "
+        "('pyarrow', 'pydantic', 'numpy', 'pydantic_core')]\n"
+        "print(t['id'], heavy)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, url], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["t5", "[]"]
