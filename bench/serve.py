@@ -1,16 +1,29 @@
-"""Load test of `taskpack serve` on loopback: task-by-index requests from concurrent clients,
-against the same requests for a static file of similar size from Python's own `http.server`
-(what a user might otherwise put in front of exported task JSON).
+"""Load test of `taskpack serve` on loopback, side by side with nginx serving the same bytes.
 
-    python bench/serve.py [--tasks 20000] [--requests 4000] [--clients 8]
+Task-by-index JSON (random indices, keep-alive clients, wrk) from `taskpack serve --workers W`
+against nginx (Debian's package, W worker processes, a config of its own in a temp folder)
+serving each task's JSON, byte for byte the server's answer, as a static file. Rounds alternate
+between the two; medians of requests/s and of p99 latency are reported, with the ratio.
 
-Bounded: a fixed number of requests, each with a timeout, against 127.0.0.1 only.
+Then what the server must withstand, measured on the same server:
+  idle       N connections opened and left silent; the slowest of a run of normal requests
+  filter     normal requests while a slow `where` filter runs over a large split
+  big file   8 slow clients downloading a 256 MiB task file: the server's RSS growth
+
+    apt-get install nginx wrk
+    python bench/serve.py [--tasks 20000] [--seconds 8] [--rounds 3] [--clients 64,512]
+
+Bounded: fixed durations, timeouts on every request, 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import os
+import re
+import shutil
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,94 +34,277 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import build_taskset
+from common import build_taskset, machine
+
+NGINX = """worker_processes {workers};
+pid {root}/nginx.pid;
+error_log {root}/error.log;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {root}/body; proxy_temp_path {root}/proxy;
+  fastcgi_temp_path {root}/fcgi; uwsgi_temp_path {root}/uwsgi; scgi_temp_path {root}/scgi;
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{ root {root}/static; default_type application/json; }}
+  }}
+}}
+"""
+LUA = """math.randomseed({seed})
+request = function()
+  return wrk.format("GET", string.format("{prefix}%d", math.random(0, {last})))
+end
+"""
 
 
-def _start(args: list[str]) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_taskpack(target: Path, workers: int, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    args = [sys.executable, "-m", "taskpack", "serve", str(target), "--port", "0"]
+    proc = subprocess.Popen(
+        [*args, "--workers", str(workers), *extra], stderr=subprocess.PIPE, text=True
+    )
     assert proc.stderr is not None
     line = proc.stderr.readline()
-    return proc, line.rsplit(" on ", 1)[1].strip().rstrip("/")
-
-
-def load(base: str, paths: list[str], clients: int) -> dict[str, float]:
-    """Send every path once, `clients` at a time (keep-alive per client); rps and latencies."""
-    latencies: list[float] = []
-    lock = threading.Lock()
-    queue = list(paths)
-
-    def client() -> None:
-        with httpx.Client(base_url=base, timeout=10) as http:
-            while True:
-                with lock:
-                    if not queue:
-                        return
-                    path = queue.pop()
-                start = time.perf_counter()
-                response = http.get(path)
-                took = time.perf_counter() - start
-                assert response.status_code == 200, response.text
-                with lock:
-                    latencies.append(took)
-
-    start = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
-    latencies.sort()
-    return {
-        "rps": len(latencies) / wall,
-        "p50": latencies[len(latencies) // 2],
-        "p99": latencies[int(len(latencies) * 0.99) - 1],
-    }
-
-
-def main() -> dict[str, dict[str, float]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=20_000)
-    parser.add_argument("--requests", type=int, default=4000)
-    parser.add_argument("--clients", type=int, default=8)
-    args = parser.parse_args()
-    rng = random.Random(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        ts = build_taskset(Path(tmp) / "bench.taskset", args.tasks)
-        server, url = _start([sys.executable, "-m", "taskpack", "serve", str(ts), "--port", "0"])
-        static_dir = Path(tmp) / "static"
-        static_dir.mkdir()
-        sample = httpx.get(f"{url}/api/v1/splits/train/tasks/0").content
-        (static_dir / "task.json").write_bytes(sample)
-        static = subprocess.Popen(
-            [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
-            cwd=static_dir,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert static.stdout is not None
-        static_url = "http://127.0.0.1:" + static.stdout.readline().split(" port ")[1].split()[0]
+    url = line.rsplit(" on ", 1)[1].strip().rstrip("/")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
         try:
-            paths = [
-                f"/api/v1/splits/train/tasks/{rng.randrange(args.tasks)}"
-                for _ in range(args.requests)
-            ]
-            ours = load(url, paths, args.clients)
-            theirs = load(static_url, ["/task.json"] * args.requests, args.clients)
-        finally:
-            server.terminate()
-            static.terminate()
-    print(
-        f"taskpack serve, {args.requests} random task-by-index requests over {args.tasks} tasks, "
-        f"{args.clients} keep-alive clients on 127.0.0.1:"
-    )
-    for name, r in (("taskpack serve", ours), ("http.server, one static file", theirs)):
+            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError("taskpack serve did not start")
+
+
+def start_nginx(root: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+    for folder in (root, *root.parents):  # nginx's workers run as another user: let them read
+        if folder == Path(tempfile.gettempdir()):
+            break
+        folder.chmod(0o755)
+    port = free_port()
+    conf = root / "nginx.conf"
+    conf.write_text(NGINX.format(workers=workers, root=root, port=port))
+    proc = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(root), "-g", "daemon off;"])
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            httpx.get(url + "/", timeout=1)
+            return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise RuntimeError("nginx did not start")
+
+
+def wrk(url: str, script: Path, clients: int, seconds: int) -> tuple[float, float]:
+    """(requests/s, p99 ms) of one wrk run; non-2xx answers fail the run."""
+    threads = str(min(clients, 2))
+    out = subprocess.run(
+        ["wrk", "-t", threads, "-c", str(clients), "-d", f"{seconds}s", "--latency",
+         "--timeout", "10s", "-s", str(script), url],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    if "Non-2xx" in out or ("Socket errors" in out and "timeout" in out):
+        raise RuntimeError(f"wrk saw errors:\n{out}")
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    assert p99 is not None
+    value = float(p99.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)]
+    return rps, value
+
+
+def throughput(args: argparse.Namespace, root: Path) -> None:
+    ts = build_taskset(root / "ts", args.tasks)
+    proc, url = start_taskpack(ts, args.workers)
+    static = root / "nginx" / "static" / "t"
+    static.mkdir(parents=True)
+    with httpx.Client(base_url=url, timeout=10) as http:  # the very bytes the server answers
+        for i in range(args.tasks):
+            (static / str(i)).write_bytes(http.get(f"/api/v1/splits/train/tasks/{i}").content)
+    server, nginx_url = start_nginx(root / "nginx", args.workers)
+    scripts = {}
+    for name, prefix in (("taskpack", "/api/v1/splits/train/tasks/"), ("nginx", "/t/")):
+        scripts[name] = root / f"{name}.lua"
+        scripts[name].write_text(LUA.format(seed=7, prefix=prefix, last=args.tasks - 1))
+    urls = {"taskpack": url, "nginx": nginx_url}
+    try:
         print(
-            f"  {name:<30}{r['rps']:8.0f} req/s   p50 {r['p50'] * 1000:6.1f} ms"
-            f"   p99 {r['p99'] * 1000:6.1f} ms   rps / static = {r['rps'] / theirs['rps']:.2f}"
+            f"task by index, {args.tasks} tasks, {args.workers} workers each, "
+            f"{machine()}; median of {args.rounds} rounds of {args.seconds} s:"
         )
-    return {"serve": ours, "static": theirs}
+        for clients in args.clients:
+            for name in urls:  # warm both: caches filled, connections made
+                wrk(urls[name], scripts[name], clients, 2)
+            runs: dict[str, list[tuple[float, float]]] = {n: [] for n in urls}
+            for _ in range(args.rounds):
+                for name in urls:
+                    runs[name].append(wrk(urls[name], scripts[name], clients, args.seconds))
+            rps = {n: statistics.median(r for r, _ in v) for n, v in runs.items()}
+            p99 = {n: statistics.median(p for _, p in v) for n, v in runs.items()}
+            print(f"  {clients} keep-alive clients:")
+            for name in urls:
+                print(
+                    f"    {name:10} {rps[name]:9.0f} req/s   p99 {p99[name]:7.1f} ms"
+                    f"   req/s / nginx = {rps[name] / rps['nginx']:.2f}"
+                )
+    finally:
+        server.terminate()
+        server.wait()
+        proc.terminate()
+        proc.wait()
+
+
+def slowest(url: str, requests: int = 100) -> float:
+    """The slowest of `requests` normal requests, on one keep-alive connection."""
+    worst = 0.0
+    with httpx.Client(base_url=url, timeout=10) as http:
+        for i in range(requests):
+            start = time.perf_counter()
+            assert http.get(f"/api/v1/splits/train/tasks/{i}").status_code == 200
+            worst = max(worst, time.perf_counter() - start)
+    return worst
+
+
+def idle(url: str, count: int) -> tuple[float, float]:
+    """The slowest normal request without, then with, `count` connections open and silent
+    (each worker warmed first: a cold one's first read would be the slowest)."""
+    for _ in range(4):
+        slowest(url)
+    alone = slowest(url)
+    port = int(url.rsplit(":", 1)[1])
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(count)]
+    try:
+        return alone, slowest(url)
+    finally:
+        for s in held:
+            s.close()
+
+
+def slow_filter(url: str, requests: int = 50) -> tuple[float, float]:
+    """(seconds the slow filter took, slowest normal request while it ran)."""
+    took: list[float] = []
+
+    def slow() -> None:
+        start = time.perf_counter()
+        httpx.get(url + "/view/train", params={"where": "missing=1"}, timeout=120)
+        took.append(time.perf_counter() - start)
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    time.sleep(0.05)
+    slowest = 0.0
+    with httpx.Client(base_url=url, timeout=10) as http:
+        for i in range(requests):
+            if not thread.is_alive():
+                break
+            start = time.perf_counter()
+            http.get(f"/api/v1/splits/train/tasks/{i * 101}")
+            slowest = max(slowest, time.perf_counter() - start)
+    thread.join()
+    return took[0], slowest
+
+
+def rss_mib(pid: int) -> float:
+    total = 0
+    for p in [pid, *children(pid)]:
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except FileNotFoundError:
+            continue
+        total += int(next(x for x in status.splitlines() if x.startswith("VmRSS")).split()[1])
+    return total / 1024
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def big_file(root: Path, workers: int) -> tuple[float, float]:
+    """(RSS before, RSS peak) in MiB of the server while 8 slow clients download 256 MiB."""
+    import taskpack
+
+    data = os.urandom(1 << 20) * 256
+    taskpack.write(
+        root / "big",
+        {"train": [{"id": "big", "prompt": "p", "files": [{"path": "big.bin", "data": data}]}]},
+        name="big",
+    )
+    sha = taskpack.open(root / "big").split("train")[0].files[0].sha256
+    proc, url = start_taskpack(root / "big", workers)
+    try:
+        before = rss_mib(proc.pid)
+        peak = before
+        done = []
+
+        def client() -> None:
+            with httpx.stream("GET", f"{url}/api/v1/files/{sha}", timeout=120) as response:
+                got = 0
+                for chunk in response.iter_bytes(1 << 16):
+                    got += len(chunk)
+                    time.sleep(0.0005)  # a slow reader
+            done.append(got)
+
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            peak = max(peak, rss_mib(proc.pid))
+            time.sleep(0.1)
+        assert done == [len(data)] * 8
+        return before, peak
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def robustness(args: argparse.Namespace, root: Path) -> None:
+    ts = build_taskset(root / "robust", args.filter_tasks)
+    proc, url = start_taskpack(ts, args.workers)
+    try:
+        alone, crowded = idle(url, args.idle)
+        print(
+            f"idle: slowest of 100 requests {alone * 1000:.1f} ms alone, "
+            f"{crowded * 1000:.1f} ms with {args.idle} silent connections open"
+        )
+        slow, worst = slow_filter(url)
+        print(
+            f"filter: a slow filter over {args.filter_tasks} tasks took {slow:.2f} s; "
+            f"the slowest normal request meanwhile {worst * 1000:.1f} ms"
+        )
+    finally:
+        proc.terminate()
+        proc.wait()
+    before, peak = big_file(root, args.workers)
+    print(
+        f"big file: 8 slow clients of a 256 MiB file: server RSS {before:.0f} -> {peak:.0f} MiB "
+        f"(+{peak - before:.0f} MiB)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=20000)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--clients", type=lambda s: [int(x) for x in s.split(",")], default=[64, 512]
+    )
+    parser.add_argument("--idle", type=int, default=300)
+    parser.add_argument("--filter-tasks", type=int, default=200000)
+    args = parser.parse_args()
+    for tool in ("nginx", "wrk"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} not found: apt-get install nginx wrk")
+    with tempfile.TemporaryDirectory() as tmp:
+        throughput(args, Path(tmp))
+        robustness(args, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -850,14 +850,15 @@ def serve(
     """Serve one version (a folder or NAME@VERSION) over HTTP: a JSON API with an OpenAPI
     document at /openapi.json, and a read-only HTML view at /. With --mirror, serve a
     registry's versions instead, for a cluster's nodes to share one fetch."""
-    from taskpack.serve import Config, allowed_hosts, bind, run
+    from taskpack.errors import require
+    from taskpack.serve import Config, address, allowed_hosts, run
 
     if (target is None) == (mirror is None):
         raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY")
     if workers < 1:
         raise click.BadParameter("at least 1", param_hint="--workers")
-    sock = bind(host, port)
-    port = sock.getsockname()[1]
+    require("granian", "serve")
+    ip, port = address(host, port)
     hosts = allowed_hosts(host, port, allow_host)
     config = Config(
         target=target,
@@ -874,7 +875,7 @@ def serve(
     else:
         click.echo(f"mirroring {mirror} on http://{shown}:{port}/", err=True)
     with contextlib.suppress(KeyboardInterrupt):
-        run(config, sock, workers, app if workers == 1 else None)
+        run(config, ip, port, workers)
 
 
 @main.command()

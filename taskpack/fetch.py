@@ -84,9 +84,30 @@ def _plain_get(host: str, port: int, path: str) -> tuple[int, bytes]:
         raise FetchError(f"http://{host}:{port}{path}: not an HTTP answer") from None
     fields = dict(line.lower().split(b":", 1) for line in lines[1:] if b":" in line)
     length = fields.get(b"content-length")
-    if not sep or (length is not None and len(body) != int(length)):
+    chunked = fields.get(b"transfer-encoding", b"").strip().lower() == b"chunked"
+    whole = _unchunk(body) if chunked else body
+    if not sep or whole is None or (length is not None and len(whole) != int(length)):
         raise FetchError(f"http://{host}:{port}{path}: the answer was cut short")
-    return status, body
+    return status, whole
+
+
+def _unchunk(data: bytes) -> bytes | None:
+    """A chunked body's bytes (a proxy in between may send one so), None if cut short."""
+    body, at = bytearray(), 0
+    while True:
+        end = data.find(b"\r\n", at)
+        if end < 0:
+            return None
+        try:
+            size = int(data[at:end].split(b";")[0], 16)
+        except ValueError:
+            return None
+        if size == 0:
+            return bytes(body)
+        body += data[end + 2 : end + 2 + size]
+        at = end + 2 + size + 2
+        if at > len(data):
+            return None
 
 
 def _cache_dir() -> str:

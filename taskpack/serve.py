@@ -1,6 +1,6 @@
 """`taskpack serve`: one pinned version over HTTP (a JSON API and a read-only HTML view), or,
 with `--mirror REGISTRY`, a pull-through mirror of a registry (`registry/mirror.py`), on
-uvicorn: an ASGI server whose event loop holds idle connections for nothing.
+granian.
 
 JSON API (every response carries the version digest, in the body and in `X-Taskpack-Digest`):
 
@@ -20,18 +20,21 @@ value escaped, under a Content-Security-Policy that allows none. A mirror answer
 protocol below `/registry/v1` (`registry/http.py`). Requests whose `Host` is not this server's
 name are refused (421), which DNS rebinding needs; a bad request gets a 4xx and `{"error": ...}`.
 
-Why uvicorn: its httptools parser and uvloop loop answer a small response at most of the rate
-nginx serves the same bytes from disk (bench/serve.py), idle keep-alive connections cost a
-file descriptor and nothing else, its concurrency limit and keep-alive timeout bound what
-clients hold, and it takes a pre-bound socket for several worker processes. Work that reads
-Parquet runs on threads (two lanes: a slow filter never holds the lane tasks are served from),
-and file bodies are streamed in 64 KiB pieces.
+Why granian, on its own interface (RSGI) rather than ASGI: its HTTP layer is Rust (hyper on
+tokio), so parsing, keep-alive and idle connections cost the Python loop nothing, and it sends
+a file from disk itself, in pieces; on this API it answers about twice what uvicorn answers and
+about two thirds of nginx serving the same bytes from disk (bench/serve.py, bench/RESULTS.md).
+It bounds what clients hold (a backlog, requests at once per worker, a header-read timeout that
+also closes idle keep-alive connections) and runs several worker processes on one port. The
+application is ASGI too (any ASGI server runs `App`). Work that reads Parquet runs on threads,
+on two lanes: a slow filter never holds the lane tasks are served from.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import html
 import ipaddress
@@ -39,6 +42,7 @@ import json
 import mimetypes
 import os
 import socket
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
@@ -61,6 +65,8 @@ PAGE = 50
 MAX_IDS = 1000
 CHUNK = 64 << 10  # bytes per piece of a streamed file
 CACHE_BYTES = 128 << 20  # rendered API answers kept, whole
+BACKLOG = 2048  # connections the kernel queues before they are accepted
+BACKPRESSURE = 1024  # requests a worker answers at once; beyond them, new ones wait
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
@@ -92,32 +98,28 @@ class Response:
     path: Path | None = None  # a file streamed from disk instead of `body`
     headers: list[tuple[str, str]] = field(default_factory=list)
     cacheable: bool = False  # the same request always gets these bytes
+    header_list: list[tuple[str, str]] | None = None  # all of them, made once (`App.headers`)
 
 
 class Catalog:
-    """The served version: its splits opened once, each behind a lock (a split's row-group
-    cache is not shared between threads), and an index of file hashes built on first need."""
+    """The served version: its splits opened once per thread (a split's row-group cache is
+    not shared between threads, and no request waits on a lock another holds), and an index
+    of file hashes built on first need."""
 
     def __init__(self, ts: TaskSet) -> None:
         self.ts = ts
         self.digest = ts.manifest.digest
-        self._splits: dict[str, Split] = {}
-        self._locks = {name: threading.Lock() for name in ts.splits}
+        self._mine = threading.local()
         self._files: dict[str, tuple[str, int]] | None = None
         self._files_lock = threading.Lock()
 
     def split(self, name: str) -> Split:
-        if name not in self._locks:
+        if name not in self.ts.manifest.splits:
             raise HttpError(HTTPStatus.NOT_FOUND, f"no split {name!r} (splits: {self.ts.splits})")
-        with self._locks[name]:
-            if name not in self._splits:
-                self._splits[name] = self.ts.split(name)
-            return self._splits[name]
-
-    def read(self, name: str, read: Callable[[Split], Any]) -> Any:
-        split = self.split(name)
-        with self._locks[name]:
-            return read(split)
+        opened: dict[str, Split] = self._mine.__dict__.setdefault("splits", {})
+        if name not in opened:
+            opened[name] = self.ts.split(name)
+        return opened[name]
 
     def file(self, sha: str) -> tuple[Path | None, bytes]:
         """A file of any task by content hash: a large file's path in the version's objects
@@ -129,7 +131,7 @@ class Catalog:
         if where is None:
             raise HttpError(HTTPStatus.NOT_FOUND, f"no task file {sha}")
         name, row = where
-        task = self.read(name, lambda s: s[row])
+        task = self.split(name)[row]
         data = next(f for f in task.files if f.sha256 == sha).read_bytes()
         if hashlib.sha256(data).hexdigest() != sha:
             raise HttpError(HTTPStatus.INTERNAL_SERVER_ERROR, f"file {sha} failed its hash check")
@@ -140,9 +142,7 @@ class Catalog:
             if self._files is None:
                 found: dict[str, tuple[str, int]] = {}
                 for name in self.ts.splits:
-                    column = self.read(
-                        name, lambda s: s.columns(["files.list.element.sha256"]).column("files")
-                    )
+                    column = self.split(name).columns(["files.list.element.sha256"])["files"]
                     for row, files in enumerate(column.to_pylist()):
                         for f in files or ():
                             found.setdefault(f["sha256"], (name, row))
@@ -249,22 +249,22 @@ class Api:
         if rest == ["ids"]:
             offset = _int(query, "offset", 0, 0, len(split))
             limit = _int(query, "limit", 100, 1, MAX_IDS)
-            ids = c.read(name, lambda s: s.ids()[offset : offset + limit])
+            ids = split.ids()[offset : offset + limit]
             body = {"split": name, "offset": offset, "total": len(split), "ids": ids}
             return self.json(HTTPStatus.OK, body, cacheable=True)
         if rest == ["digests"]:
-            digests = c.read(name, lambda s: s.columns(["digest"]).column("digest").to_pylist())
+            digests = split.columns(["digest"])["digest"].to_pylist()
             packed = b"".join(bytes.fromhex(d.removeprefix("sha256:")) for d in digests)
             return Response(HTTPStatus.OK, "application/octet-stream", packed, cacheable=True)
         if len(rest) == 2 and rest[0] in ("tasks", "by-id"):
             if rest[0] == "tasks":
                 index = self._index(rest[1], len(split))
-                task, key = c.read(name, lambda s: s[index]), {"index": index}
             else:
-                index = c.read(name, lambda s: s.position(rest[1]))
-                if index is None:
+                found = split.position(rest[1])
+                if found is None:
                     raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {rest[1]!r}")
-                task, key = c.read(name, lambda s: s[index]), {"index": index}
+                index = found
+            task, key = split[index], {"index": index}
             if _flag(query, "canonical"):
                 body = {"split": name, **key, "canonical": task.canonical()}
             else:
@@ -296,7 +296,7 @@ class Api:
             return _html(f"{m.name}@{m.version}", f"<ul>{items}</ul>", c.digest)
         name = parts[0]
         if len(parts) == 2:
-            task = c.read(name, lambda s: s.get(parts[1]))
+            task = c.split(name).get(parts[1])
             if task is None:
                 raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {parts[1]!r}")
             return _html(f"{name} / {task.id}", _task_html(task), c.digest)
@@ -306,7 +306,7 @@ class Api:
         split = self.catalog.split(name)
         q = query.get("q", [""])[0]
         where = query.get("where", [""])[0]
-        ids = self.catalog.read(name, lambda s: s.ids())
+        ids = split.ids()
         if where:
             key, sep, value = where.partition("=")
             if not sep:
@@ -315,7 +315,7 @@ class Api:
                 wanted = parse_json(value)
             except ValueError:
                 wanted = value
-            ids = self.catalog.read(name, lambda s: s.filter(**{key: wanted}).ids())
+            ids = split.filter(**{key: wanted}).ids()
         if q:
             ids = [i for i in ids if q.lower() in i.lower()]
         pages = max(1, -(-len(ids) // PAGE))
@@ -483,7 +483,9 @@ def allowed_hosts(host: str, port: int, extra: tuple[str, ...] = ()) -> frozense
 
 
 class App:
-    """The ASGI application: routing, headers, the response cache, and the two thread lanes."""
+    """The application, as ASGI (`app(scope, receive, send)`: any ASGI server) and as RSGI
+    (`__rsgi__`: granian's own interface, which `taskpack serve` runs it on): both hand the
+    request to one `answer`. Also: the cache of rendered answers, and the two thread lanes."""
 
     def __init__(
         self,
@@ -500,35 +502,21 @@ class App:
         self._cache: OrderedDict[str, Response] = OrderedDict()
         self._cache_bytes = 0
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
-            return
-        response = await self._respond(scope)
-        await self._send(scope, send, response)
-
-    async def _respond(self, scope: Scope) -> Response:
+    async def answer(self, method: str, path: str, query: str, host: str) -> Response:
+        """The response to one request (never raises: an error is a JSON 4xx or 5xx)."""
         try:
-            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
             if self.hosts is not None and host.lower() not in self.hosts:
                 raise HttpError(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
-            if scope["method"] not in ("GET", "HEAD"):
+            if method not in ("GET", "HEAD"):
                 raise HttpError(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and HEAD are served")
-            key = scope["path"] + "?" + scope["query_string"].decode("latin-1")
+            key = path + "?" + query
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
                 return cached
-            lane = self.slow if b"where=" in scope["query_string"] else self.fast
+            lane = self.slow if "where=" in query else self.fast
             loop = asyncio.get_running_loop()
-            response = await loop.run_in_executor(lane, self._route, scope)
+            response = await loop.run_in_executor(lane, self._route, path, query)
             if response.cacheable and response.path is None:
                 self._keep(key, response)
             return response
@@ -542,9 +530,9 @@ class App:
             old_key, old = self._cache.popitem(last=False)
             self._cache_bytes -= len(old.body) + len(old_key)
 
-    def _route(self, scope: Scope) -> Response:
-        parts = [unquote(p) for p in scope["path"].split("/") if p]
-        query = parse_qs(scope["query_string"].decode("latin-1"))
+    def _route(self, path: str, query_string: str) -> Response:
+        parts = [unquote(p) for p in path.split("/") if p]
+        query = parse_qs(query_string)
         try:
             if parts == ["assets", "style.css"]:
                 return Response(HTTPStatus.OK, "text/css; charset=utf-8", _STYLE, cacheable=True)
@@ -554,7 +542,7 @@ class App:
             if parts[: len(prefix)] == prefix and self.registered is not None:
                 return self.registered.handle(parts[len(prefix) :])
             if self.api is None:
-                raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {scope['path']!r}")
+                raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
             return self.api.handle(parts, query)
         except HttpError as e:
             return self._error(e.status, str(e))
@@ -567,18 +555,40 @@ class App:
             body["digest"] = self.digest
         return Response(status, "application/json", json.dumps(body, ensure_ascii=False).encode())
 
-    async def _send(self, scope: Scope, send: Send, response: Response) -> None:
+    def headers(self, response: Response) -> list[tuple[str, str]]:
+        """The response's headers (its length aside, which each server adds its own way)."""
+        if response.header_list is None:
+            found = [
+                ("content-type", response.content_type),
+                ("content-security-policy", CSP),
+                ("x-content-type-options", "nosniff"),
+                ("referrer-policy", "no-referrer"),
+                *response.headers,
+            ]
+            if self.digest:
+                found.append(("x-taskpack-digest", self.digest))
+            response.header_list = found
+        return response.header_list
+
+    # --- ASGI -------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        query = scope["query_string"].decode("latin-1")
+        response = await self.answer(scope["method"], scope["path"], query, host)
         size = response.path.stat().st_size if response.path is not None else len(response.body)
-        headers = [
-            (b"content-type", response.content_type.encode()),
-            (b"content-length", str(size).encode()),
-            (b"content-security-policy", CSP.encode()),
-            (b"x-content-type-options", b"nosniff"),
-            (b"referrer-policy", b"no-referrer"),
-            *((k.encode(), v.encode()) for k, v in response.headers),
-        ]
-        if self.digest:
-            headers.append((b"x-taskpack-digest", self.digest.encode()))
+        headers = [(k.encode(), v.encode()) for k, v in self.headers(response)]
+        headers.append((b"content-length", str(size).encode()))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         if scope["method"] == "HEAD":
             await send({"type": "http.response.body", "body": b""})
@@ -598,6 +608,24 @@ class App:
                 await send({"type": "http.response.body", "body": piece, "more_body": more})
                 if not more:
                     return
+
+    # --- RSGI (granian) ---------------------------------------------------------------------
+
+    async def __rsgi__(self, scope: Any, protocol: Any) -> None:
+        if scope.proto != "http":
+            return
+        host = scope.headers.get("host") or ""
+        response = await self.answer(scope.method, scope.path, scope.query_string, host)
+        headers = self.headers(response)
+        if response.path is not None or scope.method == "HEAD":
+            size = response.path.stat().st_size if response.path else len(response.body)
+            headers = [*headers, ("content-length", str(size))]
+        if scope.method == "HEAD":
+            protocol.response_empty(response.status, headers)
+        elif response.path is not None:  # granian streams the file from disk itself
+            protocol.response_file(response.status, headers, str(response.path))
+        else:
+            protocol.response_bytes(response.status, headers, response.body)
 
 
 # --- running -------------------------------------------------------------------------------
@@ -635,27 +663,25 @@ def app_from_env() -> App:
     return Config(**json.loads(os.environ[_CONFIG])).app()
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """The listening socket, or one error line saying why there is none."""
+def address(host: str, port: int) -> tuple[str, int]:
+    """The address to serve on, `port` 0 made a free port, or one error line saying why
+    there is none: tried by binding it here, then released for the server to bind."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as e:
         reason = e.strerror
         raise TaskpackError(f"--host {host!r}: not an address of this machine ({reason})") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-        sock.listen(2048)
-    except OSError as e:
-        sock.close()
-        if e.errno == 98:  # EADDRINUSE
-            taken = f"port {port} on {host} is in use (--port 0 takes a free one)"
-            raise TaskpackError(taken) from None
-        raise TaskpackError(f"cannot listen on {host}:{port}: {e.strerror}") from None
-    sock.set_inheritable(True)
-    return sock
+    family, kind, proto, _, found = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(found)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                taken = f"port {port} on {host} is in use (--port 0 takes a free one)"
+                raise TaskpackError(taken) from None
+            raise TaskpackError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+        return str(found[0]), int(sock.getsockname()[1])
 
 
 def _raise_file_limit() -> None:
@@ -667,59 +693,63 @@ def _raise_file_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def uvicorn_config(app: Any, workers: int, **extra: Any) -> Any:
-    import uvicorn
+def _options() -> dict[str, Any]:
+    """What every granian server here runs with (see the module's docstring for why)."""
+    from granian.constants import Interfaces, RuntimeModes, TaskImpl
+    from granian.http import HTTP1Settings
+    from granian.log import LogLevels
+
+    return {
+        "interface": Interfaces.RSGI,
+        # one Rust thread per worker and its own task type (Python < 3.12 only): 1.1-1.3x the
+        # requests/s of the defaults on 2 cores (bench/serve.py)
+        "runtime_mode": RuntimeModes.st,
+        "task_impl": TaskImpl.rust if sys.version_info < (3, 12) else TaskImpl.asyncio,
+        "backlog": BACKLOG,
+        "backpressure": BACKPRESSURE,
+        # a client has 10 s to send a request's headers, an idle keep-alive one too
+        "http1_settings": HTTP1Settings(header_read_timeout=10_000),
+        "log_level": LogLevels.warning,
+    }
+
+
+def run(config: Config, host: str, port: int, workers: int) -> None:
+    """Serve until interrupted, on `workers` processes that each build the application from
+    `config` (through the environment: granian spawns them)."""
+    from granian import Granian
 
     _raise_file_limit()
-    return uvicorn.Config(
-        app,
-        workers=workers,
-        loop="auto",
-        http="auto",
-        lifespan="on",
-        log_level="warning",
-        access_log=False,
-        server_header=False,
-        proxy_headers=False,
-        limit_concurrency=4096,  # above it: 503, never a queue without end
-        timeout_keep_alive=5,  # an idle keep-alive connection is closed after 5 s
-        **extra,
-    )
-
-
-def run(config: Config, sock: socket.socket, workers: int, app: App | None = None) -> None:
-    """Serve on `sock` until interrupted: one process (`app`, if already built), or
-    `workers` processes sharing it."""
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
-
     os.environ[_CONFIG] = json.dumps(config.__dict__)
-    if workers <= 1:
-        server = uvicorn.Server(uvicorn_config(app or config.app(), 1))
-        server.run(sockets=[sock])
-        return
-    settings = uvicorn_config("taskpack.serve:app_from_env", workers, factory=True)
-    Multiprocess(settings, sockets=[sock]).run()
+    target = f"{__name__}:{app_from_env.__name__}"
+    Granian(target, address=host, port=port, workers=workers, factory=True, **_options()).serve()
 
 
 @contextlib.contextmanager
-def background(app: App, host: str = "127.0.0.1") -> Iterator[str]:
-    """`app` served on a free port from a thread of this process (for tests and notebooks):
-    yields its base URL; stopped at the end of the block."""
+def background(app: App, host: str = "127.0.0.1", asgi: bool = False) -> Iterator[str]:
+    """`app` served on a free port from a thread of this process (granian's embedded server;
+    for tests and notebooks): yields its base URL; stopped at the end of the block.
+    `asgi`: through the ASGI interface instead of RSGI."""
     import time
 
-    import uvicorn
+    from granian.constants import Interfaces
+    from granian.server.embed import Server
 
-    sock = bind(host, 0)
-    server = uvicorn.Server(uvicorn_config(app, 1))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    ip, port = address(host, 0)
+    options = _options()
+    del options["runtime_mode"]  # the embedded server has one runtime
+    if asgi:
+        options["interface"] = Interfaces.ASGI
+    server = Server(app, address=ip, port=port, **options)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+    while thread.is_alive() and time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection((ip, port), timeout=1):
+            break
         time.sleep(0.01)
     try:
-        yield f"http://{host}:{sock.getsockname()[1]}"
+        yield f"http://{ip if ':' not in ip else f'[{ip}]'}:{port}"
     finally:
-        server.should_exit = True
+        loop.call_soon_threadsafe(server.stop)
         thread.join(10)
-        sock.close()

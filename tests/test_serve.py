@@ -4,10 +4,14 @@ requests as JSON 4xx, and the HTML view in a real headless browser."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,8 @@ import pytest
 
 import taskpack
 from taskpack.rows import INLINE_MAX
-from taskpack.serve import task_json
+from taskpack.serve import Api, App, Catalog, background, task_json
+from taskpack.taskset import Split
 
 from .conftest import make_task
 
@@ -38,12 +43,23 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    url = line.rsplit(" on ", 1)[1].strip().rstrip("/")
+    url = _started(proc)
     yield url, path
     proc.terminate()
     proc.wait(timeout=10)
+
+
+def _started(proc: subprocess.Popen[str]) -> str:
+    """The URL `taskpack serve` announced, once its workers answer there."""
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    url = line.rsplit(" on ", 1)[1].strip().rstrip("/")
+    for _ in range(300):
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url + "/healthz").status_code == 200:
+                return url
+        time.sleep(0.05)
+    raise AssertionError(f"taskpack serve did not answer: {line}")
 
 
 def test_the_api_serves_the_version(served: tuple[str, Path]) -> None:
@@ -101,8 +117,6 @@ def test_bad_requests_get_a_json_error(
 
 
 def test_a_published_version_is_served_the_same(tmp_path: Path) -> None:
-    from taskpack.serve import Api, App, Catalog, background
-
     path = tmp_path / "ts"
     taskpack.write(path, {"train": _tasks()}, name="srv", version="1.2.0")
     taskpack.publish(path)
@@ -110,6 +124,202 @@ def test_a_published_version_is_served_the_same(tmp_path: Path) -> None:
         got = httpx.get(f"{url}/api/v1/splits/train/tasks/3")
         assert got.json()["task"]["id"] == "t3"
         assert got.json()["digest"] == taskpack.open(path).manifest.digest
+
+
+def test_only_its_own_host_names_are_answered(served: tuple[str, Path]) -> None:
+    """A page on another site that DNS-rebinds its name to 127.0.0.1 sends its own Host."""
+    url, _ = served
+    port = url.rsplit(":", 1)[1]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+        assert httpx.get(url + "/api/v1", headers={"Host": host}).status_code == 200
+    refused = httpx.get(url + "/api/v1", headers={"Host": f"attacker.example:{port}"})
+    assert refused.status_code == 421 and "attacker.example" in refused.json()["error"]
+    page = httpx.get(url + "/view/train")
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert page.headers["x-content-type-options"] == "nosniff"
+
+
+def test_hostile_values_stay_text() -> None:
+    """Every value a task carries is escaped where the HTML shows it, hrefs included; the
+    file hash is built outside validation, as a hand-edited row could carry it."""
+    from html.parser import HTMLParser
+
+    from taskpack.serve import _task_html
+
+    evil = '"><script>alert(1)</script><a href="'
+    task = taskpack.Task.model_validate(
+        make_task(1, metadata={"k": evil}, files=[{"path": "a.txt", "data": b"x"}])
+    )
+    file = task.files[0].model_copy(update={"sha256": evil, "path": "b" + evil})
+    hostile = task.model_copy(update={"id": evil, "files": [file]})
+
+    class Tags(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.found.append((tag, attrs))
+
+    parser = Tags()
+    parser.feed(_task_html(hostile))
+    assert "script" not in {tag for tag, _ in parser.found}
+    links = [str(dict(attrs)["href"]) for tag, attrs in parser.found if tag == "a"]
+    assert len(links) == 1 and links[0].startswith("/api/v1/files/%22%3E%3Cscript")
+
+
+def test_idle_connections_do_not_shut_others_out(served: tuple[str, Path]) -> None:
+    """300 clients that connect and say nothing: everyone else is still answered."""
+    url, _ = served
+    address = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
+    held = [socket.create_connection(address) for _ in range(300)]
+    try:
+        with httpx.Client(base_url=url, timeout=10) as http:
+            got = [
+                http.get(f"/api/v1/splits/train/tasks/{i}").json()["task"]["id"] for i in range(20)
+            ]
+        assert got == [f"t{i}" for i in range(20)]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_slow_filter_does_not_hold_other_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `where` filter held until released: tasks of the same split are served meanwhile."""
+    path = tmp_path / "ts"
+    taskpack.write(path, {"train": _tasks()}, name="srv")
+    release, entered = threading.Event(), threading.Event()
+    plain_filter = Split.filter
+
+    def stalled(self: Split, *args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(30)
+        return plain_filter(self, *args, **kwargs)
+
+    monkeypatch.setattr(Split, "filter", stalled)
+    with background(App(api=Api(Catalog(taskpack.open(path))))) as url:
+        listed: list[str] = []
+        slow = threading.Thread(
+            target=lambda: listed.append(
+                httpx.get(url + "/view/train?where=difficulty=easy", timeout=60).text
+            )
+        )
+        slow.start()
+        try:
+            assert entered.wait(10)
+            for i in range(0, 60, 7):  # uncached reads of the split the filter is reading
+                task = httpx.get(f"{url}/api/v1/splits/train/tasks/{i}", timeout=10).json()["task"]
+                assert task["id"] == f"t{i}"
+            assert slow.is_alive() and not listed
+        finally:
+            release.set()
+            slow.join(30)
+        assert "30 of 61 tasks" in listed[0]
+
+
+def test_the_asgi_interface_answers_the_same(served: tuple[str, Path]) -> None:
+    """`App` under an ASGI server (granian's ASGI interface here): the same answers and files."""
+    url, path = served
+    with background(App(api=Api(Catalog(taskpack.open(path)))), asgi=True) as asgi:
+        for route in ("/api/v1/splits/train/tasks/3", "/api/v1/splits/train/by-id/t99"):
+            assert httpx.get(asgi + route).json() == httpx.get(url + route).json()
+        href = httpx.get(asgi + "/api/v1/splits/train/by-id/t99").json()["task"]["files"][0]["href"]
+        assert httpx.get(asgi + href).content == httpx.get(url + href).content
+        head = httpx.head(asgi + href)
+        assert head.content == b"" and head.headers["content-length"] == str(INLINE_MAX + 3)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--host", "no-such-host.invalid"], "--host 'no-such-host.invalid': not an address"),
+        (["--host", "192.0.2.1"], "cannot listen on 192.0.2.1"),
+        (["--port", "{busy}"], "port {busy} on 127.0.0.1 is in use"),
+    ],
+)
+def test_a_port_it_cannot_have_is_one_line(
+    served: tuple[str, Path], args: list[str], says: str
+) -> None:
+    url, path = served
+    busy = url.rsplit(":", 1)[1]
+    args = [a.replace("{busy}", busy) for a in args]
+    done = subprocess.run(
+        [sys.executable, "-m", "taskpack", "serve", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert says.replace("{busy}", busy) in done.stderr
+
+
+@pytest.mark.slow
+def test_idle_keep_alive_and_half_sent_requests_are_closed(served: tuple[str, Path]) -> None:
+    """A client that stops half way through its headers, or keeps a connection open after its
+    answer, is cut off after the header-read timeout (10 s)."""
+    url, _ = served
+    address = ("127.0.0.1", int(url.rsplit(":", 1)[1]))
+    with socket.create_connection(address) as half, socket.create_connection(address) as kept:
+        half.sendall(b"GET /api/v1 HTTP/1.1\r\n")
+        kept.sendall(f"GET /healthz HTTP/1.1\r\nHost: {address[0]}:{address[1]}\r\n\r\n".encode())
+        assert kept.recv(1000).startswith(b"HTTP/1.1 200")
+        for sock in (half, kept):
+            sock.settimeout(30)
+            assert sock.recv(1000) == b""  # closed by the server, not by our timeout
+
+
+@pytest.mark.slow
+def test_slow_clients_of_a_big_file_hold_little_memory(tmp_path: Path) -> None:
+    """8 slow readers of a 256 MiB task file: the server's memory grows by less than 64 MiB
+    (a file is sent from disk in pieces, never read whole)."""
+    data = os.urandom(1 << 20) * 256
+    rows = [{"id": "big", "prompt": "p", "files": [{"path": "big.bin", "data": data}]}]
+    taskpack.write(tmp_path / "big", {"train": rows}, name="big")
+    sha = hashlib.sha256(data).hexdigest()
+    del data, rows
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "taskpack", "serve", str(tmp_path / "big"), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = _started(proc)
+        before = _rss_mib(proc.pid)
+        peak, sizes = before, []
+
+        def reader() -> None:
+            got = 0
+            with httpx.stream("GET", f"{url}/api/v1/files/{sha}", timeout=120) as response:
+                for piece in response.iter_bytes(1 << 16):
+                    got += len(piece)
+                    time.sleep(0.001)
+            sizes.append(got)
+
+        readers = [threading.Thread(target=reader) for _ in range(8)]
+        for r in readers:
+            r.start()
+        while any(r.is_alive() for r in readers):
+            peak = max(peak, _rss_mib(proc.pid))
+            time.sleep(0.05)
+        assert sizes == [256 << 20] * 8
+        assert peak - before < 64, (before, peak)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _rss_mib(pid: int) -> float:
+    """The resident memory of a process and its children (the server's workers)."""
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    total = 0
+    for p in [pid, *map(int, found.split())]:
+        with contextlib.suppress(FileNotFoundError):
+            status = Path(f"/proc/{p}/status").read_text()
+            total += int(next(x for x in status.splitlines() if x.startswith("VmRSS")).split()[1])
+    return total / 1024
 
 
 @pytest.mark.slow
