@@ -2,7 +2,9 @@
 
 Episode start: a fresh process opens a pinned, already-cached version and reads task i, against
 `datasets.load_dataset(...)[i]` on the same Parquet with a hot cache, and raw pyarrow reading
-that one row (the row group holding it). Random access: `split[i]` and `split.get(id)` in one
+that one row (the row group holding it); and a fresh process getting task i from `taskpack serve`
+with `taskpack.fetch` (standard library only, checked against the pinned version), against a
+bare `python -c` that prints a line. Random access: `split[i]` and `split.get(id)` in one
 process, against `datasets` `ds[i]` and a pyarrow slice of an in-memory table.
 
 The alternatives read the split as one Parquet file with taskpack's row groups, as a user
@@ -16,12 +18,15 @@ without taskpack would store it; taskpack stores a split of more than `PART_GROU
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,6 +51,13 @@ for g in range(pf.metadata.num_row_groups):
     n += pf.metadata.row_group(g).num_rows
 g = bisect.bisect_right(starts, i) - 1
 print(pf.read_row_group(g).slice(i - starts[g], 1).to_pylist()[0]["id"])
+"""
+# A worker with neither pyarrow nor pydantic: the task from `taskpack serve`, checked against
+# the pinned version (its split's task digests fetched and checked once per machine).
+FETCH = """
+import sys
+from taskpack.fetch import task
+print(task(sys.argv[2], "train", int(sys.argv[1]), digest=sys.argv[3])["id"])
 """
 BARE = "print('task')"
 # Import cost alone: taskpack with its read path loaded (its names load on first use) against
@@ -76,11 +88,16 @@ def one_file(ts_path: Path, tmp: Path) -> Path:
     return target
 
 
-def episode_start(parquet: Path, rounds: int, index: int) -> dict[str, float]:
+def episode_start(parquet: Path, rounds: int, index: int, server: str) -> dict[str, float]:
     args = (str(index), str(parquet))
+    import taskpack
+
+    fetch = (str(index), server, taskpack.open("bench@1.0.0").manifest.digest)
+    fresh_process(FETCH, *fetch)  # the split's task digests, fetched and checked once
     return alternate(
         {
             "taskpack": lambda: fresh_process(TASKPACK, *args),
+            "taskpack.fetch (serve)": lambda: fresh_process(FETCH, *fetch),
             "datasets (hot cache)": lambda: fresh_process(DATASETS, *args),
             "raw pyarrow": lambda: fresh_process(PYARROW, *args),
             "bare python": lambda: fresh_process(BARE),
@@ -143,6 +160,26 @@ def random_access(parquet: Path, rounds: int, count: int) -> dict[str, float]:
     )
 
 
+@contextlib.contextmanager
+def served(target: str) -> Iterator[str]:
+    """`taskpack serve TARGET` on a free port, until the block ends."""
+    import urllib.request
+
+    command = [sys.executable, "-m", "taskpack", "serve", target, "--port", "0"]
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        url = proc.stderr.readline().rsplit(" on ", 1)[1].strip().rstrip("/")
+        for _ in range(300):
+            with contextlib.suppress(OSError), urllib.request.urlopen(url + "/healthz"):
+                break
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main() -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100_000)
@@ -161,7 +198,8 @@ def main() -> dict[str, dict[str, float]]:
         index = args.tasks * 3 // 4 + 17
         fresh_process(DATASETS, str(index), str(parquet))  # build the datasets cache: hot
         fresh_process(TASKPACK, str(index))  # resolve once: the version is now pinned in cache
-        start = episode_start(parquet, args.rounds, index)
+        with served("bench@1.0.0") as server:
+            start = episode_start(parquet, args.rounds, index, server)
         imported, extra = imports(args.rounds)
         added = modules_added()
         access = random_access(parquet, args.rounds, 2000)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+
+TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 FORMAT_VERSION: Literal[2] = 2  # the task-set format version written now
 

@@ -24,10 +24,13 @@ import hashlib
 import json
 import os
 import socket
-from typing import Any
 from urllib.parse import quote, urlsplit
 
 from taskpack.digests import SplitDigest, content_digest, version_digest
+
+TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
+if TYPE_CHECKING:
+    from typing import Any
 
 TIMEOUT = 60.0
 
@@ -135,20 +138,23 @@ def _kept(version: str, split: str) -> str:
     return os.path.join(_cache_dir(), name[:2], name)
 
 
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
+def _entry(path: str, row: int) -> bytes | None:
+    """Entry `row` of a kept list of task digests (None: no such row): 32 bytes read, not the
+    list, which is 32 MB for a million tasks."""
+    if row < 0:
         return None
+    with open(path, "rb") as f:
+        f.seek(row * 32)
+        found = f.read(32)
+    return found if len(found) == 32 else None
 
 
-def _digests(server: str, version: str, split: str, split_digest: str) -> bytes:
-    """The split's task digests (32 bytes each), checked against its digest once per machine."""
+def _digests(server: str, version: str, split: str, split_digest: str) -> str:
+    """Where the split's task digests (32 bytes each) are kept, fetched and checked against
+    its digest if this machine does not hold them yet."""
     path = _kept(version, split)
-    found = _read(path)
-    if found is not None:
-        return found
+    if os.path.exists(path):
+        return path
     packed = _get(server, f"/api/v1/splits/{quote(split, safe='')}/digests")
     chain = SplitDigest()
     chain.add_all(["sha256:" + packed[i : i + 32].hex() for i in range(0, len(packed), 32)])
@@ -159,7 +165,7 @@ def _digests(server: str, version: str, split: str, split_digest: str) -> bytes:
     with open(tmp, "wb") as f:
         f.write(packed)
     os.replace(tmp, path)
-    return packed
+    return path
 
 
 def task(
@@ -175,13 +181,13 @@ def task(
     if (index is None) == (id is None):
         raise FetchError("give an index or an id")
     # A pinned version whose digests this machine holds needs no more than the task itself.
-    packed = _read(_kept(digest, split)) if digest is not None else None
-    if packed is None:
+    kept = _kept(digest, split) if digest is not None else None
+    if kept is None or not os.path.exists(kept):
         top = _version(server, digest)
         if split not in top["splits"]:
             names = ", ".join(top["splits"])
             raise FetchError(f"{server}: no split {split!r} (splits: {names})")
-        packed = _digests(server, top["digest"], split, top["splits"][split]["digest"])
+        kept = _digests(server, top["digest"], split, top["splits"][split]["digest"])
     where = f"/api/v1/splits/{quote(split, safe='')}"
     if index is not None:
         where += f"/tasks/{int(index)}?canonical=1"
@@ -189,9 +195,10 @@ def task(
         where += f"/by-id/{quote(str(id), safe='')}?canonical=1"
     answer = json.loads(_get(server, where))
     row, content = answer["index"], answer["canonical"]
-    if not 0 <= row < len(packed) // 32:
+    entry = _entry(kept, row) if isinstance(row, int) else None
+    if entry is None:
         raise FetchError(f"{server}: row {row} is not in split {split!r}")
-    if content_digest(content) != "sha256:" + packed[row * 32 : row * 32 + 32].hex():
+    if content_digest(content) != "sha256:" + entry.hex():
         raise FetchError(f"{server}: task at row {row} of {split!r} is not the one published")
     if (index is not None and row != index) or (id is not None and content.get("id") != id):
         raise FetchError(f"{server}: answered another task than the one asked for")

@@ -709,7 +709,7 @@ def _options() -> dict[str, Any]:
         "backpressure": BACKPRESSURE,
         # a client has 10 s to send a request's headers, an idle keep-alive one too
         "http1_settings": HTTP1Settings(header_read_timeout=10_000),
-        "log_level": LogLevels.warning,
+        "log_level": LogLevels.error,  # not its warnings that a chosen option is "experimental"
     }
 
 

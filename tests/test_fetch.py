@@ -91,12 +91,13 @@ def test_a_lying_server_is_caught(served: tuple[str, Any]) -> None:
 
 
 def test_fetching_imports_neither_pyarrow_nor_pydantic(served: tuple[str, Any]) -> None:
+    """Nor typing or http.client: a fresh worker's start is mostly its imports."""
     url, _ = served
     code = (
         "import sys, taskpack.fetch as f\n"
         "t = f.task(sys.argv[1], 'train', 5)\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
-        "('pyarrow', 'pydantic', 'numpy', 'pydantic_core')]\n"
+        "('pyarrow', 'pydantic', 'numpy', 'pydantic_core', 'typing', 'http', 'email')]\n"
         "print(t['id'], heavy)\n"
     )
     out = subprocess.run(
