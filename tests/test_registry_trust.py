@@ -68,6 +68,8 @@ def test_location_parse_is_idempotent(name: str) -> None:
         ("HF://someone/", Location("hf", owner="someone")),
         ("file://localhost/srv/reg", Location("file", path=Path("/srv/reg"))),
         ("file:///srv/my%20reg", Location("file", path=Path("/srv/my reg"))),
+        ("http://10.0.0.5:8000/", Location("http", base="http://10.0.0.5:8000")),
+        ("https://mirror.example/reg", Location("https", base="https://mirror.example/reg")),
     ],
 )
 def test_location_spellings(text: str, expected: Location) -> None:
@@ -77,7 +79,7 @@ def test_location_spellings(text: str, expected: Location) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["gs://bucket/p", "http://example.com/reg", "s3://", "hf://owner/extra", "file://host/x"],
+    ["gs://bucket/p", "ftp://example.com/reg", "s3://", "hf://owner/extra", "file://host/x"],
 )
 def test_unknown_or_malformed_locations_are_refused(tmp_path: Path, text: str) -> None:
     os.chdir(tmp_path)

@@ -170,19 +170,54 @@ def resolve(
     offline = _offline(offline)
     ref = parse_ref(ref) if isinstance(ref, str) else ref
     ref, locked_digest = _locked(ref, lockfile)
-    manifest = None
-    if is_version(ref.spec):
-        manifest = cache.manifest(where.url, ref.name, ref.spec)
-    elif ref.is_digest:
-        manifest = cache.manifest_by_digest(where.url, ref.name, ref.spec)
-    reg = None
+    manifest = _cached(cache, where, ref)
     if manifest is None and offline:
         hint = "" if ref.exact else " (offline, only exact versions or digests can be served)"
         raise TaskpackError(f"offline: {ref} is not in the cache at {cache.root}{hint}")
-    fetched = manifest is None
-    if manifest is None:
-        reg = _to_read(where)
-        manifest = reg.resolve(ref)
+    if manifest is not None:
+        return _checked(manifest, ref, where, cache, offline, locked_digest, None)
+    if not ref.exact:  # a tag or a range: the registry is asked every time
+        return _fetched(ref, where, cache, offline, locked_digest)
+    # One process of a machine fetches an exact version's manifest; the others starting with
+    # it wait and read what it cached (64 workers on a cold machine: one registry request and
+    # one manifest validation, not 64).
+    from taskpack._fs import file_lock
+
+    key = hashlib.sha256(f"{where.url} {ref}".encode()).hexdigest()
+    with file_lock(cache.root / "locks" / f"manifest-{key}.lock"):
+        manifest = _cached(cache, where, ref)
+        if manifest is not None:
+            return _checked(manifest, ref, where, cache, offline, locked_digest, None)
+        return _fetched(ref, where, cache, offline, locked_digest)
+
+
+def _cached(cache: Cache, where: Location, ref: Ref) -> Manifest | None:
+    if is_version(ref.spec):
+        return cache.manifest(where.url, ref.name, ref.spec)
+    if ref.is_digest:
+        return cache.manifest_by_digest(where.url, ref.name, ref.spec)
+    return None
+
+
+def _fetched(
+    ref: Ref, where: Location, cache: Cache, offline: bool, locked_digest: str | None
+) -> TaskSet:
+    """The version from the registry, cached once it passed every check."""
+    reg = _to_read(where)
+    ts = _checked(reg.resolve(ref), ref, where, cache, offline, locked_digest, reg)
+    cache.save_manifest(where.url, ts.manifest)
+    return ts
+
+
+def _checked(
+    manifest: Manifest,
+    ref: Ref,
+    where: Location,
+    cache: Cache,
+    offline: bool,
+    locked_digest: str | None,
+    reg: Registry | None,
+) -> TaskSet:
     if locked_digest is not None and manifest.digest != locked_digest:
         raise TaskpackError(
             f"{ref}: content {manifest.digest} differs from the lockfile's {locked_digest}"
@@ -190,8 +225,6 @@ def resolve(
     objects = RegistryObjects(manifest, where, cache, offline, reg)
     if locked_digest is not None or ref.is_digest:
         objects.check_all()
-    if fetched:
-        cache.save_manifest(where.url, manifest)
     return TaskSet(manifest, objects)
 
 
