@@ -1,80 +1,81 @@
-"""Scale past one machine: one GSM8K-shaped JSONL source imported as independent parts
-(`lines=` ranges) by Dask workers on a local cluster, then merged (`taskpack.merge`), against
-one single-process import of the same file. The merged task set must have the single import's
-digest; times are printed as context (2 cores hold little room for speed-up).
+"""Scale past one process: one GSM8K-shaped JSONL source imported as parts on Ray
+(`taskpack.import_sharded`: spans of lines as Ray tasks, merged by digest) against one
+single-process import of the same file, on one machine. The merged task set must have the
+single import's digest; the ratio of times is the figure (goal <= 3x: on 2 cores the parts
+cannot gain much, so this measures what splitting and merging cost).
 
-    python bench/scale_out.py                       # 200000 rows, 4 parts, 2 workers
-    python bench/scale_out.py --rows 20000 --parts 4 --workers 2
+The Ray cluster (a head on 127.0.0.1, as many CPUs as the machine has) is started and warmed
+before timing, as a trainer's cluster would be running already.
+
+    python bench/scale_out.py                       # 1,000,000 rows, parts = CPUs
+    python bench/scale_out.py --rows 200000 --parts 4 --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, write_jsonl
 
 
-def import_part(source: str, target: str, span: tuple[int, int]) -> str:
-    """One worker's share: what `taskpack convert SOURCE --lines FIRST:LAST` does."""
-    from taskpack.importer import import_sources
-
-    import_sources(target, {"train": [source]}, "gsm8k", name="bench", lines={"train": span})
-    return target
-
-
-def main() -> None:
-    import dask
-    from distributed import Client, LocalCluster
+def main() -> dict[str, Any]:
+    import ray
 
     import taskpack
     from taskpack.importer import import_sources
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--parts", type=int, default=4)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--parts", type=int, default=None)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray.init(
+        _node_ip_address="127.0.0.1",
+        include_dashboard=False,
+        log_to_driver=False,
+        num_cpus=os.cpu_count(),
+    )
+    ray.get(ray.remote(lambda: None).remote())  # a worker started: the cluster is up
     work = Path(tempfile.mkdtemp(prefix="taskpack-bench-scale-"))
     try:
-        source = str(write_jsonl(work / "train.jsonl", args.rows))
-        start = time.perf_counter()
-        whole = import_sources(work / "whole", {"train": [source]}, "gsm8k", name="bench")
-        single = time.perf_counter() - start
-
-        step = -(-args.rows // args.parts)
-        spans = [(1 + k * step, min(args.rows, (k + 1) * step)) for k in range(args.parts)]
-        with (
-            LocalCluster(
-                n_workers=args.workers,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-            ) as cluster,
-            Client(cluster),
-        ):
+        source = {"train": [str(write_jsonl(work / "train.jsonl", args.rows))]}
+        single, sharded, digests = [], [], set()
+        for r in range(args.rounds):
             start = time.perf_counter()
-            jobs = [
-                dask.delayed(import_part)(source, str(work / f"part{k}"), span)
-                for k, span in enumerate(spans)
-            ]
-            parts = dask.compute(*jobs)
-            merged = taskpack.merge(list(parts), work / "merged", name="bench")
-            spread = time.perf_counter() - start
-        same = merged.digest == whole.manifest.digest
-        print(f"{machine()}; {args.rows} rows, {args.parts} parts, {args.workers} Dask workers")
-        print(f"single import {single:.1f} s; parts on Dask + merge {spread:.1f} s")
+            whole = import_sources(work / f"whole{r}", source, "gsm8k", name="bench")
+            single.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            merged = taskpack.import_sharded(
+                work / f"merged{r}", source, "gsm8k", parts=args.parts, name="bench"
+            )
+            sharded.append(time.perf_counter() - start)
+            digests |= {whole.manifest.digest, merged.digest}
+            shutil.rmtree(work / f"whole{r}")
+            shutil.rmtree(work / f"merged{r}")
+        parts = args.parts or os.cpu_count()
+        result = {"single_s": statistics.median(single), "ray_s": statistics.median(sharded)}
+        print(f"{machine()}; {args.rows} GSM8K rows; median of {args.rounds} alternating rounds:")
+        print(f"  single import               {result['single_s']:6.1f} s")
         print(
-            f"digests: single {whole.manifest.digest}, merged {merged.digest}: "
-            f"{'same' if same else 'DIFFERENT'}"
+            f"  {parts} parts on Ray + merge    {result['ray_s']:6.1f} s"
+            f"   / single = {result['ray_s'] / result['single_s']:.2f}"
         )
-        if not same:
+        print(f"  digests: {'the same' if len(digests) == 1 else 'DIFFERENT: ' + str(digests)}")
+        if len(digests) != 1:
             raise SystemExit(1)
+        return result
     finally:
+        ray.shutdown()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "TaskSetWriter",
     "TaskpackError",
     "diff",
+    "import_sharded",
     "listing",
     "load",
     "merge",
@@ -53,6 +54,7 @@ _LAZY = {
     "pull": "registry.client",
     "versions": "registry.client",
     "diff": "changes",
+    "import_sharded": "sharded",
     "merge": "merging",
     "verify": "integrity",
 }

@@ -25,6 +25,11 @@ class InvalidTask(TaskpackError):
         self.reason = reason
         super().__init__(f"{where}: {reason}" if where else reason)
 
+    def __reduce__(self) -> tuple[type[InvalidTask], tuple[str, str]]:
+        # Rebuilt from both parts when it crosses processes (a Ray task's error reaches the
+        # driver pickled), not from the message alone.
+        return (type(self), (self.where, self.reason))
+
 
 def require(module: str, extra: str) -> None:
     """Fail with the install line when an optional dependency is missing: the core install

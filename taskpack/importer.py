@@ -160,8 +160,8 @@ def import_sources(
                 span = (lines or {}).get(split)
                 opts = dict(options or {})
                 info = None
-                if columnar and skipped is None and span is None and len(uris) == 1:
-                    info = _write_columns(writer, fmt, uris[0], split, opts, progress)
+                if columnar and skipped is None and len(uris) == 1:
+                    info = _write_columns(writer, fmt, uris[0], split, opts, progress, span)
                 if info is None:
                     tasks = split_tasks(uris, fmt, split, opts, skipped, span)
                     info = writer.write_split(split, progress(tasks, split) if progress else tasks)
@@ -184,6 +184,7 @@ def _write_columns(
     split: str,
     options: dict[str, Any],
     progress: Callable[[Iterator[Any], str], Iterator[Any]] | None,
+    lines: tuple[int, int] | None = None,
 ) -> SplitInfo | None:
     """The split read by the format's columnar reader, batches its checks refuse by the row
     path (see `_columnar.mapped`); None when there is no such reader, it gives up on the
@@ -220,11 +221,16 @@ def _write_columns(
             if not count:
                 raise NotColumnar("no rows")  # the row path names the empty source
 
+    from taskpack.converters._columnar import LINES
+
+    kept = LINES.set(lines)
     try:
         for _ in progress(rows(), split) if progress else rows():
             pass
     except (NotColumnar, InvalidTask):  # InvalidTask: a bad row or a duplicate id (at close)
         return None
+    finally:
+        LINES.reset(kept)
     return writer.written[split]
 
 

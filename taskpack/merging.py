@@ -22,15 +22,28 @@ if TYPE_CHECKING:
 
 
 def merge(
-    parts: Sequence[str | os.PathLike[str]], target: str | os.PathLike[str], **meta: Any
+    parts: Sequence[str | os.PathLike[str]],
+    target: str | os.PathLike[str],
+    *,
+    digests: Sequence[str] | None = None,
+    **meta: Any,
 ) -> Manifest:
     """Write at `target` the task set whose every split is that split of each part, in the
     order of `parts` (a part may lack a split). Each part's rows are checked against its
-    digests first; ids must stay unique within each split. `meta` takes TaskSetWriter's
-    options (name, version, description, license, source, overwrite)."""
+    digests first; ids must stay unique within each split. `digests`: each part's version
+    digest, as the process that wrote it returned it (a sharded import's driver does): a part
+    must then have that digest, and its rows' stored digests chain to it, without each row
+    hashed again. `meta` takes TaskSetWriter's options (name, version, description, license,
+    source, overwrite)."""
     if not parts:
         raise TaskpackError("merge: no parts given")
     sets = [open_folder(p) for p in parts]
+    if digests is not None:
+        if len(digests) != len(sets):
+            raise TaskpackError(f"merge: {len(sets)} parts, {len(digests)} digests")
+        for ts, digest in zip(sets, digests, strict=True):
+            if ts.manifest.digest != digest:
+                raise TaskpackError(f"{ts.where}: digest {ts.manifest.digest}, not {digest}")
     names = list(dict.fromkeys(n for ts in sets for n in ts.splits))
     meta.setdefault("source", sets[0].manifest.source)
     with TaskSetWriter(target, **meta) as writer:
@@ -38,6 +51,6 @@ def merge(
             with writer.split(name) as split:
                 for ts in sets:
                     if name in ts.splits:
-                        split.add_stored(ts, name)
+                        split.add_stored(ts, name, rows_checked=digests is not None)
     assert writer.manifest is not None
     return writer.manifest

@@ -254,16 +254,32 @@ def check_split(
             leaves = [n for n in schema.names if n != "files"]
             leaves += [f"files.list.element.{f.name}" for f in files]
             for batch in pf.iter_batches(batch_size=1024, columns=leaves):
-                for row in batch.to_pylist():
-                    label = f"{where} row {row_no} (id {row.get('id')!r})"
-                    problems += _row_problems(row, label, format_version, chain)
-                    row_no += 1
-                    if len(problems) >= limit:
-                        return problems[:limit]
+                problems += batch_problems(batch, where, format_version, chain, row_no)
+                row_no += batch.num_rows
+                if len(problems) >= limit:
+                    return problems[:limit]
         except (OSError, ValueError) as e:
             return [*problems, f"{where}: unreadable ({e})"]
     if chain.value != info.digest:
         problems.append(f"{where}: digest {info.digest} does not match its tasks")
+    return problems
+
+
+def batch_problems(
+    batch: pa.Table | pa.RecordBatch,
+    where: str,
+    format_version: int,
+    chain: SplitDigest | None = None,
+    first_row: int | None = None,
+) -> list[str]:
+    """Problems of some stored rows (see `check_split`), their digests added to `chain`;
+    rows named by number from `first_row` when known, else by id alone."""
+    problems: list[str] = []
+    chain = chain if chain is not None else SplitDigest()
+    for k, row in enumerate(batch.to_pylist()):
+        at = f" row {first_row + k}" if first_row is not None else ""
+        label = f"{where}{at} (id {row.get('id')!r})"
+        problems += _row_problems(row, label, format_version, chain)
     return problems
 
 

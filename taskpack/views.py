@@ -60,6 +60,9 @@ class Split(Protocol):
     def digest(self) -> str: ...
     @property
     def json_columns(self) -> tuple[str, ...]: ...
+    @property
+    def version(self) -> int: ...
+    def parquet_paths(self) -> list[Path]: ...
     def __len__(self) -> int: ...
     def __getitem__(self, i: int) -> Task: ...
     def ids(self) -> list[str]: ...
@@ -174,6 +177,18 @@ class Rows:
         from taskpack.torch_data import torch_dataset
 
         return torch_dataset(self, iterable=iterable)
+
+    def to_ray(self) -> Any:
+        """A `ray.data.Dataset` of the stored rows (as `to_arrow()`), each row's digest
+        checked on the worker that reads it (see `taskpack.ray_data`)."""
+        from taskpack.errors import require
+
+        require("ray", "ray")
+        from taskpack.ray_data import ray_dataset
+
+        base = self._base()
+        whole = len(self) == len(base) and bool((self._rows() == range(len(base))).all())
+        return ray_dataset(base, None if whole else self.to_arrow())
 
     def ids(self) -> list[str]:
         raise NotImplementedError

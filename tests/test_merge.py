@@ -3,8 +3,11 @@ single import writes: the same rows in the same order, the same digests."""
 
 from __future__ import annotations
 
+import itertools
+import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -85,17 +88,68 @@ def test_cli_convert_lines_then_merge(tmp_path: Path, data_dir: Path) -> None:
     assert bad.exit_code == 2 and "FIRST:LAST" in bad.output
 
 
-@pytest.mark.slow
-def test_parts_imported_by_dask_workers_merge_to_the_single_import() -> None:
-    """bench/scale_out.py on a small source: Dask's local cluster runs the parts."""
-    import subprocess
-    import sys
+def _gsm8k_lines(count: int) -> list[bytes]:
+    """GSM8K-shaped lines, with blank and whitespace-only lines among them (read past, they
+    number no row)."""
+    import json
 
-    script = Path(__file__).resolve().parents[1] / "bench" / "scale_out.py"
-    run = subprocess.run(
-        [sys.executable, str(script), "--rows", "6000", "--parts", "3", "--workers", "2"],
-        capture_output=True,
-        text=True,
+    lines = []
+    for i in range(count):
+        row = {"question": f"Q{i}: what is {i} + {i}? " + "pad " * 30, "answer": f"#### {2 * i}"}
+        lines.append(json.dumps(row).encode() + b"\n")
+        if i % 997 == 3:
+            lines.append(b"\n")
+        if i % 1493 == 7:
+            lines.append(b"  \t\r\n")
+    return lines
+
+
+@pytest.mark.parametrize("columnar", [True, False])
+def test_spans_across_blocks_and_blank_lines_merge_into_the_single_import(
+    tmp_path: Path, columnar: bool
+) -> None:
+    """Spans of lines of a source over several of the columnar reader's 1 MiB blocks, starting
+    and ending on blank lines and inside blocks: the parts (columnar, or row by row) merge into
+    the single import."""
+    lines = _gsm8k_lines(12_000)
+    source = tmp_path / "train.jsonl"
+    source.write_bytes(b"".join(lines))
+    assert source.stat().st_size > 2 << 20
+    sources = {"train": [str(source)]}
+    whole = import_sources(tmp_path / "whole", sources, "gsm8k", name="g").manifest
+    blanks = [k + 1 for k, line in enumerate(lines) if not line.strip()]  # line numbers
+    assert blanks[0] > 2 and blanks[5] < 9000
+    # spans: up to a blank line, from one blank line to another, inside blocks, the last line
+    cuts = [0, blanks[0] - 1, blanks[5], 9000, len(lines) - 1, len(lines)]
+    parts, digests = [], []
+    for k, (a, b) in enumerate(itertools.pairwise(cuts)):
+        part = tmp_path / f"part{k}"
+        done = import_sources(
+            part, sources, "gsm8k", name="g", lines={"train": (a + 1, b)}, columnar=columnar
+        )
+        parts.append(part)
+        digests.append(done.manifest.digest)
+    for checked in (None, digests):
+        merged = taskpack.merge(parts, tmp_path / "merged", name="g", digests=checked)
+        assert merged.digest == whole.digest
+        assert merged.splits["train"].rows == whole.splits["train"].rows
+        shutil.rmtree(tmp_path / "merged")
+
+
+def test_merge_by_digests_refuses_a_part_that_is_not_the_one_written(tmp_path: Path) -> None:
+    a = taskpack.write(tmp_path / "a", {"train": [make_task(0)]}, name="s")
+    b = taskpack.write(tmp_path / "b", {"train": [make_task(1)]}, name="s")
+    with pytest.raises(TaskpackError, match=f"digest {b.digest}, not {a.digest}"):
+        taskpack.merge(
+            [tmp_path / "a", tmp_path / "b"], tmp_path / "m", digests=[a.digest] * 2, name="s"
+        )
+    path = tmp_path / "b" / "splits/train.parquet"
+    table = pq.read_table(path)
+    digests = table.column("digest").to_pylist()
+    pq.write_table(
+        table.set_column(1, "digest", pa.array(["sha256:" + "0" * 64] * len(digests))), path
     )
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert ": same" in run.stdout
+    with pytest.raises(TaskpackError, match="digest"):
+        taskpack.merge(
+            [tmp_path / "a", tmp_path / "b"], tmp_path / "m", digests=[a.digest, b.digest], name="s"
+        )

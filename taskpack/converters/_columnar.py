@@ -11,6 +11,11 @@ line, text a Python `strip` and an Arrow trim could treat differently) raises `N
 only the rows it refuses go through the reader's row mapping (`mapped`). An invalid row sends
 the whole source row by row, so errors are the row path's own, word for word.
 `tests/test_columnar.py` compares both paths on every data set.
+
+A part of a sharded import (`lines`: only lines first..last of the source) sets `LINES` around
+its read: a JSON Lines source then yields only the chunks of those lines, each chunk before
+them counted (its rows numbered as in the whole source) but never parsed; any other source
+gives up here, for the row path's filter.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from functools import cache, partial
 from itertools import accumulate, pairwise
 from pathlib import Path
@@ -45,6 +51,10 @@ from taskpack.rows import INLINE_MAX, JSON_COLUMNS, SCHEMA
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
 _BLOCK = 1 << 20
+# The lines (first, last; 1-based, inclusive) of the source the import being read keeps.
+LINES: ContextVar[tuple[int, int] | None] = ContextVar("LINES", default=None)
+# A line the row path reads past, holding no row (what `bytes.strip` takes away).
+_BLANK = re.compile(rb"^[ \t\r\x0b\x0c]*\n", re.MULTILINE)
 _PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source
 # `grouped`: a batch of rows with more different templates than this many, or than one per
 # this many rows, goes row by row (a template costs about as much as a few rows mapped).
@@ -395,7 +405,7 @@ _TRIES = 16
 BatchMapping: TypeAlias = Callable[[pa.Table, int, Parsed], Batch]
 
 
-def mapped(chunks: Iterator[Chunk], batch: BatchMapping, rows: RowMapping) -> Iterator[Item]:
+def mapped(chunks: Iterator[Chunk | int], batch: BatchMapping, rows: RowMapping) -> Iterator[Item]:
     """A reader's `read_columns`: each chunk as a `Batch` of stored rows by `batch`. Where a
     check refuses some rows (`refuse`), those go as the row path's records, mapped by the
     reader's `rows`, and the runs between them are tried again; a chunk refused as a whole is
@@ -404,6 +414,9 @@ def mapped(chunks: Iterator[Chunk], batch: BatchMapping, rows: RowMapping) -> It
     numbers what follows)."""
     first, refused = 0, 0
     for chunk in chunks:
+        if isinstance(chunk, int):  # rows before the lines kept (`LINES`): numbered, not read
+            first += chunk
+            continue
         tries = _TRIES if refused < _REFUSALS else 0
         count, taken = yield from _one(chunk, first, batch, rows, tries)
         refused = 0 if taken else refused + 1
@@ -477,16 +490,19 @@ def table_chunks(
     strip_headers: bool = False,
     keyed: bool = False,
     by_field: frozenset[str] = frozenset(),
-) -> Iterator[Chunk]:
+) -> Iterator[Chunk | int]:
     """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in chunks of rows (see
     `Chunk`), else `NotColumnar`. `keyed`: every row's keys come in its table's column order
     (see `_parse`); `by_field`: columns of objects the reader takes field by field
-    (`fields_table`), each field's text checked against the lines, not the whole object's."""
+    (`fields_table`), each field's text checked against the lines, not the whole object's.
+    With `LINES` set, a count of rows passed over may come between chunks."""
     if "://" in uri or not Path(uri).is_file():
         raise NotColumnar(uri)
     suffix = base_suffix(uri)
     if suffix == ".jsonl":
         return jsonl_chunks(uri, keyed, by_field)
+    if LINES.get() is not None:
+        raise NotColumnar("lines of a source other than JSON Lines")
     if suffix in (".csv", ".tsv", ".txt"):
         return csv_chunks(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
     if suffix == ".parquet":
@@ -496,12 +512,14 @@ def table_chunks(
 
 def jsonl_chunks(
     uri: str, keyed: bool = False, by_field: frozenset[str] = frozenset()
-) -> Iterator[Chunk]:
+) -> Iterator[Chunk | int]:
     """A local JSON Lines file in pieces of whole lines, `_BLOCK` bytes of text at a time
     (memory stays flat however long the file). A line longer than the row path reads gives up
-    on the source (the row path names it)."""
+    on the source (the row path names it). With `LINES`, only those lines: the rows of the
+    lines before them come as a count."""
     longest = max_line_bytes()
     most = longest if longest < _BLOCK else None
+    first, last = LINES.get() or (1, None)
     with open_binary(uri) as f:
         rest, line = b"", 1
         while True:
@@ -509,14 +527,39 @@ def jsonl_chunks(
             text = rest + data
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
-            if piece:
-                chunk = _jsonl_chunk(piece, uri, line, most, keyed, by_field, None)
-                yield chunk
-                line += chunk.rows
-            if not data:
+            lines = piece.count(b"\n") + (not piece.endswith(b"\n"))
+            if piece and line + lines > first:
+                start, end = max(first - line, 0), lines if last is None else last - line + 1
+                if start or end < lines:
+                    skipped, piece = _lines(piece, start, end)
+                    yield _rows(skipped)
+                if piece:
+                    yield _jsonl_chunk(piece, uri, line + start, most, keyed, by_field, None)
+            elif piece:  # wholly before the lines kept
+                yield _rows(piece)
+            line += lines
+            if not data or (last is not None and line > last):
                 return
             if len(rest) > longest:
                 raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
+
+
+def _rows(text: bytes) -> int:
+    """The rows the row path reads in whole lines of JSON Lines: those not blank."""
+    tail = text[text.rfind(b"\n") + 1 :]
+    return text.count(b"\n") - len(_BLANK.findall(text)) + bool(tail.strip())
+
+
+def _lines(piece: bytes, start: int, end: int) -> tuple[bytes, bytes]:
+    """(the text of lines [0, start), that of lines [start, end)) of a piece of whole lines."""
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
+    offsets = [0, *ends.tolist()]
+    if offsets[-1] != len(piece):
+        offsets.append(len(piece))
+    a, b = offsets[min(start, len(offsets) - 1)], offsets[min(max(end, start), len(offsets) - 1)]
+    return piece[:a], piece[a:b]
 
 
 def _jsonl_chunk(
