@@ -38,7 +38,7 @@ def main() -> dict[str, Any]:
     parser.add_argument("--parts", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    os.environ.update(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
     ray.init(
         _node_ip_address="127.0.0.1",
         include_dashboard=False,

@@ -435,6 +435,14 @@ def _default_name(target: Path) -> str:
     help="Only these lines (rows) of each source, 1-based and inclusive: one part of an "
     "import split between machines (see `taskpack merge`).",
 )
+@click.option(
+    "--on-ray",
+    "ray_parts",
+    type=click.IntRange(min=1),
+    metavar="PARTS",
+    help="Import as PARTS parts (per JSON Lines source) run as Ray tasks on the cluster "
+    "RAY_ADDRESS names (else a local one), then merged.",
+)
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
 @quiet_option
 @_user_errors
@@ -457,6 +465,7 @@ def convert(
     skip_invalid: bool,
     report: Path | None,
     lines: str | None,
+    ray_parts: int | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -483,9 +492,30 @@ def convert(
         )
         return
 
+    by_split = sources_by_split(sources, split_name)
+    if ray_parts is not None:
+        if skip_invalid or lines:
+            raise click.UsageError("--on-ray takes neither --skip-invalid nor --lines")
+        from taskpack.sharded import import_sharded
+
+        m = import_sharded(
+            target,
+            by_split,
+            fmt,
+            parts=ray_parts,
+            options=_options(pairs, mapping, preset),
+            progress=not quiet,
+            name=name or _default_name(target),
+            version=version,
+            description=description,
+            license=license_,
+            overwrite=force,
+        )
+        counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
+        click.echo(f"wrote {m.name}@{m.version} to {target} ({counts}), digest {m.digest}")
+        return
     if report is None:
         report = target.with_name(target.name + ".skipped.jsonl")
-    by_split = sources_by_split(sources, split_name)
     span = _span(lines) if lines is not None else None
     result = import_sources(
         target,

@@ -35,7 +35,11 @@ def cluster() -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     command = Path(sys.executable).with_name("ray")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # No usage reports; no token auth, which a token file left by an earlier local Ray
+    # (~/.ray/auth_token) would otherwise turn on for the head but not for this driver.
+    quiet = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    os.environ.update(quiet)
+    env = {**os.environ, **quiet}
     head = [str(command), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}"]
     head += ["--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"]
     subprocess.run(head, check=True, env=env, capture_output=True, timeout=180)
@@ -112,3 +116,16 @@ def test_to_ray_reads_the_rows_checked(cluster: str, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="does not match content"):
         tampered.take_all()
     shutil.rmtree(tmp_path / "ts")
+
+
+def test_convert_on_ray_from_the_command_line(cluster: str, tmp_path: Path, data_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from taskpack.cli import main
+
+    src = str(data_dir / "gsm8k" / "test.jsonl")
+    single = import_sources(tmp_path / "w", {"test": [src]}, "gsm8k", name="w").manifest
+    args = ["convert", f"test={src}", "--from", "gsm8k", "-o", str(tmp_path / "r"), "--name", "w"]
+    out = CliRunner().invoke(main, [*args, "--on-ray", "3", "-q"])
+    assert out.exit_code == 0, out.output
+    assert f"(test: 1319), digest {single.digest}" in out.output
