@@ -1,6 +1,6 @@
 """Run every benchmark, each against its alternative in the same run, and write RESULTS.md.
 
-    python bench/run.py            # full sizes (about 30 minutes on 2 cores)
+    python bench/run.py            # full sizes (about 45 minutes on 2 cores)
     python bench/run.py --quick    # small sizes, a smoke run (about 3 minutes)
 
 Each benchmark alternates taskpack and the alternative over several rounds and reports medians
@@ -23,26 +23,26 @@ FULL = [
     ("episode.py", ["--tasks", "100000", "--rounds", "5"]),
     ("episode.py", ["--tasks", "1000000", "--rounds", "3"]),
     ("transfer.py", ["--megabytes", "120", "--rounds", "3"]),
-    ("fanout.py", ["--processes", "64", "--tasks", "100000"]),
+    ("fanout.py", ["--processes", "64", "--tasks", "100000", "--nodes", "4", "--per-node", "16"]),
     ("convert.py", ["--rows", "10000,1000000", "--rounds", "3"]),
     ("convert.py", ["--rows", "1000000", "--rounds", "3", "--odd", "100"]),
     ("convert.py", ["--shape", "nemo", "--rows", "10000,200000", "--rounds", "3"]),
     ("convert.py", ["--shape", "nemo-tools", "--rows", "10000,200000", "--rounds", "3"]),
-    ("serve.py", ["--tasks", "20000", "--requests", "4000", "--clients", "8"]),
+    ("serve.py", ["--tasks", "20000", "--clients", "64,512", "--idle", "300"]),
     ("export.py", ["--tasks", "20000", "--rounds", "2", "--memory", "10000,100000,1000000"]),
-    ("scale_out.py", ["--rows", "200000", "--parts", "4", "--workers", "2"]),
+    ("scale_out.py", ["--rows", "1000000", "--rounds", "3"]),
 ]
 QUICK = [
     ("episode.py", ["--tasks", "20000", "--rounds", "3"]),
     ("transfer.py", ["--megabytes", "20", "--rounds", "2"]),
-    ("fanout.py", ["--processes", "8", "--tasks", "10000"]),
+    ("fanout.py", ["--processes", "8", "--tasks", "10000", "--rounds", "1", "--per-node", "4"]),
     ("convert.py", ["--rows", "2000,20000", "--rounds", "2"]),
     ("convert.py", ["--rows", "20000", "--rounds", "1", "--odd", "10"]),
     ("convert.py", ["--shape", "nemo", "--rows", "2000,20000", "--rounds", "1"]),
     ("convert.py", ["--shape", "nemo-tools", "--rows", "2000,20000", "--rounds", "1"]),
-    ("serve.py", ["--tasks", "2000", "--requests", "500", "--clients", "4"]),
+    ("serve.py", ["--tasks", "2000", "--seconds", "2", "--rounds", "1", "--filter-tasks", "20000"]),
     ("export.py", ["--tasks", "2000", "--rounds", "1", "--memory", "2000,20000"]),
-    ("scale_out.py", ["--rows", "20000", "--parts", "4", "--workers", "2"]),
+    ("scale_out.py", ["--rows", "20000", "--rounds", "1"]),
 ]
 
 
