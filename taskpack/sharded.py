@@ -1,8 +1,7 @@
 """An import too large for one process, run as parts on a Ray cluster: the engine the RL
 trainers (verl, SkyRL, OpenRLHF) already run on, so the cluster that trains can convert.
 
-    import ray, taskpack
-    ray.init()                       # or ray.init(address="auto") on a running cluster
+    import taskpack                  # on a cluster: RAY_ADDRESS, or ray.init(address=...) first
     taskpack.import_sharded("gsm8k.taskset", {"train": ["train.jsonl"]}, "gsm8k", name="gsm8k")
 
 Each JSON Lines source is cut into spans of lines (`import_sources(..., lines=)`: rows keep
@@ -47,13 +46,22 @@ def import_sharded(
     **meta: Any,
 ) -> Manifest:
     """`import_sources(target, sources, fmt, options=options, **meta)`, its parts run as Ray
-    tasks on the cluster `ray.init` connected to (a local one if none): `parts` spans per
-    JSON Lines source (default: the cluster's CPUs). Returns the merged version's manifest."""
+    tasks: on the cluster this process is connected to, else the one `RAY_ADDRESS` names,
+    else a Ray instance of this machine on 127.0.0.1. `parts` spans per JSON Lines source
+    (default: the cluster's CPUs). Returns the merged version's manifest."""
     require("ray", "ray")
     import ray
 
     if not ray.is_initialized():
-        ray.init(log_to_driver=False)
+        if os.environ.get("RAY_ADDRESS"):  # a running cluster
+            ray.init(log_to_driver=False)
+        else:  # this machine alone, for the import's duration, reachable on loopback only
+            ray.init(
+                address="local",
+                _node_ip_address="127.0.0.1",
+                include_dashboard=False,
+                log_to_driver=False,
+            )
     cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
     count = parts or max(1, int(cpus))
     shards = plan(sources, count)
