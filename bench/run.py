@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE))
 from common import ROOT, machine  # noqa: E402
 
 FULL = [
-    ("episode.py", ["--tasks", "100000", "--rounds", "5"]),
+    ("episode.py", ["--tasks", "100000", "--rounds", "7"]),
     ("episode.py", ["--tasks", "1000000", "--rounds", "3"]),
     ("transfer.py", ["--megabytes", "120", "--rounds", "3"]),
     ("fanout.py", ["--processes", "64", "--tasks", "100000", "--nodes", "4", "--per-node", "16"]),
