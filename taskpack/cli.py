@@ -12,15 +12,17 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from taskpack.errors import TaskpackError
-from taskpack.model import Task
 from taskpack.nesting import parse_json
-from taskpack.rows import INLINE_MAX
-from taskpack.taskset import TaskSet
+
+if TYPE_CHECKING:  # each command imports what it uses: `taskpack --help` loads neither
+    # pydantic nor pyarrow
+    from taskpack.model import Task
+    from taskpack.taskset import TaskSet
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -221,6 +223,8 @@ def _pruned(value: Any) -> Any:
 def _readable(task: Task) -> dict[str, Any]:
     """The task as shown to a person: only what is set; files as text when they are short
     UTF-8, else by hash."""
+    from taskpack.rows import INLINE_MAX
+
     shown: dict[str, Any] = _pruned(
         task.model_dump(mode="json", exclude_none=True, exclude={"files"})
     )

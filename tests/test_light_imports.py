@@ -153,3 +153,16 @@ def test_import_taskpack_loads_each_public_name_on_first_use() -> None:
     assert all(getattr(taskpack, name) is not None for name in taskpack.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = taskpack.nothing  # type: ignore[attr-defined]
+
+
+def test_the_cli_help_and_completion_load_neither_pyarrow_nor_pydantic() -> None:
+    """`taskpack --help` and each tab press start the CLI: each command imports its own."""
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from taskpack.cli import main\n"
+        "assert CliRunner().invoke(main, ['--help']).exit_code == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'pydantic', 'numpy'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
