@@ -102,6 +102,28 @@ def test_the_mirror_serves_reads_and_refuses_writes(upstream: Upstream, tmp_path
         assert missing.status_code == 404 and "no version" in missing.json()["error"]
 
 
+def test_lockfiles_and_offline_work_through_a_mirror(
+    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lockfile written through the mirror pins the version read through it; once cached,
+    the version opens offline with the mirror gone."""
+    from taskpack.registry.client import write_lockfile
+
+    bucket, _, original = upstream
+    monkeypatch.setenv("TASKPACK_CACHE", str(tmp_path / "node"))
+    lock = tmp_path / "taskpack.lock"
+    with background(mirror_app(bucket, tmp_path / "m")) as url:
+        entries = write_lockfile(["mirrored@1"], lock, registry=url)
+        assert entries["mirrored@1"]["digest"] == original.manifest.digest
+        split = taskpack.load("mirrored@1", split="train", registry=url, lockfile=lock)
+        assert split[5].digest == original.split("train")[5].digest
+    monkeypatch.setenv("TASKPACK_OFFLINE", "1")  # the mirror is gone: the cache serves it
+    again = taskpack.load("mirrored@1.0.0", split="train", registry=url, lockfile=lock)
+    assert again[7].digest == original.split("train")[7].digest
+    with pytest.raises(TaskpackError, match="offline"):
+        taskpack.load("mirrored@latest", split="train", registry=url)
+
+
 def test_a_lying_mirror_is_caught_by_the_client(upstream: Upstream, tmp_path: Path) -> None:
     """The client hash-checks objects from a mirror as from any registry."""
     bucket, _, original = upstream

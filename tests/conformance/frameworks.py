@@ -153,9 +153,40 @@ def _install(name: str, spec: Framework, venv: Path, python: Path) -> None:
         run(str(python), "-c", spec.check)
     except subprocess.CalledProcessError as e:
         raise RuntimeError(f"could not install {name} ({' '.join(spec.packages)}): {e}") from None
+    share(venv)
     (venv / ".ready").write_text("ok\n")
 
 
+def share(venv: Path) -> int:
+    """Each file of `venv` that another venv here holds too (same bytes, same mode) made one
+    file on disk, by hard links through `<cache>/.shared/` (numpy, pyarrow, transformers,
+    tokenizers... are in most of them): the bytes saved. The venvs are never written after
+    they are made, so sharing a file cannot change another venv."""
+    store = cache_dir() / ".shared"
+    store.mkdir(exist_ok=True)
+    saved = 0
+    for path in venv.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        info = path.stat()
+        if info.st_size < 4096:
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        kept = store / f"{digest}-{info.st_mode & 0o777:o}"
+        if not kept.exists():
+            os.link(path, kept)
+        elif not os.path.samefile(kept, path):
+            temporary = path.with_name(path.name + ".shared-tmp")
+            os.link(kept, temporary)
+            os.replace(temporary, path)
+            saved += info.st_size
+    return saved
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--share"]:  # venvs made before sharing: share their files now
+        for venv in sorted(p for p in cache_dir().iterdir() if (p / ".ready").exists()):
+            print(venv.name, f"{share(venv) / 2**20:.0f} MiB saved", flush=True)
+        sys.exit(0)
     for name in sys.argv[1:] or list(FRAMEWORKS):
         print(name, ensure(name), flush=True)
