@@ -45,15 +45,16 @@ import socket
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
-from taskpack import records
+from taskpack import viewer
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json
@@ -73,10 +74,21 @@ CSP = (
 )
 # Files are served with a type a browser never runs: images as images, text as plain text.
 _IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
-_STYLE = b"""body{font-family:system-ui,sans-serif;margin:2em;max-width:75em}
-pre{background:#f4f4f4;padding:.5em;white-space:pre-wrap;overflow-wrap:anywhere}
-table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:.3em .5em;text-align:left}
-.error{color:#a00}footer{margin-top:2em;color:#666}
+_STYLE = b"""body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:90em;padding:0 1em;
+color:#222}h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.4em}h3{font-size:1em}
+a{color:#0550ae}pre{background:#f6f8fa;padding:.5em;white-space:pre-wrap;
+overflow-wrap:anywhere;max-height:40em;overflow:auto}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e1e4e8;
+padding:.35em .5em;text-align:left;vertical-align:top}th{background:#f6f8fa}
+tbody tr:hover{background:#fafbfc}.error{color:#a00;background:#fff0f0;padding:.5em}
+footer{margin-top:2em;color:#666;font-size:.85em}.split{display:flex;gap:2em}
+.split .main{flex:3;min-width:0}.split aside{flex:1;min-width:16em}
+.filter input[name=where]{width:22em}.filter label{font-size:.85em;margin-left:.5em}
+.hist{width:100%;height:auto}.hist rect{fill:#4c8bf5}.hist text{font-size:10px;fill:#666}
+td:first-child{white-space:nowrap}
+details ul{margin:.2em 0 .6em;padding-left:1.2em;font-size:.9em}
+.nav{margin:.8em 0}.files img{display:block;max-width:40em;margin:.4em 0}
+table.diff td{width:33%}.ids{font-family:monospace;font-size:.9em}
 """
 
 Scope = dict[str, Any]
@@ -106,12 +118,34 @@ class Catalog:
     not shared between threads, and no request waits on a lock another holds), and an index
     of file hashes built on first need."""
 
-    def __init__(self, ts: TaskSet) -> None:
+    def __init__(self, ts: TaskSet, registry: str | None = None) -> None:
         self.ts = ts
+        self.registry = registry  # where other versions are found, for diffs
         self.digest = ts.manifest.digest
         self._mine = threading.local()
         self._files: dict[str, tuple[str, int]] | None = None
         self._files_lock = threading.Lock()
+        self._stats: dict[str, viewer.Stats] = {}
+        self._stats_lock = threading.Lock()
+
+    def stats(self, name: str) -> viewer.Stats:
+        """What split `name` holds, read once (a pass over four columns)."""
+        split = self.split(name)
+        with self._stats_lock:
+            if name not in self._stats:
+                self._stats[name] = viewer.Stats.of(split)
+            return self._stats[name]
+
+    def version(self, ref: str) -> TaskSet:
+        """Another version, for a diff: `NAME@VERSION` or a version of this set's name; this
+        one is `this`."""
+        from taskpack.registry.client import open as open_target
+
+        if ref == "this":
+            return self.ts
+        if "@" not in ref:
+            ref = f"{self.ts.manifest.name}@{ref}"
+        return open_target(ref, registry=self.registry)
 
     def split(self, name: str) -> Split:
         if name not in self.ts.manifest.splits:
@@ -218,6 +252,11 @@ class Api:
         if not parts or parts[0] == "view":
             page = self._page(parts[1:], query)
             return Response(HTTPStatus.OK, "text/html; charset=utf-8", page)
+        if parts[0] == "diff" and len(parts) == 3:
+            body = viewer.diff_page(parts[1], parts[2], self.diff(parts[1], parts[2]))
+            title = f"changes {parts[1]} → {parts[2]}"
+            page = _html(title, body, self.catalog.digest)
+            return Response(HTTPStatus.OK, "text/html; charset=utf-8", page, cacheable=True)
         raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /{'/'.join(parts)}")
 
     def _api(self, parts: list[str], query: dict[str, list[str]]) -> Response:
@@ -239,6 +278,10 @@ class Api:
             path, data = c.file(sha)
             kind = file_type(query.get("name", [""])[0])  # the type only, never a path read
             return Response(HTTPStatus.OK, kind, data, path=path, cacheable=path is None)
+        if parts[0] == "diff" and len(parts) == 3:
+            changes = viewer.diff_json(self.diff(parts[1], parts[2]))
+            compared = {"old": parts[1], "new": parts[2], "splits": changes}
+            return self.json(HTTPStatus.OK, compared, cacheable=True)
         if parts[0] != "splits" or len(parts) < 2:
             raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /api/v1/{'/'.join(parts)}")
         name, rest = parts[1], parts[2:]
@@ -288,57 +331,49 @@ class Api:
         c = self.catalog
         m = c.ts.manifest
         if not parts:
-            items = "".join(
-                f'<li><a href="/view/{quote(n, safe="")}">{html.escape(n)}</a>'
-                f" ({s.rows} tasks)</li>"
+            rows = "".join(
+                f"<tr><td>{viewer.link('/view/' + quote(n, safe=''), n)}</td><td>{s.rows}</td>"
+                f"<td><code>{html.escape(s.digest)}</code></td></tr>"
                 for n, s in m.splits.items()
             )
-            return _html(f"{m.name}@{m.version}", f"<ul>{items}</ul>", c.digest)
+            body = (
+                "<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table>"
+            )
+            return _html(f"{m.name}@{m.version}", body, c.digest)
         name = parts[0]
+        split = c.split(name)
         if len(parts) == 2:
-            task = c.split(name).get(parts[1])
-            if task is None:
+            index = split.position(parts[1])
+            if index is None:
                 raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {parts[1]!r}")
-            return _html(f"{name} / {task.id}", _task_html(task), c.digest)
-        return _html(name, self._list_html(name, query), c.digest)
+            task = split[index]
+            body = viewer.task_page(name, split, task, index)
+            return _html(f"{name} / {task.id}", body, c.digest)
+        shown = {k: v[0] for k, v in query.items() if k != "col"}
+        if "col" in query:
+            shown["cols"] = ",".join(query["col"])
+        page = viewer.split_page(name, split, c.stats(name), shown, partial(_filtered, split))
+        return _html(name, page, c.digest)
 
-    def _list_html(self, name: str, query: dict[str, list[str]]) -> str:
-        split = self.catalog.split(name)
-        q = query.get("q", [""])[0]
-        where = query.get("where", [""])[0]
-        ids = split.ids()
-        if where:
-            key, sep, value = where.partition("=")
-            if not sep:
-                raise HttpError(HTTPStatus.BAD_REQUEST, "where: expected KEY=VALUE")
-            try:
-                wanted = parse_json(value)
-            except ValueError:
-                wanted = value
-            ids = split.filter(**{key: wanted}).ids()
-        if q:
-            ids = [i for i in ids if q.lower() in i.lower()]
-        pages = max(1, -(-len(ids) // PAGE))
-        page = _int(query, "page", 1, 1, pages)
-        shown = ids[(page - 1) * PAGE : page * PAGE]
-        split_url = quote(name, safe="")
-        rows = "".join(
-            f'<li><a href="/view/{split_url}/{quote(i, safe="")}">{html.escape(i)}</a></li>'
-            for i in shown
-        )
-        form = (
-            f'<form method="get"><input name="q" value="{html.escape(q)}" placeholder="id has">'
-            f' <input name="where" value="{html.escape(where)}" placeholder="difficulty=easy">'
-            ' <button type="submit">filter</button></form>'
-        )
-        args = html.escape(f"q={quote(q)}&where={quote(where)}")
-        nav = " ".join(
-            f'<a href="?page={p}&amp;{args}">{label}</a>'
-            for p, label in ((page - 1, "previous"), (page + 1, "next"))
-            if 1 <= p <= pages
-        )
-        count = f"<p>{len(ids)} of {len(split)} tasks, page {page} of {pages}</p>"
-        return f"{form}{count}<ol start={(page - 1) * PAGE + 1}>{rows}</ol><p>{nav}</p>"
+    def diff(self, old: str, new: str) -> Mapping[str, Any]:
+        """The changes from version `old` to `new` (refs of this registry; a bare version is
+        this set's), computed once."""
+        from taskpack.changes import diff as diff_versions
+
+        return diff_versions(self.catalog.version(old), self.catalog.version(new))
+
+
+def _filtered(split: Split, where: str) -> list[str]:
+    """The ids a `KEY=VALUE` filter keeps (VALUE read as JSON when it is JSON)."""
+    key, sep, value = where.partition("=")
+    if not sep or not key:
+        raise ValueError("expected KEY=VALUE, e.g. reward.kind=numeric_match")
+    try:
+        wanted = parse_json(value)
+    except ValueError:
+        wanted = value
+    return split.filter(**{key: wanted}).ids()
 
 
 def _html(title: str, body: str, digest: str) -> bytes:
@@ -349,37 +384,6 @@ def _html(title: str, body: str, digest: str) -> bytes:
         f'<p><a href="/">home</a></p><h1>{html.escape(title)}</h1>{body}'
         f"<footer><p>version digest <code>{html.escape(digest)}</code></p></footer></body></html>"
     ).encode()
-
-
-def _pre(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-    return f"<pre>{html.escape(text)}</pre>"
-
-
-def _task_html(task: Task) -> str:
-    parts = ["<h2>prompt</h2>"]
-    for item in task.prompt:
-        if isinstance(item, records.Message):
-            parts.append(f"<h3>{html.escape(item.role)}</h3>{_pre(item.text)}")
-        else:
-            parts.append(f"<h3>{html.escape(item.type)}</h3>{_pre(item.model_dump(mode='json'))}")
-    if task.answer is not None:
-        parts.append(f"<h2>answer</h2>{_pre(task.answer)}")
-    if task.reward is not None:
-        parts.append(f"<h2>reward</h2>{_pre(task.reward.model_dump(mode='json'))}")
-    roles = sorted({f.role for f in task.files})
-    for role in roles:
-        links = "".join(
-            f'<li><a href="/api/v1/files/{html.escape(quote(str(f.sha256), safe=""))}'
-            f'?name={html.escape(quote(f.path, safe=""))}">'
-            f"{html.escape(f.path)}</a> ({f.size} bytes, mode {f.mode:o})</li>"
-            for f in task.files
-            if f.role == role
-        )
-        parts.append(f"<h2>files: {html.escape(role)}</h2><ul>{links}</ul>")
-    if task.metadata:
-        parts.append(f"<h2>metadata</h2>{_pre(task.metadata)}")
-    return "".join(parts)
 
 
 def openapi(catalog: Catalog) -> dict[str, Any]:
@@ -652,7 +656,8 @@ class Config:
         assert self.target is not None
         from taskpack.registry.client import open as open_target
 
-        return App(api=Api(Catalog(open_target(self.target, registry=self.registry))), hosts=hosts)
+        ts = open_target(self.target, registry=self.registry)
+        return App(api=Api(Catalog(ts, self.registry)), hosts=hosts)
 
 
 _CONFIG = "TASKPACK_SERVE_CONFIG"

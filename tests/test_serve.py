@@ -102,7 +102,7 @@ def test_the_api_serves_the_version(served: tuple[str, Path]) -> None:
         ("/api/v1/nothing/here", 404, "no such path"),
         ("/elsewhere", 404, "no such path"),
         ("/view/train/missing", 404, "no task"),
-        ("/view/train?page=0", 400, "page"),
+        ("/view/nope", 404, "no split"),
     ],
 )
 def test_bad_requests_get_a_json_error(
@@ -144,7 +144,7 @@ def test_hostile_values_stay_text() -> None:
     file hash is built outside validation, as a hand-edited row could carry it."""
     from html.parser import HTMLParser
 
-    from taskpack.serve import _task_html
+    from taskpack.viewer import task_page
 
     evil = '"><script>alert(1)</script><a href="'
     task = taskpack.Task.model_validate(
@@ -162,10 +162,16 @@ def test_hostile_values_stay_text() -> None:
             self.found.append((tag, attrs))
 
     parser = Tags()
-    parser.feed(_task_html(hostile))
+
+    class Around:  # the split the page links around the task in
+        def ids(self) -> list[str]:
+            return [evil, "next"]
+
+    parser.feed(task_page(evil, Around(), hostile, 0))  # type: ignore[arg-type]
     assert "script" not in {tag for tag, _ in parser.found}
     links = [str(dict(attrs)["href"]) for tag, attrs in parser.found if tag == "a"]
-    assert len(links) == 1 and links[0].startswith("/api/v1/files/%22%3E%3Cscript")
+    assert links[0] == "/view/%22%3E%3Cscript%3Ealert%281%29%3C%2Fscript%3E%3Ca%20href%3D%22"
+    assert links[-1].startswith("/api/v1/files/%22%3E%3Cscript")
 
 
 def test_idle_connections_do_not_shut_others_out(served: tuple[str, Path]) -> None:
@@ -342,7 +348,7 @@ def test_the_html_view_in_a_headless_browser(served: tuple[str, Path], tmp_path:
         box = driver.find_element(By.NAME, "where")
         box.send_keys("difficulty=easy")
         box.submit()
-        listed = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "ol a")]
+        listed = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "tbody td:first-child a")]
         assert listed == [f"t{i}" for i in range(1, 60, 2)]
         driver.find_element(By.LINK_TEXT, "t1").click()
         assert "t1" in driver.title
