@@ -20,6 +20,7 @@ sys.path.insert(0, str(HERE))
 from common import ROOT, machine  # noqa: E402
 
 FULL = [
+    ("cli.py", ["--rounds", "15"]),
     ("episode.py", ["--tasks", "100000", "--rounds", "7"]),
     ("episode.py", ["--tasks", "1000000", "--rounds", "3"]),
     ("transfer.py", ["--megabytes", "120", "--rounds", "3"]),
@@ -33,6 +34,7 @@ FULL = [
     ("scale_out.py", ["--rows", "1000000", "--rounds", "3"]),
 ]
 QUICK = [
+    ("cli.py", ["--rounds", "3"]),
     ("episode.py", ["--tasks", "20000", "--rounds", "3"]),
     ("transfer.py", ["--megabytes", "20", "--rounds", "2"]),
     ("fanout.py", ["--processes", "8", "--tasks", "10000", "--rounds", "1", "--per-node", "4"]),
