@@ -53,23 +53,28 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
     args = parser.parse_args()
-    sections = []
-    for script, script_args in QUICK if args.quick else FULL:
-        cmd = [sys.executable, str(HERE / script), *script_args]
-        print(f"$ python bench/{script} {' '.join(script_args)}", flush=True)
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        report = "\n".join(line for line in out.splitlines() if "examples/s" not in line)
-        print(report, flush=True)
-        sections.append(f"```\n$ python bench/{script} {' '.join(script_args)}\n{report}\n```")
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
+    sections, failed = [], []
+    for script, script_args in QUICK if args.quick else FULL:
+        cmd = [sys.executable, str(HERE / script), *script_args]
+        print(f"$ python bench/{script} {' '.join(script_args)}", flush=True)
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        report = "\n".join(line for line in run.stdout.splitlines() if "examples/s" not in line)
+        if run.returncode != 0:  # one failed benchmark is reported, the others still run
+            report += f"\nFAILED (exit {run.returncode}):\n" + run.stderr[-2000:]
+            failed.append(script)
+        print(report, flush=True)
+        sections.append(f"```\n$ python bench/{script} {' '.join(script_args)}\n{report}\n```")
     header = (
         f"# Benchmark results\n\nMachine: {machine()}. Date: {datetime.date.today()}. "
         f"Commit: {commit}. Command: `python bench/run.py{' --quick' if args.quick else ''}`.\n"
     )
     args.output.write_text(header + "\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

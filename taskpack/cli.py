@@ -339,11 +339,20 @@ def example(target: Path, force: bool) -> None:
     click.echo(f"wrote {m.name}@{m.version} to {target} ({counts})")
 
 
-def _progress(quiet: bool) -> Callable[[Iterator[Task], str], Iterator[Task]]:
-    """A live task count on stderr while rows stream in (see taskpack.progress)."""
+def _progress(
+    quiet: bool, sources: dict[str, list[str]] | None = None
+) -> Callable[[Iterator[Task], str], Iterator[Task]]:
+    """A live task count on stderr while rows stream in (see taskpack.progress), with its
+    total, rate and ETA when the sources' rows can be counted up front (local files)."""
+    from taskpack.converters._source import rows_hint
     from taskpack.progress import counted
 
-    return lambda tasks, split: counted(tasks, split, quiet=quiet)
+    totals: dict[str, int | None] = {}
+    if not quiet:
+        for split, uris in (sources or {}).items():
+            hints = [rows_hint(uri) for uri in uris]
+            totals[split] = None if None in hints else sum(h or 0 for h in hints)
+    return lambda tasks, split: counted(tasks, split, total=totals.get(split), quiet=quiet)
 
 
 def _options(pairs: tuple[str, ...], mapping: Path | None, preset: str | None) -> dict[str, Any]:
@@ -529,7 +538,7 @@ def convert(
         options=_options(pairs, mapping, preset),
         skip_invalid=skip_invalid,
         report=report,
-        progress=_progress(quiet),
+        progress=_progress(quiet, None if span else dict(by_split)),
         name=name or _default_name(target),
         version=version,
         description=description,

@@ -23,7 +23,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from taskpack.converters._source import base_suffix, open_binary
+from taskpack.converters._source import base_suffix, line_count
 from taskpack.errors import TaskpackError, require
 from taskpack.importer import import_sources
 from taskpack.merging import merge
@@ -86,7 +86,8 @@ def plan(sources: Mapping[str, Sequence[str]], parts: int) -> list[Shard]:
     shards: list[Shard] = []
     for split, uris in sources.items():
         for uri in uris:
-            lines = _lines(uri) if parts > 1 else None
+            jsonl = base_suffix(uri) == ".jsonl"
+            lines = line_count(uri) if parts > 1 and jsonl else None
             if lines is None or lines < parts:
                 shards.append((split, uri, None))
                 continue
@@ -95,18 +96,6 @@ def plan(sources: Mapping[str, Sequence[str]], parts: int) -> list[Shard]:
     if not shards:
         raise TaskpackError("no sources given")
     return shards
-
-
-def _lines(uri: str) -> int | None:
-    """The lines of a local JSON Lines file (the last one counted without its newline too)."""
-    if "://" in uri or base_suffix(uri) != ".jsonl" or not Path(uri).is_file():
-        return None
-    count, last = 0, b"\n"
-    with open_binary(uri) as f:
-        while block := f.read(1 << 22):
-            count += block.count(b"\n")
-            last = block[-1:]
-    return count + (last != b"\n")
 
 
 def _part(path: str, fmt: str, shard: Shard, options: dict[str, Any]) -> str:

@@ -278,3 +278,15 @@ def test_a_read_never_creates_a_registry(tmp_path: Path) -> None:
         code, out = run(*args, "--registry", str(missing))
         assert code == 1 and "no registry folder there (publishing creates one)" in out, out
     assert not (tmp_path / "mistyped").exists()
+
+
+def test_progress_bars_know_their_total(tmp_path: Path, data_dir: Path) -> None:
+    """A bar gets the rows a local source holds up front, so it shows a rate and an ETA."""
+    from taskpack.converters._source import rows_hint
+
+    assert rows_hint(str(data_dir / "gsm8k" / "train.jsonl")) == 7473
+    pq.write_table(pa.table({"a": list(range(42))}), tmp_path / "t.parquet")
+    assert rows_hint(str(tmp_path / "t.parquet")) == 42
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n3,4")
+    assert rows_hint(str(tmp_path / "t.csv")) == 2
+    assert rows_hint("https://example.com/x.jsonl") is None
