@@ -117,7 +117,8 @@ def validate(target: str, registry: str | None, quiet: bool) -> None:
         raise click.ClickException(f"{target}: invalid ({len(problems)} problem(s) shown)")
     m = ts.manifest
     total = sum(s.rows for s in m.splits.values())
-    click.echo(f"{target}: {m.ref} is valid: {total} tasks in {len(m.splits)} split(s)")
+    where = m.ref if target == m.ref else f"{target} ({m.ref})"  # the ref once, not twice
+    click.echo(f"{where} is valid: {total} tasks in {len(m.splits)} split(s), digest {m.digest}")
 
 
 @main.command()

@@ -153,20 +153,22 @@ class Rows:
         table = self._base().columns().take(self._rows())
         return typed_columns(table, self._base().json_columns) if typed else table
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self, *, typed: bool = False) -> Any:
+        """A pandas DataFrame of the stored rows; `typed=True` as in `to_hf`."""
         from taskpack.errors import require
 
         require("pandas", "pandas")
-        return self.to_arrow().to_pandas()
+        return self.to_arrow(typed=typed).to_pandas()
 
-    def to_hf(self) -> Any:
-        """A `datasets.Dataset` of the stored rows, in memory."""
+    def to_hf(self, *, typed: bool = False) -> Any:
+        """A `datasets.Dataset` of the stored rows, in memory; `typed=True` gives the JSON
+        columns as nested columns (see `to_arrow`), so `ds.filter` and the viewer see fields."""
         from taskpack.errors import require
 
         require("datasets", "datasets")
         import datasets
 
-        return datasets.Dataset(self.to_arrow())
+        return datasets.Dataset(self.to_arrow(typed=typed))
 
     def to_torch(self, *, iterable: bool = False) -> Any:
         """A torch dataset of tasks as plain data (`Task.model_dump(mode="json")`), map-style

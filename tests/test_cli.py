@@ -33,7 +33,7 @@ def run(*args: str) -> tuple[int, str]:
 def test_validate_ok(example: Path) -> None:
     code, out = run("validate", str(example))
     assert code == 0
-    assert "example@1.0.0 is valid: 27 tasks in 2 split(s)" in out
+    assert "(example@1.0.0) is valid: 27 tasks in 2 split(s), digest sha256:" in out
 
 
 def test_validate_tampered_exits_1_and_names_the_row(example: Path) -> None:
@@ -290,3 +290,12 @@ def test_progress_bars_know_their_total(tmp_path: Path, data_dir: Path) -> None:
     (tmp_path / "t.csv").write_text("a,b\n1,2\n3,4")
     assert rows_hint(str(tmp_path / "t.csv")) == 2
     assert rows_hint("https://example.com/x.jsonl") is None
+
+
+def test_an_option_typo_names_the_nearest_option(tmp_path: Path, data_dir: Path) -> None:
+    src = str(data_dir / "kaggle_llm_science_exam" / "train.csv")
+    args = ["convert", src, "--from", "kaggle", "-O", "id_colum=id", "-o", str(tmp_path / "k")]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 1
+    assert "kaggle: no option 'id_colum'; did you mean 'id_column'?" in out.output
+    assert "Extra inputs" not in out.output

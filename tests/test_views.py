@@ -216,6 +216,10 @@ def test_arrow_pandas_and_datasets(split: Any, tmp_path: Path) -> None:
     back = datasets.load_from_disk(str(tmp_path / "hf"))
     assert back.to_list() == ds.to_list()
     assert json.loads(back[0]["metadata"]) == view[0].metadata
+    typed = view.to_hf(typed=True)  # nested columns: the dataset filters by a field
+    assert typed[0]["metadata"] == view[0].metadata
+    assert typed.filter(lambda row: row["metadata"]["difficulty"] == "hard")["id"] == view.ids()
+    assert view.to_pandas(typed=True)["metadata"][0] == view[0].metadata
 
 
 def test_typed_arrow_has_real_columns_where_rows_agree(split: Any, tmp_path: Path) -> None:

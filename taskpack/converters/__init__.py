@@ -57,6 +57,10 @@ def options(fmt: Format, values: dict[str, Any], write: bool = False) -> Any:
     try:
         return model.model_validate(values)
     except ValidationError as e:
+        typo = next((err["loc"] for err in e.errors() if err["type"] == "extra_forbidden"), None)
+        if typo:  # named with its nearest option, not in pydantic's words
+            what = "write option" if write else "option"
+            raise unknown(what, str(typo[-1]), sorted(model.model_fields), where=fmt.name) from None
         raise TaskpackError(f"{fmt.name}: {describe_error(e)}") from None
 
 
