@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from taskpack.errors import TaskpackError
-from taskpack.nesting import parse_json
+from taskpack.nesting import parse_json, without_nulls
 
 if TYPE_CHECKING:  # each command imports what it uses: `taskpack --help` loads neither
     # pydantic nor pyarrow
@@ -77,7 +77,8 @@ def _complete_recipes(ctx: click.Context, param: click.Parameter, incomplete: st
 
 
 def _echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """JSON for a script to read: null fields left out (the server's `?nulls=1` keeps them)."""
+    click.echo(json.dumps(without_nulls(value), indent=2, ensure_ascii=False, default=str))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -111,3 +111,13 @@ def parse_toml(text: str) -> dict[str, Any]:
     except RecursionError:
         raise ValueError("TOML nested too deeply") from None
     return parsed
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` without the null fields of its objects, at any depth (JSON for people and
+    clients that read only what is set; lists keep their nulls, their positions matter)."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value

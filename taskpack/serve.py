@@ -57,7 +57,7 @@ from urllib.parse import parse_qs, quote, unquote
 from taskpack import viewer
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
-from taskpack.nesting import parse_json
+from taskpack.nesting import parse_json, without_nulls
 from taskpack.registry.http import PREFIX as REGISTRY_PREFIX
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.taskset import Split, TaskSet
@@ -184,14 +184,6 @@ class Catalog:
             return self._files
 
 
-def _no_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _no_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_no_nulls(v) for v in value]
-    return value
-
-
 def task_json(task: Task, nulls: bool = False) -> dict[str, Any]:
     """The task as JSON, files by hash with the link that serves their bytes; null fields
     left out unless `nulls`."""
@@ -200,7 +192,7 @@ def task_json(task: Task, nulls: bool = False) -> dict[str, Any]:
         {**f.model_dump(mode="json", exclude={"data"}), "href": f"/api/v1/files/{f.sha256}"}
         for f in task.files
     ]
-    return body if nulls else _no_nulls(body)
+    return body if nulls else without_nulls(body)
 
 
 def _int(query: dict[str, list[str]], key: str, default: int, low: int, high: int) -> int:
