@@ -27,12 +27,31 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     assert test_command in ci_lines
 
 
+# What `print(*values)` prints must be the comment the README shows beside it.
+_EXPECT = (
+    "def _expect(shown, *values):\n"
+    "    printed = ' '.join(str(v) for v in values)\n"
+    "    assert printed == shown, f'README says {shown!r}, the code prints {printed!r}'\n"
+)
+
+
+def _checked(block: str) -> str:
+    """`print(X)  # OUTPUT` lines made checks that X prints OUTPUT."""
+    return re.sub(
+        r"^(\s*)print\((.*)\)  # (.*)$",
+        lambda m: f"{m.group(1)}_expect({m.group(3)!r}, {m.group(2)})",
+        block,
+        flags=re.M,
+    )
+
+
 def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each Python block runs, and each printed line is the one its comment shows."""
     monkeypatch.chdir(tmp_path)
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert blocks
+    assert blocks and sum(b.count("print(") for b in blocks) > 10
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})
+        exec(compile(_EXPECT + _checked(block), "README.md", "exec"), {})
     assert (tmp_path / "sandbox" / "tests" / "test.py").read_bytes() == b"assert inc(1) == 2\n"
     agentic = tmp_path / "agentic-harbor" / "test" / "fix-add"
     assert (agentic / "environment" / "workspace" / "calc.py").is_file()
@@ -56,9 +75,9 @@ def readme_script(blocks_dir: Path, port: int) -> str:
             if n == 0:
                 commands = [commands[0].removeprefix("pip install -e . && ")]
             lines += [c.replace("8000", str(port)) for c in commands]
-        elif lang == "python":
+        elif lang == "python":  # its printed lines checked against their comments too
             path = blocks_dir / f"block{n}.py"
-            path.write_text(body, encoding="utf-8")
+            path.write_text(_EXPECT + _checked(body), encoding="utf-8")
             lines.append(f"python {path}")
         elif body.startswith("$ "):
             for command, shown in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", body, re.M):
