@@ -55,7 +55,32 @@ def _pick_split(ts: TaskSet, name: str | None) -> str:
     raise click.UsageError(f"choose a split with --split: {', '.join(ts.splits)}")
 
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
+
+
+def _keep_nulls(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta["taskpack.nulls"] = True
+
+
+nulls_option = click.option(
+    "--nulls",
+    is_flag=True,
+    expose_value=False,
+    callback=_keep_nulls,
+    help="In JSON, keep the fields that are null (left out by default).",
+)
+
+
+def _nulls() -> bool:
+    return bool(click.get_current_context().meta.get("taskpack.nulls"))
+
+
+def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--json, and --nulls to keep null fields in it."""
+    flag = click.option("--json", "as_json", is_flag=True, help="Print JSON, for scripts.")
+    return flag(nulls_option(command))
+
+
 quiet_option = click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 
 
@@ -77,8 +102,11 @@ def _complete_recipes(ctx: click.Context, param: click.Parameter, incomplete: st
 
 
 def _echo_json(value: Any) -> None:
-    """JSON for a script to read: null fields left out (the server's `?nulls=1` keeps them)."""
-    click.echo(json.dumps(without_nulls(value), indent=2, ensure_ascii=False, default=str))
+    """JSON for a script to read: null fields left out unless --nulls (the server's
+    `?nulls=1`), as most fields of most tasks are null and a reader treats absent as null."""
+    if not _nulls():
+        value = without_nulls(value)
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -125,14 +153,15 @@ def validate(target: str, registry: str | None, quiet: bool) -> None:
 @main.command()
 @click.argument("target")
 @registry_option
-@click.option("--json", "as_json", is_flag=True, help="Print the manifest as JSON.")
+@json_option
 @_user_errors
 def info(target: str, registry: str | None, as_json: bool) -> None:
-    """Show name, version, splits, counts, digests and sizes of a task-set folder or NAME@VER."""
+    """Show name, version, splits, counts, digests and sizes of a task-set folder or NAME@VER
+    (with --json: the manifest)."""
     ts = _open_any(target, registry)
     m = ts.manifest
     if as_json:
-        click.echo(m.model_dump_json(indent=2))
+        _echo_json(m.model_dump(mode="json"))
         return
     click.echo(f"{m.name}@{m.version}  {m.digest}")
     if m.description:
@@ -222,14 +251,13 @@ def _pruned(value: Any) -> Any:
     return value
 
 
-def _readable(task: Task) -> dict[str, Any]:
-    """The task as shown to a person: only what is set; files as text when they are short
-    UTF-8, else by hash."""
+def _readable(task: Task, every: bool = False) -> dict[str, Any]:
+    """The task as shown to a person: only what is set (`every`: each field); files as text
+    when they are short UTF-8, else by hash."""
     from taskpack.rows import INLINE_MAX
 
-    shown: dict[str, Any] = _pruned(
-        task.model_dump(mode="json", exclude_none=True, exclude={"files"})
-    )
+    fields = task.model_dump(mode="json", exclude_none=not every, exclude={"files"})
+    shown: dict[str, Any] = fields if every else _pruned(fields)
     files = []
     for f in task.files:
         entry: dict[str, Any] = {"path": f.path, "role": f.role}
@@ -243,7 +271,7 @@ def _readable(task: Task) -> dict[str, Any]:
             except UnicodeDecodeError:
                 entry["text"] = None
         files.append(entry)
-    if files:
+    if files or every:
         shown["files"] = files
     return shown
 
@@ -256,9 +284,11 @@ def _readable(task: Task) -> dict[str, Any]:
 @click.option(
     "--format", "fmt", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
 )
+@nulls_option
 @_user_errors
 def show(target: str, task_id: str, split_name: str | None, registry: str | None, fmt: str) -> None:
-    """Print one task, by id, of a task-set folder or NAME@VERSION."""
+    """Print one task, by id, of a task-set folder or NAME@VERSION: the fields that are set
+    (--nulls: every field)."""
     from taskpack.errors import unknown
 
     ts = _open_any(target, registry)
@@ -267,9 +297,9 @@ def show(target: str, task_id: str, split_name: str | None, registry: str | None
     if task is None:
         ids = [i for n in names for i in ts.split(n).ids()]
         raise unknown("task", task_id, ids, f"split {', '.join(names)}")
-    shown = _readable(task)
+    shown = _readable(task, every=_nulls())
     if fmt == "json":
-        click.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+        _echo_json(shown)
     else:
         click.echo(_yaml(shown), nl=False)
 

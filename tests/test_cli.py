@@ -74,7 +74,13 @@ def test_show_yaml_and_json(example: Path) -> None:
     run_sh = next(f for f in shown["files"] if f["path"] == "run.sh")
     assert run_sh["mode"] == "0755" and run_sh["text"].startswith("#!/bin/sh")
     code, out = run("show", str(example), "--split", "test", "choice-0000", "--format", "json")
-    assert code == 0 and json.loads(out)["answer"] == "B"
+    shown = json.loads(out)
+    assert code == 0 and shown["answer"] == "B" and "solution" not in shown
+    assert "name" not in shown["prompt"][0]  # JSON for scripts: what is null is left out
+    code, out = run("show", str(example), "-s", "test", "choice-0000", "--format", "json", "--nulls")
+    every = json.loads(out)
+    assert every["solution"] is None and every["prompt"][0]["name"] is None
+    assert every["files"] == [] and every["answer"] == "B"
 
 
 def test_errors_exit_1_for_bad_input_and_2_for_usage(example: Path, tmp_path: Path) -> None:

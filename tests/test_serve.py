@@ -76,6 +76,10 @@ def test_the_api_serves_the_version(served: tuple[str, Path]) -> None:
         assert page["ids"] == ts.split("train").ids()[10:15] and page["total"] == 61
         by_index = http.get("/api/v1/splits/train/tasks/7").json()
         assert by_index["task"] == task_json(ts.split("train")[7]) and by_index["digest"] == digest
+        message = by_index["task"]["prompt"][0]
+        assert "name" not in message and "tool_calls" not in message  # null fields left out
+        kept = http.get("/api/v1/splits/train/tasks/7", params={"nulls": 1}).json()["task"]
+        assert kept["prompt"][0]["name"] is None and kept["solution"] is None
         by_id = http.get("/api/v1/splits/train/by-id/t99").json()["task"]
         assert by_id == task_json(ts.split("train").get("t99"))  # type: ignore[arg-type]
         for f in by_id["files"]:  # inline and large files alike, by hash
