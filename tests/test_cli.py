@@ -77,7 +77,7 @@ def test_show_yaml_and_json(example: Path) -> None:
     shown = json.loads(out)
     assert code == 0 and shown["answer"] == "B" and "solution" not in shown
     assert "name" not in shown["prompt"][0]  # JSON for scripts: what is null is left out
-    code, out = run("show", str(example), "-s", "test", "choice-0000", "--format", "json", "--nulls")
+    code, out = run("show", str(example), "-s", "test", "choice-0000", "--format=json", "--nulls")
     every = json.loads(out)
     assert every["solution"] is None and every["prompt"][0]["name"] is None
     assert every["files"] == [] and every["answer"] == "B"
