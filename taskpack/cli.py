@@ -55,8 +55,6 @@ def _pick_split(ts: TaskSet, name: str | None) -> str:
     raise click.UsageError(f"choose a split with --split: {', '.join(ts.splits)}")
 
 
-
-
 def _keep_nulls(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
         ctx.meta["taskpack.nulls"] = True
