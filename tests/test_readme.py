@@ -63,18 +63,19 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert os.path.isdir(tmp_path / "arith.taskset" / "splits")
 
 
-def readme_script(blocks_dir: Path, port: int) -> str:
+def readme_script(blocks_dir: Path, ports: dict[str, int]) -> str:
     """The README as one bash script, block by block in page order: bash blocks as written,
     Python blocks run from files, console blocks (`$ command`, then its output) checked
     against the output they show. Left out: the install and test commands of the first block
-    (this test runs inside that installed package, from that test command)."""
+    (this test runs inside that installed package, from that test command). The README's
+    ports (8000, 8001, ...) become `ports`, free ones."""
     lines = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
     for n, (lang, body) in enumerate(re.findall(r"```(\w*)\n(.*?)```", README, re.S)):
         if lang == "bash":
             commands = body.splitlines()
             if n == 0:
                 commands = [commands[0].removeprefix("pip install -e . && ")]
-            lines += [c.replace("8000", str(port)) for c in commands]
+            lines += [re.sub(r"\b800\d\b", lambda m: str(ports[m[0]]), c) for c in commands]
         elif lang == "python":  # its printed lines checked against their comments too
             path = blocks_dir / f"block{n}.py"
             path.write_text(_EXPECT + _checked(body), encoding="utf-8")
@@ -103,7 +104,9 @@ def test_the_whole_readme_runs_top_to_bottom_in_an_empty_folder(
     for folder in (work, home, blocks):
         folder.mkdir()
     script = blocks / "readme.sh"
-    script.write_text(readme_script(blocks, free_port()), encoding="utf-8")
+    script.write_text(
+        readme_script(blocks, {f"800{i}": free_port() for i in range(10)}), encoding="utf-8"
+    )
     env = {**os.environ, "HOME": str(home)}
     for name in ("TASKPACK_REGISTRY", "TASKPACK_CACHE", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
         env.pop(name, None)
