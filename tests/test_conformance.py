@@ -22,7 +22,7 @@ from taskpack.importer import import_sources, read_source
 from .conformance.frameworks import ensure
 from .conftest import REAL_SETS
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.slow]
 CHECKS = Path(__file__).parent / "conformance"
 
 

@@ -109,6 +109,7 @@ def test_the_reference_passes_and_candidates_score_as_evalplus_would(
         assert score(task, code, tmp_path) == expected, name
 
 
+@pytest.mark.slow
 def test_exports_pass_check_with_every_forger(tmp_path: Path) -> None:
     for name in ("HumanEvalPlus.jsonl", "MbppPlus.jsonl"):
         out = tmp_path / name

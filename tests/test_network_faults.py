@@ -16,6 +16,8 @@ from typing import ClassVar
 
 import pytest
 
+pytestmark = pytest.mark.slow  # network faults waited out against deadlines
+
 TOKEN = "hf_secretTOKENvalue1234567890"
 
 

@@ -52,6 +52,7 @@ def test_a_fresh_object_renamed_in_while_another_process_looks_is_kept(tmp_path:
     assert path.read_bytes() == data
 
 
+@pytest.mark.slow
 def test_loaders_racing_on_a_cold_cache_all_succeed(tmp_path: Path, bucket: str) -> None:
     """8 processes load one version from S3 into one cold cache at once, 4 times over."""
     big = [{"path": "f.bin", "data": bytes([i]) * 70_000} for i in range(40)]

@@ -8,12 +8,16 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 import taskpack
 from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.client import publish
 from taskpack.rows import INLINE_MAX
 
 from .conftest import make_task
+
+pytestmark = pytest.mark.slow  # many processes racing on one registry
 
 PUBLISHERS, ROUNDS, READERS = 16, 20, 32
 

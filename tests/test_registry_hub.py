@@ -19,6 +19,8 @@ from taskpack.rows import INLINE_MAX
 from .conftest import make_task
 from .test_registry_concurrency import race
 
+pytestmark = pytest.mark.slow  # the Hub test server
+
 
 def build(path: Path, version: str, salt: str = "") -> Path:
     rows = [make_task(i, answer=f"{i}{salt}") for i in range(4)]

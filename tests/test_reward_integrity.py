@@ -26,6 +26,8 @@ from taskpack.importer import read_source
 
 from .conftest import PYTHON_IMAGE, REAL_SETS, harbor_folder
 
+pytestmark = pytest.mark.slow  # every forger in the sandbox
+
 # Verifiers that grade /app/out.txt themselves and exit 0 whatever they wrote (as the public
 # sets' pytest-then-echo verifiers do): PARTIAL writes reward.txt, 1 for "done", 0.37 for
 # "partial", 0 otherwise; MULTI writes two named rewards to reward.json.

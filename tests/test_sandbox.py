@@ -21,6 +21,8 @@ from taskpack.cli import main
 
 from .conftest import harbor_folder
 
+pytestmark = pytest.mark.slow  # bubblewrap sandboxes
+
 WON = "echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt"
 LOST = "echo 0 > /logs/verifier/reward.txt"
 

@@ -22,6 +22,8 @@ from taskpack.importer import read_source
 
 from .test_swe_report import CANDIDATES, FIXED
 
+pytestmark = pytest.mark.slow  # git repositories and pytest runs
+
 BASE_TESTS = "import calc\n\n\ndef test_sub():\n    assert calc.sub(5, 3) == 2\n"
 NEW_TEST = "\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n"
 BUGGY = CANDIDATES["null"]

@@ -25,6 +25,8 @@ from taskpack.exporter import convert_format
 
 from .conftest import DATA
 
+pytestmark = pytest.mark.slow  # the SWE-bench harness end to end
+
 FILES = {
     "lite": DATA / "swebench" / "swebench_lite_test.jsonl",
     "verified": DATA / "swebench" / "swebench_verified_sample50.jsonl",

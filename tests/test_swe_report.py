@@ -19,6 +19,8 @@ from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 
 from taskpack.converters import _swe_harness
 
+pytestmark = pytest.mark.slow  # the real test runners, as subprocesses
+
 FIXED = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
 BUGGY = FIXED.replace("a + b", "a * b")
 # What each candidate puts in calc.py: the gold fix, none, and the hacks a reward-seeking
