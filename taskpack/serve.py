@@ -23,7 +23,10 @@ name are refused (421), which DNS rebinding needs; a bad request gets a 4xx and 
 Why granian, on its own interface (RSGI) rather than ASGI: its HTTP layer is Rust (hyper on
 tokio), so parsing, keep-alive and idle connections cost the Python loop nothing, and it sends
 a file from disk itself, in pieces; on this API it answers about twice what uvicorn answers and
-about two thirds of nginx serving the same bytes from disk (bench/serve.py, bench/RESULTS.md).
+half (64 clients) to three quarters (512) of what nginx answers serving the same bytes from disk
+(bench/serve.py, bench/RESULTS.md). Its loop is uvloop (the `serve` extra installs it; 1.15x
+the requests/s of asyncio's), and a request answered from the response cache, as most are, runs
+no coroutine and no thread.
 It bounds what clients hold (a backlog, requests at once per worker, a header-read timeout that
 also closes idle keep-alive connections) and runs several worker processes on one port. The
 application is ASGI too (any ASGI server runs `App`). Work that reads Parquet runs on threads,
@@ -498,26 +501,27 @@ class App:
         self._cache: OrderedDict[str, Response] = OrderedDict()
         self._cache_bytes = 0
 
-    async def answer(self, method: str, path: str, query: str, host: str) -> Response:
-        """The response to one request (never raises: an error is a JSON 4xx or 5xx)."""
-        try:
-            if self.hosts is not None and host.lower() not in self.hosts:
-                raise HttpError(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
-            if method not in ("GET", "HEAD"):
-                raise HttpError(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and HEAD are served")
-            key = path + "?" + query
-            cached = self._cache.get(key)
-            if cached is not None:
-                self._cache.move_to_end(key)
-                return cached
-            lane = self.slow if "where=" in query else self.fast
-            loop = asyncio.get_running_loop()
-            response = await loop.run_in_executor(lane, self._route, path, query)
-            if response.cacheable and response.path is None:
-                self._keep(key, response)
-            return response
-        except HttpError as e:
-            return self._error(e.status, str(e))
+    def ready(self, method: str, path: str, query: str, host: str) -> Response | None:
+        """The response when it needs no work (a refusal, or kept from an earlier request),
+        else None: answered without a coroutine or a thread, as most requests are."""
+        if self.hosts is not None and host.lower() not in self.hosts:
+            return self._error(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
+        if method not in ("GET", "HEAD"):
+            return self._error(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and HEAD are served")
+        key = path + "?" + query
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+        return cached
+
+    async def work(self, path: str, query: str) -> Response:
+        """The response to a request `ready` had none for, built on a thread lane (a `where`
+        filter on a lane of its own); never raises: an error is a JSON 4xx or 5xx."""
+        lane = self.slow if "where=" in query else self.fast
+        response = await asyncio.get_running_loop().run_in_executor(lane, self._route, path, query)
+        if response.cacheable and response.path is None:
+            self._keep(path + "?" + query, response)
+        return response
 
     def _keep(self, key: str, response: Response) -> None:
         self._cache[key] = response
@@ -581,7 +585,9 @@ class App:
             return
         host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
         query = scope["query_string"].decode("latin-1")
-        response = await self.answer(scope["method"], scope["path"], query, host)
+        response = self.ready(scope["method"], scope["path"], query, host)
+        if response is None:
+            response = await self.work(scope["path"], query)
         size = response.path.stat().st_size if response.path is not None else len(response.body)
         headers = [(k.encode(), v.encode()) for k, v in self.headers(response)]
         headers.append((b"content-length", str(size).encode()))
@@ -611,7 +617,9 @@ class App:
         if scope.proto != "http":
             return
         host = scope.headers.get("host") or ""
-        response = await self.answer(scope.method, scope.path, scope.query_string, host)
+        response = self.ready(scope.method, scope.path, scope.query_string, host)
+        if response is None:
+            response = await self.work(scope.path, scope.query_string)
         headers = self.headers(response)
         if response.path is not None or scope.method == "HEAD":
             size = response.path.stat().st_size if response.path else len(response.body)
