@@ -1,6 +1,6 @@
 """Run every benchmark, each against its alternative in the same run, and write RESULTS.md.
 
-    python bench/run.py            # full sizes (about 45 minutes on 2 cores)
+    python bench/run.py            # full sizes (20 to 45 minutes on 2 cores)
     python bench/run.py --quick    # small sizes, a smoke run (about 3 minutes)
 
 Each benchmark alternates taskpack and the alternative over several rounds and reports medians
