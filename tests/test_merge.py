@@ -4,6 +4,7 @@ single import writes: the same rows in the same order, the same digests."""
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 from pathlib import Path
 
@@ -153,3 +154,25 @@ def test_merge_by_digests_refuses_a_part_that_is_not_the_one_written(tmp_path: P
         taskpack.merge(
             [tmp_path / "a", tmp_path / "b"], tmp_path / "m", digests=[a.digest, b.digest], name="s"
         )
+
+
+@pytest.mark.parametrize("columnar", [True, False])
+def test_spans_after_a_line_longer_than_a_block_keep_their_own_lines(
+    tmp_path: Path, columnar: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line over the columnar reader's block (read in several reads, one of which ends no
+    line) is one line: a span after it holds the rows of its own lines."""
+    from taskpack.converters import _columnar
+
+    monkeypatch.setattr(_columnar, "_BLOCK", 4096)
+    lines = _gsm8k_lines(20)
+    lines[1] = json.dumps({"question": "x" * 10_000, "answer": "#### 1"}).encode() + b"\n"
+    source = tmp_path / "train.jsonl"
+    source.write_bytes(b"".join(lines))
+    sources = {"train": [str(source)]}
+    part = import_sources(
+        tmp_path / "part", sources, "gsm8k", name="g", lines={"train": (5, 7)}, columnar=columnar
+    )
+    got = [t.prompt[0].content for t in taskpack.open(tmp_path / "part").split("train")]
+    wanted = [json.loads(line)["question"] for line in lines[4:7] if line.strip()]
+    assert got == wanted and part.manifest.splits["train"].rows == len(wanted) == 2

@@ -527,7 +527,7 @@ def jsonl_chunks(
             text = rest + data
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
-            lines = piece.count(b"\n") + (not piece.endswith(b"\n"))
+            lines = _line_count(piece)
             if piece and line + lines > first:
                 start, end = max(first - line, 0), lines if last is None else last - line + 1
                 if start or end < lines:
@@ -552,14 +552,26 @@ def _rows(text: bytes) -> int:
 
 def _lines(piece: bytes, start: int, end: int) -> tuple[bytes, bytes]:
     """(the text of lines [0, start), that of lines [start, end)) of a piece of whole lines."""
+    offsets = _line_starts(piece)
+    a, b = offsets[min(start, len(offsets) - 1)], offsets[min(max(end, start), len(offsets) - 1)]
+    return piece[:a], piece[a:b]
+
+
+def _line_count(piece: bytes) -> int:
+    """The lines of a piece of whole lines, the last one perhaps without its newline: none in
+    an empty piece (a read that ended inside a long line)."""
+    return piece.count(b"\n") + (bool(piece) and not piece.endswith(b"\n"))
+
+
+def _line_starts(piece: bytes) -> list[int]:
+    """Where each line of a piece of whole lines starts, then where the piece ends."""
     import numpy as np
 
     ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
     offsets = [0, *ends.tolist()]
     if offsets[-1] != len(piece):
         offsets.append(len(piece))
-    a, b = offsets[min(start, len(offsets) - 1)], offsets[min(max(end, start), len(offsets) - 1)]
-    return piece[:a], piece[a:b]
+    return offsets
 
 
 def _jsonl_chunk(
@@ -573,7 +585,7 @@ def _jsonl_chunk(
 ) -> Chunk:
     """Whole lines of `uri` from line `line` on (`parsed`: their table, when known)."""
     tables = [] if parsed is None else [parsed]
-    lines = piece.count(b"\n") + (not piece.endswith(b"\n"))
+    lines = _line_count(piece)
 
     def table() -> pa.Table:
         if not tables:
@@ -581,10 +593,7 @@ def _jsonl_chunk(
         return tables[0]
 
     def cut(bounds: list[int]) -> list[Chunk]:
-        import numpy as np
-
-        ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
-        offsets = [0, *ends[: lines - 1].tolist(), len(piece)]  # where each line starts
+        offsets = _line_starts(piece)
         # A table parsed whole holds one row per line: its parts are slices, not parsed again.
         whole = tables[0] if tables else None
         return [
