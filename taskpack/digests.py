@@ -51,6 +51,14 @@ class SplitDigest:
         return "sha256:" + self._hash.hexdigest()
 
 
+def chains_to(task_digests: list[str], split_digest: str) -> bool:
+    """Whether task digests, in row order, give `split_digest`: stored digests checked
+    against their split's without any row hashed again (each row's own check is elsewhere)."""
+    chain = SplitDigest()
+    chain.add_all(task_digests)
+    return chain.value == split_digest
+
+
 def version_digest(splits: dict[str, str], format_version: int = FORMAT_VERSION) -> str:
     """The Merkle root over split digests: content only, not name, time or storage."""
     body = canonical_json({"format_version": format_version, "splits": splits})

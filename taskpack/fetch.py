@@ -26,7 +26,7 @@ import os
 import socket
 from urllib.parse import quote, urlsplit
 
-from taskpack.digests import SplitDigest, content_digest, version_digest
+from taskpack.digests import chains_to, content_digest, version_digest
 
 TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
 if TYPE_CHECKING:
@@ -156,9 +156,8 @@ def _digests(server: str, version: str, split: str, split_digest: str) -> str:
     if os.path.exists(path):
         return path
     packed = _get(server, f"/api/v1/splits/{quote(split, safe='')}/digests")
-    chain = SplitDigest()
-    chain.add_all(["sha256:" + packed[i : i + 32].hex() for i in range(0, len(packed), 32)])
-    if len(packed) % 32 or chain.value != split_digest:
+    digests = ["sha256:" + packed[i : i + 32].hex() for i in range(0, len(packed), 32)]
+    if len(packed) % 32 or not chains_to(digests, split_digest):
         raise FetchError(f"{server}: the task digests of split {split!r} do not chain to it")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
-from taskpack.digests import SplitDigest
+from taskpack.digests import chains_to
 from taskpack.errors import TaskpackError
 from taskpack.rows import batch_problems
 
@@ -44,9 +44,7 @@ def ray_dataset(split: Stored, rows: pa.Table | None = None) -> Any:
     import ray.data
 
     if rows is None:
-        chain = SplitDigest()
-        chain.add_all(split.columns(["digest"])["digest"].to_pylist())
-        if chain.value != split.digest:
+        if not chains_to(split.columns(["digest"])["digest"].to_pylist(), split.digest):
             raise TaskpackError(f"split {split.name!r}: its rows do not chain to its digest")
         dataset = ray.data.read_parquet([str(p) for p in split.parquet_paths()])
     else:

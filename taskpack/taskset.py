@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from taskpack import records
 from taskpack._fs import check_regular, copy_atomic, remove_tree, sweep, temp_beside, write_atomic
-from taskpack.digests import FORMAT_VERSION, SplitDigest, version_digest
+from taskpack.digests import FORMAT_VERSION, SplitDigest, chains_to, version_digest
 from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
 from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
 from taskpack.records import NAME, SEMVER
@@ -100,9 +100,9 @@ class _SplitWriter:
         if split.version != FORMAT_VERSION:
             raise TaskpackError(f"split {split.name!r}: format version {split.version}; upgrade it")
         if rows_checked:
-            chain = SplitDigest()
-            chain.add_all(split.columns(["digest"])["digest"].to_pylist())
-            problems = [] if chain.value == split.digest else [f"split {name!r}: digest differs"]
+            stored = split.columns(["digest"])["digest"].to_pylist()
+            chained = chains_to(stored, split.digest)
+            problems = [] if chained else [f"split {name!r}: digest differs"]
         else:
             problems = check_split(split._parquets, split.name, split.info, split.version)
         if problems:
