@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
@@ -82,18 +82,17 @@ class Stats:
         import pyarrow.compute as pc
 
         table = split.columns(["prompt", "reward", "metadata", "environment", "files"])
-        decode = _memo()
         # A prompt's length as the characters of its stored JSON: counted by Arrow, no row
         # decoded (a plain question's JSON adds about 40 to its text).
         lengths = pc.utf8_length(table.column("prompt").fill_null(""))
         stats = cls(rows=len(split), prompt_chars=lengths.to_pylist())
         for text, n in _counts(table.column("reward")):
-            reward = decode(text)
+            reward = _decoded(text)
             stats.reward_kinds[reward.get("kind", "?") if isinstance(reward, dict) else "none"] += n
         values: dict[str, Counter[str]] = {}
         for column in ("metadata", "environment"):
             for text, n in _counts(table.column(column)):
-                item = decode(text)
+                item = _decoded(text)
                 for key, value in item.items() if isinstance(item, dict) else ():
                     if isinstance(value, (str, int, float, bool)):
                         values.setdefault(f"{column}.{key}", Counter())[str(value)] += n
@@ -122,7 +121,8 @@ class Stats:
 
 
 def _counts(column: Any) -> list[tuple[Any, int]]:
-    """Each distinct value of a column with its count (Arrow counts; Python sees each once)."""
+    """Each distinct value of a column with its count: Arrow counts, so each distinct text
+    is decoded once however many rows share it."""
     import pyarrow.compute as pc
 
     counted = pc.value_counts(column)
@@ -135,20 +135,8 @@ def _repo(key: str) -> bool:
     return key in ("environment.repo", "metadata.repo")
 
 
-def _memo() -> Any:
-    """A JSON decoder remembering texts it has decoded (most rows share their reward)."""
-    seen: dict[str, Any] = {}
-
-    def decode(text: str | None) -> Any:
-        if text is None:
-            return None
-        if text not in seen:
-            seen[text] = parse_json(text) if len(seen) < 10_000 else None
-            if seen[text] is None:
-                return parse_json(text)
-        return seen[text]
-
-    return decode
+def _decoded(text: str | None) -> Any:
+    return None if text is None else parse_json(text)
 
 
 def _prompt_text(prompt: Any) -> str:
@@ -252,7 +240,7 @@ def split_page(
         try:
             ids = filtered(where)
         except (TaskpackError, ValueError, KeyError) as e:
-            problem = f'<p class="error">filter {esc(where)!s}: {esc(e)}</p>'
+            problem = f'<p class="error">filter {esc(where)}: {esc(e)}</p>'
     if q:
         ids = [i for i in ids if q.lower() in i.lower()]
     pages = max(1, -(-len(ids) // PAGE))
@@ -405,7 +393,7 @@ def _cell(value: Any) -> str:
 
 
 def diff_json(changes: Mapping[str, SplitDiff]) -> dict[str, Any]:
-    """The same, for the API and `taskpack diff --json`."""
+    """The same, for the API (`/api/v1/diff/OLD/NEW`): each changed task's fields under its id."""
     return {
         name: {
             "added": d.added,
@@ -417,8 +405,3 @@ def diff_json(changes: Mapping[str, SplitDiff]) -> dict[str, Any]:
         }
         for name, d in changes.items()
     }
-
-
-def checked_columns(values: Iterable[str]) -> str:
-    """The `cols` query value from the form's repeated `col` boxes."""
-    return ",".join(v for v in values if v)
