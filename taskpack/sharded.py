@@ -111,18 +111,20 @@ def _gathered(pending: list[Any], progress: bool) -> list[str]:
     import ray
     from ray.exceptions import RayTaskError
 
-    try:
-        if progress:
-            from tqdm import tqdm
+    from taskpack.progress import progress as bar_of
 
-            with tqdm(total=len(pending), unit="part", desc="import") as bar:
-                waiting = list(pending)
-                while waiting:
-                    done, waiting = ray.wait(waiting, num_returns=1)
-                    ray.get(done)  # a failed part raises here
-                    bar.update(len(done))
+    bar = bar_of("import", total=len(pending), unit="parts", quiet=not progress)
+    try:
+        waiting = list(pending)
+        while bar and waiting:
+            done, waiting = ray.wait(waiting, num_returns=1)
+            ray.get(done)  # a failed part raises here
+            bar(len(done))
         return list(ray.get(pending))
     except RayTaskError as e:  # a part's own error (a bad row: file and line), not Ray's
         if isinstance(e.cause, TaskpackError):
             raise e.cause from None
         raise
+    finally:
+        if bar:
+            bar.close()
