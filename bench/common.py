@@ -4,6 +4,7 @@ reports ratios; absolute times are printed only as context."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -73,6 +74,32 @@ def fresh_process(
         stderr=subprocess.DEVNULL if quiet else None,
     )
     return time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def served(
+    *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`taskpack serve ARGS` on a free port until the block ends: its process and its URL,
+    once it answers /healthz."""
+    import urllib.request
+
+    command = [sys.executable, "-m", "taskpack", "serve", *args, "--port", "0"]
+    environ = {**os.environ, **(env or {})}
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, env=environ, text=True)
+    try:
+        assert proc.stderr is not None
+        url = proc.stderr.readline().rsplit(" on ", 1)[1].strip().rstrip("/")
+        for _ in range(600):
+            with contextlib.suppress(OSError), urllib.request.urlopen(url + "/healthz", timeout=2):
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit(f"taskpack serve {' '.join(args)} did not answer on {url}")
+        yield proc, url
+    finally:
+        proc.terminate()
+        proc.wait()
 
 
 # Appended to a measured process: its own high-water RSS, written where the parent reads it.

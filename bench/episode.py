@@ -18,19 +18,16 @@ without taskpack would store it; taskpack stores a split of more than `PART_GROU
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import alternate, alternate_times, build_taskset, fresh_process, per_call
+from common import alternate, alternate_times, build_taskset, fresh_process, per_call, served
 
 TASKPACK = """
 import sys, taskpack
@@ -160,26 +157,6 @@ def random_access(parquet: Path, rounds: int, count: int) -> dict[str, float]:
     )
 
 
-@contextlib.contextmanager
-def served(target: str) -> Iterator[str]:
-    """`taskpack serve TARGET` on a free port, until the block ends."""
-    import urllib.request
-
-    command = [sys.executable, "-m", "taskpack", "serve", target, "--port", "0"]
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stderr is not None
-        url = proc.stderr.readline().rsplit(" on ", 1)[1].strip().rstrip("/")
-        for _ in range(300):
-            with contextlib.suppress(OSError), urllib.request.urlopen(url + "/healthz"):
-                break
-            time.sleep(0.05)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait()
-
-
 def main() -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100_000)
@@ -198,7 +175,7 @@ def main() -> dict[str, dict[str, float]]:
         index = args.tasks * 3 // 4 + 17
         fresh_process(DATASETS, str(index), str(parquet))  # build the datasets cache: hot
         fresh_process(TASKPACK, str(index))  # resolve once: the version is now pinned in cache
-        with served("bench@1.0.0") as server:
+        with served("bench@1.0.0") as (_, server):
             start = episode_start(parquet, args.rounds, index, server)
         imported, extra = imports(args.rounds)
         added = modules_added()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, build_taskset, s3_client, s3_server
+from common import ROOT, build_taskset, s3_client, s3_server, served
 
 TASKPACK = """
 import json, sys, time
@@ -116,15 +116,8 @@ def mirrored(args: argparse.Namespace, tmp: Path, ids: list[str]) -> dict[str, A
     result: dict[str, Any] = {}
     try:
         for nodes in (1, args.nodes):
-            env = {**os.environ, "AWS_ENDPOINT_URL_S3": proxy.url}
-            command = [sys.executable, "-m", "taskpack", "serve", "--mirror", "s3://fanout/reg"]
-            command += ["--port", "0"]
-            env["TASKPACK_CACHE"] = str(tmp / f"mirror-{nodes}")
-            server = subprocess.Popen(command, stderr=subprocess.PIPE, env=env, text=True)
-            try:
-                assert server.stderr is not None
-                url = server.stderr.readline().rsplit(" on ", 1)[1].strip().rstrip("/")
-                wait_for(url)
+            env = {"AWS_ENDPOINT_URL_S3": proxy.url, "TASKPACK_CACHE": str(tmp / f"mirror-{nodes}")}
+            with served("--mirror", "s3://fanout/reg", env=env) as (_, url):
                 proxy.reset()
                 count = nodes * args.per_node
                 picks = [(k * 7919) % len(ids) for k in range(count)]
@@ -140,9 +133,6 @@ def mirrored(args: argparse.Namespace, tmp: Path, ids: list[str]) -> dict[str, A
                     "upstream_bytes": proxy.bytes_down,
                     "p50_s": statistics.median(times),
                 }
-            finally:
-                server.terminate()
-                server.wait()
     finally:
         proxy.close()
     print("mirror: nodes x processes through one taskpack serve --mirror, S3 counted:")
@@ -152,18 +142,6 @@ def mirrored(args: argparse.Namespace, tmp: Path, ids: list[str]) -> dict[str, A
             f"bytes; time to first task p50 {r['p50_s']:.2f} s"
         )
     return result
-
-
-def wait_for(url: str) -> None:
-    import urllib.request
-
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(url + "/healthz"):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"{url} did not answer")
 
 
 def object_of_row0(ts_path: Path) -> str:

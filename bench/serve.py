@@ -34,7 +34,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import build_taskset, machine
+from common import build_taskset, machine, served
 
 NGINX = """worker_processes {workers};
 pid {root}/nginx.pid;
@@ -62,24 +62,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def start_taskpack(target: Path, workers: int, *extra: str) -> tuple[subprocess.Popen[str], str]:
-    args = [sys.executable, "-m", "taskpack", "serve", str(target), "--port", "0"]
-    proc = subprocess.Popen(
-        [*args, "--workers", str(workers), *extra], stderr=subprocess.PIPE, text=True
-    )
-    assert proc.stderr is not None
-    line = proc.stderr.readline()
-    url = line.rsplit(" on ", 1)[1].strip().rstrip("/")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError("taskpack serve did not start")
 
 
 def start_nginx(root: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -120,43 +102,45 @@ def wrk(url: str, script: Path, clients: int, seconds: int) -> tuple[float, floa
 
 def throughput(args: argparse.Namespace, root: Path) -> None:
     ts = build_taskset(root / "ts", args.tasks)
-    proc, url = start_taskpack(ts, args.workers)
-    static = root / "nginx" / "static" / "t"
-    static.mkdir(parents=True)
-    with httpx.Client(base_url=url, timeout=10) as http:  # the very bytes the server answers
-        for i in range(args.tasks):
-            (static / str(i)).write_bytes(http.get(f"/api/v1/splits/train/tasks/{i}").content)
-    server, nginx_url = start_nginx(root / "nginx", args.workers)
+    with served(str(ts), "--workers", str(args.workers)) as (_, url):
+        static = root / "nginx" / "static" / "t"
+        static.mkdir(parents=True)
+        with httpx.Client(base_url=url, timeout=10) as http:  # the very bytes it answers
+            for i in range(args.tasks):
+                (static / str(i)).write_bytes(http.get(f"/api/v1/splits/train/tasks/{i}").content)
+        server, nginx_url = start_nginx(root / "nginx", args.workers)
+        try:
+            compared(args, root, {"taskpack": url, "nginx": nginx_url})
+        finally:
+            server.terminate()
+            server.wait()
+
+
+def compared(args: argparse.Namespace, root: Path, urls: dict[str, str]) -> None:
+    """Each server's requests/s and p99 at each number of clients, rounds alternating."""
     scripts = {}
     for name, prefix in (("taskpack", "/api/v1/splits/train/tasks/"), ("nginx", "/t/")):
         scripts[name] = root / f"{name}.lua"
         scripts[name].write_text(LUA.format(seed=7, prefix=prefix, last=args.tasks - 1))
-    urls = {"taskpack": url, "nginx": nginx_url}
-    try:
-        print(
-            f"task by index, {args.tasks} tasks, {args.workers} workers each, "
-            f"{machine()}; median of {args.rounds} rounds of {args.seconds} s:"
-        )
-        for clients in args.clients:
-            for name in urls:  # warm both: caches filled, connections made
-                wrk(urls[name], scripts[name], clients, 2)
-            runs: dict[str, list[tuple[float, float]]] = {n: [] for n in urls}
-            for _ in range(args.rounds):
-                for name in urls:
-                    runs[name].append(wrk(urls[name], scripts[name], clients, args.seconds))
-            rps = {n: statistics.median(r for r, _ in v) for n, v in runs.items()}
-            p99 = {n: statistics.median(p for _, p in v) for n, v in runs.items()}
-            print(f"  {clients} keep-alive clients:")
+    print(
+        f"task by index, {args.tasks} tasks, {args.workers} workers each, "
+        f"{machine()}; median of {args.rounds} rounds of {args.seconds} s:"
+    )
+    for clients in args.clients:
+        for name in urls:  # warm both: caches filled, connections made
+            wrk(urls[name], scripts[name], clients, 2)
+        runs: dict[str, list[tuple[float, float]]] = {n: [] for n in urls}
+        for _ in range(args.rounds):
             for name in urls:
-                print(
-                    f"    {name:10} {rps[name]:9.0f} req/s   p99 {p99[name]:7.1f} ms"
-                    f"   req/s / nginx = {rps[name] / rps['nginx']:.2f}"
-                )
-    finally:
-        server.terminate()
-        server.wait()
-        proc.terminate()
-        proc.wait()
+                runs[name].append(wrk(urls[name], scripts[name], clients, args.seconds))
+        rps = {n: statistics.median(r for r, _ in v) for n, v in runs.items()}
+        p99 = {n: statistics.median(p for _, p in v) for n, v in runs.items()}
+        print(f"  {clients} keep-alive clients:")
+        for name in urls:
+            print(
+                f"    {name:10} {rps[name]:9.0f} req/s   p99 {p99[name]:7.1f} ms"
+                f"   req/s / nginx = {rps[name] / rps['nginx']:.2f}"
+            )
 
 
 def slowest(url: str, requests: int = 100) -> float:
@@ -236,8 +220,7 @@ def big_file(root: Path, workers: int) -> tuple[float, float]:
         name="big",
     )
     sha = taskpack.open(root / "big").split("train")[0].files[0].sha256
-    proc, url = start_taskpack(root / "big", workers)
-    try:
+    with served(str(root / "big"), "--workers", str(workers)) as (proc, url):
         before = rss_mib(proc.pid)
         peak = before
         done = []
@@ -258,15 +241,11 @@ def big_file(root: Path, workers: int) -> tuple[float, float]:
             time.sleep(0.1)
         assert done == [len(data)] * 8
         return before, peak
-    finally:
-        proc.terminate()
-        proc.wait()
 
 
 def robustness(args: argparse.Namespace, root: Path) -> None:
     ts = build_taskset(root / "robust", args.filter_tasks)
-    proc, url = start_taskpack(ts, args.workers)
-    try:
+    with served(str(ts), "--workers", str(args.workers)) as (_, url):
         alone, crowded = idle(url, args.idle)
         print(
             f"idle: slowest of 100 requests {alone * 1000:.1f} ms alone, "
@@ -277,9 +256,6 @@ def robustness(args: argparse.Namespace, root: Path) -> None:
             f"filter: a slow filter over {args.filter_tasks} tasks took {slow:.2f} s; "
             f"the slowest normal request meanwhile {worst * 1000:.1f} ms"
         )
-    finally:
-        proc.terminate()
-        proc.wait()
     before, peak = big_file(root, args.workers)
     print(
         f"big file: 8 slow clients of a 256 MiB file: server RSS {before:.0f} -> {peak:.0f} MiB "
