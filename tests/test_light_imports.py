@@ -162,6 +162,10 @@ def test_the_cli_help_and_completion_load_neither_pyarrow_nor_pydantic() -> None
         "from click.testing import CliRunner\n"
         "from taskpack.cli import main\n"
         "assert CliRunner().invoke(main, ['--help']).exit_code == 0\n"
+        "tab = {'_TASKPACK_COMPLETE': 'bash_complete', 'COMP_WORDS': 'taskpack con', "
+        "'COMP_CWORD': '1'}\n"
+        "done = CliRunner().invoke(main, [], env=tab, prog_name='taskpack')\n"
+        "assert 'convert' in done.output, done.output\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'pydantic', 'numpy'}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
