@@ -38,6 +38,13 @@ NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 DIGEST = r"^sha256:[0-9a-f]{64}$"
 
 
+def full_match(pattern: str, value: object) -> bool:
+    """Whether the whole of `value` is a string `pattern` matches: Python's `$` also matches
+    before a final newline (`"gsm8k\\n"` would pass as a name), the schema's ECMA `$` does not."""
+    body = pattern.removeprefix("^").removesuffix("$")
+    return isinstance(value, str) and re.fullmatch(body, value) is not None
+
+
 # --- rules shared by the validator and the stored-row reader ---------------------------------
 
 

@@ -48,21 +48,22 @@ import socket
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import parse_qs, quote
 
-from taskpack import viewer
+from taskpack import routes, viewer
+from taskpack.difflane import Busy, DiffLane, Served, checked_ref
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json, without_nulls
-from taskpack.registry.http import PREFIX as REGISTRY_PREFIX
 from taskpack.registry.mirror import Mirror, NotFound
+from taskpack.routes import Route
 from taskpack.taskset import Split, TaskSet
 
 PAGE = 50
@@ -77,22 +78,6 @@ CSP = (
 )
 # Files are served with a type a browser never runs: images as images, text as plain text.
 _IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
-_STYLE = b"""body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:90em;padding:0 1em;
-color:#222}h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.4em}h3{font-size:1em}
-a{color:#0550ae}pre{background:#f6f8fa;padding:.5em;white-space:pre-wrap;
-overflow-wrap:anywhere;max-height:40em;overflow:auto}
-table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e1e4e8;
-padding:.35em .5em;text-align:left;vertical-align:top}th{background:#f6f8fa}
-tbody tr:hover{background:#fafbfc}.error{color:#a00;background:#fff0f0;padding:.5em}
-footer{margin-top:2em;color:#666;font-size:.85em}.split{display:flex;gap:2em}
-.split .main{flex:3;min-width:0}.split aside{flex:1;min-width:16em}
-.filter input[name=where]{width:22em}.filter label{font-size:.85em;margin-left:.5em}
-.hist{width:100%;height:auto}.hist rect{fill:#4c8bf5}.hist text{font-size:10px;fill:#666}
-td:first-child{white-space:nowrap}
-details ul{margin:.2em 0 .6em;padding-left:1.2em;font-size:.9em}
-.nav{margin:.8em 0}.files img{display:block;max-width:40em;margin:.4em 0}
-table.diff td{width:33%}.ids{font-family:monospace;font-size:.9em}
-"""
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -123,7 +108,7 @@ class Catalog:
 
     def __init__(self, ts: TaskSet, registry: str | None = None) -> None:
         self.ts = ts
-        self.registry = registry  # where other versions are found, for diffs
+        self.registry = registry  # where its other versions are found, for diffs
         self.digest = ts.manifest.digest
         self._mine = threading.local()
         self._files: dict[str, tuple[str, int]] | None = None
@@ -139,16 +124,13 @@ class Catalog:
                 self._stats[name] = viewer.Stats.of(split)
             return self._stats[name]
 
-    def version(self, ref: str) -> TaskSet:
-        """Another version, for a diff: `NAME@VERSION` or a version of this set's name; this
-        one is `this`."""
-        from taskpack.registry.client import open as open_target
-
-        if ref == "this":
-            return self.ts
-        if "@" not in ref:
-            ref = f"{self.ts.manifest.name}@{ref}"
-        return open_target(ref, registry=self.registry)
+    def served(self) -> Served:
+        """What a diff worker opens: this version (its folder, or its exact `NAME@VERSION`)
+        and, by version or digest, its siblings in the same registry."""
+        m = self.ts.manifest
+        folder = getattr(self.ts.objects, "root", None)
+        target = str(Path(folder).absolute()) if folder is not None else f"{m.name}@{m.version}"
+        return Served(target, self.registry, m.name, m.digest)
 
     def split(self, name: str) -> Split:
         if name not in self.ts.manifest.splits:
@@ -229,86 +211,84 @@ def file_type(path: str) -> str:
 
 
 class Api:
-    """The JSON API and the HTML view of one version, as plain functions of a request."""
+    """The JSON API and the HTML view of one version: one handler per route of
+    `taskpack.routes` (named after it), each a plain function of the request's parameters."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        self.diffs = DiffLane(catalog.served())
 
     def json(self, status: int, body: dict[str, Any], cacheable: bool = False) -> Response:
         body = {**body, "digest": self.catalog.digest}
         data = json.dumps(body, ensure_ascii=False).encode()
         return Response(status, "application/json", data, cacheable=cacheable)
 
-    def handle(self, parts: list[str], query: dict[str, list[str]]) -> Response:
-        if parts[:2] == ["api", "v1"]:
-            return self._api(parts[2:], query)
-        if parts == ["openapi.json"]:
-            return self.json(HTTPStatus.OK, openapi(self.catalog), cacheable=True)
-        if not parts or parts[0] == "view":
-            page = self._page(parts[1:], query)
-            return Response(HTTPStatus.OK, "text/html; charset=utf-8", page)
-        if parts[0] == "diff" and len(parts) == 3:
-            body = viewer.diff_page(parts[1], parts[2], self.diff(parts[1], parts[2]))
-            title = f"changes {parts[1]} → {parts[2]}"
-            page = _html(title, body, self.catalog.digest)
-            return Response(HTTPStatus.OK, "text/html; charset=utf-8", page, cacheable=True)
-        raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /{'/'.join(parts)}")
+    def page(self, title: str, body: str) -> Response:
+        page = viewer.page(title, body, self.catalog.digest)
+        return Response(HTTPStatus.OK, "text/html; charset=utf-8", page)
 
-    def _api(self, parts: list[str], query: dict[str, list[str]]) -> Response:
-        c = self.catalog
-        m = c.ts.manifest
-        if not parts:
-            splits = {n: {"rows": s.rows, "digest": s.digest} for n, s in m.splits.items()}
-            top = {
-                "name": m.name,
-                "version": m.version,
-                "format_version": m.format_version,
-                "splits": splits,
-            }
-            return self.json(HTTPStatus.OK, top, cacheable=True)
-        if parts[0] == "files" and len(parts) == 2:
-            sha = parts[1]
-            if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha):
-                raise HttpError(HTTPStatus.BAD_REQUEST, "expected a sha256 in lowercase hex")
-            path, data = c.file(sha)
-            kind = file_type(query.get("name", [""])[0])  # the type only, never a path read
-            return Response(HTTPStatus.OK, kind, data, path=path, cacheable=path is None)
-        if parts[0] == "diff" and len(parts) == 3:
-            changes = viewer.diff_json(self.diff(parts[1], parts[2]))
-            compared = {"old": parts[1], "new": parts[2], "splits": changes}
-            return self.json(HTTPStatus.OK, compared, cacheable=True)
-        if parts[0] != "splits" or len(parts) < 2:
-            raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /api/v1/{'/'.join(parts)}")
-        name, rest = parts[1], parts[2:]
-        split = c.split(name)
-        if not rest:
-            body = {"split": name, "rows": len(split), "split_digest": split.digest}
-            return self.json(HTTPStatus.OK, body, cacheable=True)
-        if rest == ["ids"]:
-            offset = _int(query, "offset", 0, 0, len(split))
-            limit = _int(query, "limit", 100, 1, MAX_IDS)
-            ids = split.ids()[offset : offset + limit]
-            body = {"split": name, "offset": offset, "total": len(split), "ids": ids}
-            return self.json(HTTPStatus.OK, body, cacheable=True)
-        if rest == ["digests"]:
-            digests = split.columns(["digest"])["digest"].to_pylist()
-            packed = b"".join(bytes.fromhex(d.removeprefix("sha256:")) for d in digests)
-            return Response(HTTPStatus.OK, "application/octet-stream", packed, cacheable=True)
-        if len(rest) == 2 and rest[0] in ("tasks", "by-id"):
-            if rest[0] == "tasks":
-                index = self._index(rest[1], len(split))
-            else:
-                found = split.position(rest[1])
-                if found is None:
-                    raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {rest[1]!r}")
-                index = found
-            task, key = split[index], {"index": index}
-            if _flag(query, "canonical"):
-                body = {"split": name, **key, "canonical": task.canonical()}
-            else:
-                body = {"split": name, **key, "task": task_json(task, _flag(query, "nulls"))}
-            return self.json(HTTPStatus.OK, body, cacheable=True)
-        raise HttpError(HTTPStatus.NOT_FOUND, f"no such path /api/v1/{'/'.join(parts)}")
+    def handle(self, route: Route, params: dict[str, str], query: dict[str, list[str]]) -> Response:
+        handler: Callable[..., Response] = getattr(self, f"r_{route.name}")
+        return handler(query, **params)
+
+    def r_version(self, query: Query) -> Response:
+        m = self.catalog.ts.manifest
+        splits = {n: {"rows": s.rows, "digest": s.digest} for n, s in m.splits.items()}
+        top = {"name": m.name, "version": m.version, "format_version": m.format_version}
+        return self.json(HTTPStatus.OK, {**top, "splits": splits}, cacheable=True)
+
+    def r_openapi(self, query: Query) -> Response:
+        m = self.catalog.ts.manifest
+        spec = routes.openapi(f"taskpack: {m.name}@{m.version}", m.version)
+        return self.json(HTTPStatus.OK, spec, cacheable=True)
+
+    def r_file(self, query: Query, sha256: str) -> Response:
+        if len(sha256) != 64 or any(ch not in "0123456789abcdef" for ch in sha256):
+            raise HttpError(HTTPStatus.BAD_REQUEST, "expected a sha256 in lowercase hex")
+        path, data = self.catalog.file(sha256)
+        kind = file_type(query.get("name", [""])[0])  # the type only, never a path read
+        return Response(HTTPStatus.OK, kind, data, path=path, cacheable=path is None)
+
+    def r_split(self, query: Query, split: str) -> Response:
+        found = self.catalog.split(split)
+        body = {"split": split, "rows": len(found), "split_digest": found.digest}
+        return self.json(HTTPStatus.OK, body, cacheable=True)
+
+    def r_ids(self, query: Query, split: str) -> Response:
+        found = self.catalog.split(split)
+        offset = _int(query, "offset", 0, 0, len(found))
+        limit = _int(query, "limit", 100, 1, MAX_IDS)
+        ids = found.ids()[offset : offset + limit]
+        body = {"split": split, "offset": offset, "total": len(found), "ids": ids}
+        return self.json(HTTPStatus.OK, body, cacheable=True)
+
+    def r_digests(self, query: Query, split: str) -> Response:
+        digests = self.catalog.split(split).columns(["digest"])["digest"].to_pylist()
+        packed = b"".join(bytes.fromhex(d.removeprefix("sha256:")) for d in digests)
+        return Response(HTTPStatus.OK, "application/octet-stream", packed, cacheable=True)
+
+    def r_task(self, query: Query, split: str, index: str) -> Response:
+        found = self.catalog.split(split)
+        return self._task(query, split, found, self._index(index, len(found)))
+
+    def r_task_by_id(self, query: Query, split: str, id: str) -> Response:
+        found = self.catalog.split(split)
+        return self._task(query, split, found, self._position(found, split, id))
+
+    def _task(self, query: Query, name: str, split: Split, index: int) -> Response:
+        task = split[index]
+        if _flag(query, "canonical"):
+            body = {"split": name, "index": index, "canonical": task.canonical()}
+        else:
+            body = {"split": name, "index": index, "task": task_json(task, _flag(query, "nulls"))}
+        return self.json(HTTPStatus.OK, body, cacheable=True)
+
+    @staticmethod
+    def _position(split: Split, name: str, tid: str) -> int:
+        found = split.position(tid)
+        if found is None:
+            raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {tid!r}")
+        return found
 
     @staticmethod
     def _index(text: str, rows: int) -> int:
@@ -322,41 +302,52 @@ class Api:
 
     # --- HTML -------------------------------------------------------------------------------
 
-    def _page(self, parts: list[str], query: dict[str, list[str]]) -> bytes:
+    def r_home(self, query: Query) -> Response:
         c = self.catalog
         m = c.ts.manifest
-        if not parts:
-            rows = "".join(
-                f"<tr><td>{viewer.link('/view/' + quote(n, safe=''), n)}</td><td>{s.rows}</td>"
-                f"<td><code>{html.escape(s.digest)}</code></td></tr>"
-                for n, s in m.splits.items()
-            )
-            body = (
-                "<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr></thead>"
-                f"<tbody>{rows}</tbody></table>"
-            )
-            return _html(f"{m.name}@{m.version}", body, c.digest)
-        name = parts[0]
-        split = c.split(name)
-        if len(parts) == 2:
-            index = split.position(parts[1])
-            if index is None:
-                raise HttpError(HTTPStatus.NOT_FOUND, f"split {name!r} has no task {parts[1]!r}")
-            task = split[index]
-            body = viewer.task_page(name, split, task, index)
-            return _html(f"{name} / {task.id}", body, c.digest)
+        rows = "".join(
+            f"<tr><td>{viewer.link('/view/' + quote(n, safe=''), n)}</td><td>{s.rows}</td>"
+            f"<td><code>{html.escape(s.digest)}</code></td></tr>"
+            for n, s in m.splits.items()
+        )
+        body = (
+            "<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
+        return self.page(f"{m.name}@{m.version}", body)
+
+    def r_view_split(self, query: Query, split: str) -> Response:
+        found = self.catalog.split(split)
         shown = {k: v[0] for k, v in query.items() if k != "col"}
         if "col" in query:
             shown["cols"] = ",".join(query["col"])
-        page = viewer.split_page(name, split, c.stats(name), shown, partial(_filtered, split))
-        return _html(name, page, c.digest)
+        stats = self.catalog.stats(split)
+        body = viewer.split_page(split, found, stats, shown, partial(_filtered, found))
+        return self.page(split, body)
 
-    def diff(self, old: str, new: str) -> Mapping[str, Any]:
-        """The changes from version `old` to `new` (refs of this registry; a bare version is
-        this set's), computed once."""
-        from taskpack.changes import diff as diff_versions
+    def r_view_task(self, query: Query, split: str, id: str) -> Response:
+        found = self.catalog.split(split)
+        index = self._position(found, split, id)
+        task = found[index]
+        return self.page(f"{split} / {task.id}", viewer.task_page(split, found, task, index))
 
-        return diff_versions(self.catalog.version(old), self.catalog.version(new))
+    # --- diffs, on their lane (`taskpack.difflane`) -------------------------------------------
+
+    async def diff(self, route: Route, old: str, new: str) -> Response:
+        try:
+            page, changes = await self.diffs.get(checked_ref(old), checked_ref(new))
+        except Busy as e:
+            raise HttpError(HTTPStatus.SERVICE_UNAVAILABLE, str(e)) from None
+        if route.name == "diff_page":
+            title = f"changes {old} → {new}"
+            body = viewer.page(title, page, self.catalog.digest)
+            return Response(HTTPStatus.OK, "text/html; charset=utf-8", body, cacheable=True)
+        head = json.dumps({"old": old, "new": new, "digest": self.catalog.digest})
+        body = head[:-1].encode() + b', "splits": ' + changes + b"}"
+        return Response(HTTPStatus.OK, "application/json", body, cacheable=True)
+
+
+Query = dict[str, list[str]]
 
 
 def _filtered(split: Split, where: str) -> list[str]:
@@ -371,94 +362,32 @@ def _filtered(split: Split, where: str) -> list[str]:
     return split.filter(**{key: wanted}).ids()
 
 
-def _html(title: str, body: str, digest: str) -> bytes:
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title>"
-        '<link rel="stylesheet" href="/assets/style.css"></head><body>'
-        f'<p><a href="/">home</a></p><h1>{html.escape(title)}</h1>{body}'
-        f"<footer><p>version digest <code>{html.escape(digest)}</code></p></footer></body></html>"
-    ).encode()
-
-
-def openapi(catalog: Catalog) -> dict[str, Any]:
-    """The JSON API as OpenAPI 3.1, so any client generator or viewer can read it."""
-    m = catalog.ts.manifest
-    queries = ("offset", "limit", "canonical", "nulls")
-
-    def op(summary: str, params: list[str], ok: str = "application/json") -> dict[str, Any]:
-        return {
-            "get": {
-                "summary": summary,
-                "parameters": [
-                    {
-                        "name": p,
-                        "in": "query" if p in queries else "path",
-                        "required": p not in queries,
-                        "schema": {
-                            "type": "integer"
-                            if p in ("index", "offset", "limit")
-                            else "boolean"
-                            if p in ("canonical", "nulls")
-                            else "string"
-                        },
-                    }
-                    for p in params
-                ],
-                "responses": {
-                    "200": {"description": "OK", "content": {ok: {}}},
-                    "400": {"description": "malformed request: {error}"},
-                    "404": {"description": "no such split, index, id or file: {error}"},
-                },
-            }
-        }
-
-    task = ["split", "canonical", "nulls"]
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": f"taskpack: {m.name}@{m.version}", "version": m.version},
-        "paths": {
-            "/api/v1": op("name, version, digest, splits", []),
-            "/api/v1/splits/{split}": op("count and split digest", ["split"]),
-            "/api/v1/splits/{split}/ids": op("a page of task ids", ["split", "offset", "limit"]),
-            "/api/v1/splits/{split}/digests": op(
-                "every task digest, 32 bytes each, in order", ["split"], "application/octet-stream"
-            ),
-            "/api/v1/splits/{split}/tasks/{index}": op("a task by position", [*task, "index"]),
-            "/api/v1/splits/{split}/by-id/{id}": op("a task by id", [*task, "id"]),
-            "/api/v1/files/{sha256}": op(
-                "a task file's bytes, hash-checked", ["sha256"], "application/octet-stream"
-            ),
-        },
-    }
-
-
 class Registered:
     """The registry protocol's reads, answered by a mirror."""
 
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
 
-    def handle(self, parts: list[str]) -> Response:
+    def handle(self, route: Route, params: dict[str, str]) -> Response:
         m = self.mirror
 
         def listed(value: Any) -> Response:
             return Response(HTTPStatus.OK, "application/json", json.dumps(value).encode())
 
         try:
-            if parts == ["names"]:
+            if route.name == "registry_names":
                 return listed(m.names())
-            if len(parts) == 3 and parts[0] == "sets" and parts[2] in ("versions", "tags"):
-                return listed(m.versions(parts[1]) if parts[2] == "versions" else m.tags(parts[1]))
-            if len(parts) == 4 and parts[0] == "sets" and parts[2] == "versions":
-                body = m.manifest_bytes(parts[1], parts[3])
+            if route.name == "registry_versions":
+                return listed(m.versions(params["name"]))
+            if route.name == "registry_tags":
+                return listed(m.tags(params["name"]))
+            if route.name == "registry_manifest":
+                body = m.manifest_bytes(params["name"], params["version"])
                 return Response(HTTPStatus.OK, "application/json", body, cacheable=True)
-            if len(parts) == 6 and parts[0] == "sets" and parts[4] == "objects":
-                path = m.object(parts[1], parts[3], parts[5])
-                return Response(HTTPStatus.OK, "application/octet-stream", path=path)
+            path = m.object(params["name"], params["version"], params["sha256"])
+            return Response(HTTPStatus.OK, "application/octet-stream", path=path)
         except NotFound as e:
             raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
-        raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {REGISTRY_PREFIX}/{'/'.join(parts)}")
 
 
 def _loopback(host: str) -> bool:
@@ -500,6 +429,9 @@ class App:
         self.slow = ThreadPoolExecutor(2, thread_name_prefix="taskpack-serve-slow")
         self._cache: OrderedDict[str, Response] = OrderedDict()
         self._cache_bytes = 0
+        served = routes.SERVED if api is not None else ()
+        mirrored = routes.REGISTRY if registered is not None else ()
+        self.routes = (*served, *mirrored, *routes.COMMON)
 
     def ready(self, method: str, path: str, query: str, host: str) -> Response | None:
         """The response when it needs no work (a refusal, or kept from an earlier request),
@@ -514,13 +446,26 @@ class App:
             self._cache.move_to_end(key)
         return cached
 
-    async def work(self, path: str, query: str) -> Response:
+    async def work(self, path: str, query_string: str) -> Response:
         """The response to a request `ready` had none for, built on a thread lane (a `where`
-        filter on a lane of its own); never raises: an error is a JSON 4xx or 5xx."""
-        lane = self.slow if "where=" in query else self.fast
-        response = await asyncio.get_running_loop().run_in_executor(lane, self._route, path, query)
+        filter on a lane of its own, a diff on the diff lane); never raises: an error is a
+        JSON 4xx or 5xx."""
+        try:
+            found = routes.match(path, self.routes)
+            if found is None:
+                raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
+            route, params = found
+            if route.name in ("diff_page", "diff_json"):
+                assert self.api is not None
+                response = await self.api.diff(route, **params)
+            else:
+                lane = self.slow if "where=" in query_string else self.fast
+                answer = partial(self._answer, route, params, parse_qs(query_string))
+                response = await asyncio.get_running_loop().run_in_executor(lane, answer)
+        except Exception as e:  # noqa: BLE001 - every failure is an answer, never a crash
+            response = self._failure(e)
         if response.cacheable and response.path is None:
-            self._keep(path + "?" + query, response)
+            self._keep(path + "?" + query_string, response)
         return response
 
     def _keep(self, key: str, response: Response) -> None:
@@ -530,24 +475,28 @@ class App:
             old_key, old = self._cache.popitem(last=False)
             self._cache_bytes -= len(old.body) + len(old_key)
 
-    def _route(self, path: str, query_string: str) -> Response:
-        parts = [unquote(p) for p in path.split("/") if p]
-        query = parse_qs(query_string)
-        try:
-            if parts == ["assets", "style.css"]:
-                return Response(HTTPStatus.OK, "text/css; charset=utf-8", _STYLE, cacheable=True)
-            if parts == ["healthz"]:
-                return Response(HTTPStatus.OK, "text/plain; charset=utf-8", b"ok\n")
-            prefix = [p for p in REGISTRY_PREFIX.split("/") if p]
-            if parts[: len(prefix)] == prefix and self.registered is not None:
-                return self.registered.handle(parts[len(prefix) :])
-            if self.api is None:
-                raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
-            return self.api.handle(parts, query)
-        except HttpError as e:
+    def _answer(self, route: Route, params: dict[str, str], query: Query) -> Response:
+        if route.name == "style":
+            return Response(HTTPStatus.OK, "text/css; charset=utf-8", viewer.STYLE, cacheable=True)
+        if route.name == "health":
+            return Response(HTTPStatus.OK, "text/plain; charset=utf-8", b"ok\n")
+        if route.name.startswith("registry_"):
+            assert self.registered is not None
+            return self.registered.handle(route, params)
+        assert self.api is not None
+        return self.api.handle(route, params, query)
+
+    def _failure(self, e: Exception) -> Response:
+        if isinstance(e, HttpError):
             return self._error(e.status, str(e))
-        except (TaskpackError, ValueError, KeyError, IndexError) as e:
+        if isinstance(e, (TaskpackError, ValueError, KeyError, IndexError)):
             return self._error(HTTPStatus.BAD_REQUEST, str(e))
+        return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}")
+
+    def close(self) -> None:
+        """Stop the diff workers: a worker process exits only once its children have."""
+        if self.api is not None:
+            self.api.diffs.close()
 
     def _error(self, status: int, message: str) -> Response:
         body: dict[str, Any] = {"error": message}
@@ -579,6 +528,7 @@ class App:
                 if message["type"] == "lifespan.startup":
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
+                    self.close()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":
@@ -613,6 +563,9 @@ class App:
 
     # --- RSGI (granian) ---------------------------------------------------------------------
 
+    def __rsgi_del__(self, loop: Any) -> None:
+        self.close()
+
     async def __rsgi__(self, scope: Any, protocol: Any) -> None:
         if scope.proto != "http":
             return
@@ -642,16 +595,18 @@ class Config:
     target: str | None = None  # a task-set folder or NAME@VERSION
     registry: str | None = None
     mirror: str | None = None  # an upstream registry, for a mirror
-    cache: str | None = None
+    cache: str | None = None  # a mirror's cache lives below it, in mirrors/<upstream>/
     ttl: float = 10.0
     hosts: tuple[str, ...] | None = None  # None: any Host
 
     def app(self) -> App:
         hosts = frozenset(self.hosts) if self.hosts is not None else None
         if self.mirror is not None:
-            from taskpack.registry.cache import Cache
+            from taskpack.registry import Location
+            from taskpack.registry.mirror import mirror_cache
 
-            cache = Cache(Path(self.cache)) if self.cache else None
+            root = Path(self.cache) if self.cache else None
+            cache = mirror_cache(Location.parse(self.mirror).url, root)
             return App(registered=Registered(Mirror(self.mirror, cache, self.ttl)), hosts=hosts)
         assert self.target is not None
         from taskpack.registry.client import open as open_target
@@ -758,3 +713,4 @@ def background(app: App, host: str = "127.0.0.1", asgi: bool = False) -> Iterato
     finally:
         loop.call_soon_threadsafe(server.stop)
         thread.join(10)
+        app.close()

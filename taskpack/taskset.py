@@ -17,7 +17,6 @@ import bisect
 import contextlib
 import itertools
 import os
-import re
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from taskpack._fs import check_regular, copy_atomic, remove_tree, sweep, temp_be
 from taskpack.digests import FORMAT_VERSION, SplitDigest, chains_to, version_digest
 from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
 from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
-from taskpack.records import NAME, SEMVER
+from taskpack.records import NAME, SEMVER, full_match
 from taskpack.rows import (
     SCHEMA,
     Fetch,
@@ -306,7 +305,7 @@ class TaskSetWriter:
 
 
 def _check_pattern(what: str, value: str, pattern: str, expected: str | None = None) -> None:
-    if not isinstance(value, str) or not re.match(pattern, value):
+    if not full_match(pattern, value):
         raise TaskpackError(f"invalid {what} {value!r}: expected {expected or pattern}")
 
 

@@ -49,6 +49,35 @@ FIELDS = (  # a task page's sections, in this order (files and prompt apart)
 )
 
 
+STYLE = b"""body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:90em;padding:0 1em;
+color:#222}h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.4em}h3{font-size:1em}
+a{color:#0550ae}pre{background:#f6f8fa;padding:.5em;white-space:pre-wrap;
+overflow-wrap:anywhere;max-height:40em;overflow:auto}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e1e4e8;
+padding:.35em .5em;text-align:left;vertical-align:top}th{background:#f6f8fa}
+tbody tr:hover{background:#fafbfc}.error{color:#a00;background:#fff0f0;padding:.5em}
+footer{margin-top:2em;color:#666;font-size:.85em}.split{display:flex;gap:2em}
+.split .main{flex:3;min-width:0}.split aside{flex:1;min-width:16em}
+.filter input[name=where]{width:22em}.filter label{font-size:.85em;margin-left:.5em}
+.hist{width:100%;height:auto}.hist rect{fill:#4c8bf5}.hist text{font-size:10px;fill:#666}
+td:first-child{white-space:nowrap}
+details ul{margin:.2em 0 .6em;padding-left:1.2em;font-size:.9em}
+.nav{margin:.8em 0}.files img{display:block;max-width:40em;margin:.4em 0}
+table.diff td{width:33%}.ids{font-family:monospace;font-size:.9em}
+"""
+
+
+def page(title: str, body: str, digest: str) -> bytes:
+    """A whole HTML page: `body` under the title, the version digest in the footer."""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        '<link rel="stylesheet" href="/assets/style.css"></head><body>'
+        f'<p><a href="/">home</a></p><h1>{html.escape(title)}</h1>{body}'
+        f"<footer><p>version digest <code>{html.escape(digest)}</code></p></footer></body></html>"
+    ).encode()
+
+
 def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 

@@ -15,6 +15,7 @@ import pytest
 
 import taskpack
 from taskpack.fetch import FetchError, file, task
+from taskpack.routes import Route
 from taskpack.serve import Api, App, Catalog, Response, background
 
 from .conftest import make_task
@@ -71,13 +72,13 @@ def test_a_lying_server_is_caught(served: tuple[str, Any]) -> None:
     api = Api(Catalog(ts))
     honest = api.handle
 
-    def lying(parts: list[str], query: dict[str, list[str]]) -> Response:
-        response = honest(parts, query)
-        if "tasks" in parts:
+    def lying(route: Route, params: dict[str, str], query: dict[str, list[str]]) -> Response:
+        response = honest(route, params, query)
+        if route.name == "task":
             body = json.loads(response.body)
             body["canonical"]["answer"] = "forged"
             response.body = json.dumps(body).encode()
-        if "files" in parts:
+        if route.name == "file":
             response.body, response.path = b"forged", None
         return response
 

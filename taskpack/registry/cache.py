@@ -14,6 +14,7 @@ mtime but not a ctime, so a file written since is hashed again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -25,6 +26,7 @@ from taskpack._fs import file_lock, sweep, temp_beside, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.objects import default_cache_dir, file_sha256, sha256_relpath
 from taskpack.records import stored_manifest
+from taskpack.registry.refs import is_name, is_version
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest
@@ -123,19 +125,28 @@ class Cache:
     # --- manifests --------------------------------------------------------------------
 
     def _manifest_dir(self, registry_url: str, name: str) -> Path:
+        if not is_name(name):  # never a path: whoever calls, the name is one folder's
+            raise TaskpackError(f"{name!r} is not a task-set name")
         return self.root / "manifests" / registry_dirname(registry_url) / name
 
+    def _manifest_path(self, registry_url: str, name: str, version: str) -> Path:
+        if not is_version(version):
+            raise TaskpackError(f"{version!r} is not a version")
+        return self._manifest_dir(registry_url, name) / f"{version}.json"
+
     def manifest(self, registry_url: str, name: str, version: str) -> Manifest | None:
-        return self._read_manifest(self._manifest_dir(registry_url, name) / f"{version}.json")
+        return self._read_manifest(self._manifest_path(registry_url, name, version))
 
     def _read_manifest(self, path: Path) -> Manifest | None:
-        """A cached manifest; a corrupt one is removed (and so fetched again), never served."""
+        """A cached manifest; a corrupt one is set aside (and so fetched again), never served:
+        renamed to `<version>.json.bad` beside it, inside the cache, for a human to look at."""
         try:
             return cast("Manifest", stored_manifest(path.read_bytes()))
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, AttributeError):
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.replace(path, path.with_name(path.name + ".bad"))
             return None
 
     def manifest_by_digest(self, registry_url: str, name: str, digest: str) -> Manifest | None:
@@ -147,7 +158,5 @@ class Cache:
         return None
 
     def save_manifest(self, registry_url: str, manifest: Manifest) -> None:
-        folder = self._manifest_dir(registry_url, manifest.name)
-        write_atomic(
-            folder / f"{manifest.version}.json", manifest.model_dump_json(indent=2).encode()
-        )
+        path = self._manifest_path(registry_url, manifest.name, manifest.version)
+        write_atomic(path, manifest.model_dump_json(indent=2).encode())

@@ -20,8 +20,9 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import urljoin, urlsplit
 
+from taskpack import routes
 from taskpack.errors import TaskpackError
 from taskpack.nesting import parse_json
 from taskpack.objects import Progress
@@ -33,30 +34,58 @@ if TYPE_CHECKING:
     from taskpack.model import Manifest
     from taskpack.taskset import TaskSet
 
-PREFIX = "/registry/v1"
 _CHUNK = 1 << 20
+MAX_LISTING = 16 << 20  # bytes of a listing (names, versions, tags) read at most
+MAX_MANIFEST = 64 << 20  # bytes of a manifest read at most
+MAX_BLOB = 16 << 30  # a large file's bytes at most: the manifest lists no size for them
 
 
-def route(*parts: str) -> str:
-    """The protocol path of `parts`, each one escaped (a name may hold any character)."""
-    return PREFIX + "".join("/" + quote(p, safe="") for p in parts)
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Redirects within the registry's own origin only: a mirror that sends a client
+    elsewhere (another host, another scheme) is refused, never followed."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        old, new = urlsplit(req.full_url), urlsplit(urljoin(req.full_url, newurl))
+        if (old.scheme, old.netloc) != (new.scheme, new.netloc):
+            raise urllib.error.HTTPError(
+                req.full_url, code, f"redirected to another origin ({new.scheme}://{new.netloc})",
+                headers, fp,
+            )  # fmt: skip
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameOrigin)
 
 
 class HttpRegistry(Registry):
     def __init__(self, location: Location) -> None:
         self.location = location
 
-    def _get(self, parts: tuple[str, ...], sink: Callable[[bytes], None] | None = None) -> Any:
-        """The body at `parts` (None on 404); streamed to `sink` when given."""
-        url = self.location.base + route(*parts)
-        what = f"registry {self.url}: GET {route(*parts)}"
+    def _get(
+        self,
+        limit: int,
+        route: str,
+        sink: Callable[[bytes], None] | None = None,
+        /,
+        **params: str,
+    ) -> Any:
+        """The body of `route` (None on 404), at most `limit` bytes (more is an error, found
+        before it is read where the server says its length); streamed to `sink` when given."""
+        path = routes.url(route, **params)
+        what = f"registry {self.url}: GET {path}"
 
         def call(tick: Callable[[int], None]) -> bytes | None:
-            request = urllib.request.Request(url, headers={"Accept": "*/*"})
+            request = urllib.request.Request(self.location.base + path, headers={"Accept": "*/*"})
             try:
-                with urllib.request.urlopen(request, timeout=network_timeout()) as response:
-                    chunks = []
-                    while chunk := response.read(_CHUNK):
+                with _OPENER.open(request, timeout=network_timeout()) as response:
+                    length = response.headers.get("Content-Length")
+                    if length is not None and (not length.isdigit() or int(length) > limit):
+                        raise TaskpackError(f"{what}: {length} bytes, more than {limit} expected")
+                    chunks, got = [], 0
+                    while chunk := response.read(min(_CHUNK, limit + 1 - got)):
+                        got += len(chunk)
+                        if got > limit:
+                            raise TaskpackError(f"{what}: more than the {limit} bytes expected")
                         tick(len(chunk))
                         if sink is not None:
                             sink(chunk)
@@ -66,38 +95,41 @@ class HttpRegistry(Registry):
             except urllib.error.HTTPError as e:
                 if e.code == 404:
                     return None
-                raise TaskpackError(f"{what}: HTTP {e.code}") from None
-            except (urllib.error.URLError, OSError) as e:
+                raise TaskpackError(f"{what}: HTTP {e.code} {e.msg}") from None
+            except (urllib.error.URLError, OSError, ValueError) as e:
                 reason = getattr(e, "reason", e)
                 raise TaskpackError(f"{what}: cannot reach it ({reason})") from None
 
         return bounded(what, call)
 
-    def _json(self, *parts: str) -> Any:
-        body = self._get(parts)
+    def _json(self, route: str, /, **params: str) -> Any:
+        body = self._get(MAX_LISTING, route, None, **params)
         if body is None:
             return None
         try:
             return parse_json(body)
         except ValueError as e:
-            raise TaskpackError(f"registry {self.url}: {route(*parts)}: not JSON ({e})") from None
+            where = routes.url(route, **params)
+            raise TaskpackError(f"registry {self.url}: {where}: not JSON ({e})") from None
 
     def names(self) -> list[str]:
-        found = self._json("names") or []
+        found = self._json("registry_names") or []
         return sorted(n for n in found if isinstance(n, str))
 
     def versions(self, name: str) -> list[str]:
         from taskpack.registry.refs import is_version, version_key
 
-        found = self._json("sets", name, "versions") or []
+        found = self._json("registry_versions", name=name) or []
         return sorted((v for v in found if isinstance(v, str) and is_version(v)), key=version_key)
 
     def read_manifest(self, name: str, version: str) -> bytes | None:
-        body: bytes | None = self._get(("sets", name, "versions", version))
+        body: bytes | None = self._get(
+            MAX_MANIFEST, "registry_manifest", name=name, version=version
+        )
         return body
 
     def tags(self, name: str) -> dict[str, str]:
-        found = self._json("sets", name, "tags") or {}
+        found = self._json("registry_tags", name=name) or {}
         if not isinstance(found, dict):
             return {}
         return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
@@ -113,7 +145,7 @@ class HttpRegistry(Registry):
     def fetch(
         self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
     ) -> None:
-        parts = ("sets", manifest.name, "versions", manifest.version, "objects", sha)
+        sizes = {p.sha256: p.bytes for info in manifest.splits.values() for p in info.files()}
         with dest.open("wb") as out:
 
             def sink(chunk: bytes) -> None:
@@ -121,5 +153,13 @@ class HttpRegistry(Registry):
                 if progress:
                     progress(len(chunk))
 
-            if self._get(parts, sink) is None:
+            found = self._get(
+                sizes.get(sha, MAX_BLOB),
+                "registry_object",
+                sink,
+                name=manifest.name,
+                version=manifest.version,
+                sha256=sha,
+            )
+            if found is None:
                 raise TaskpackError(f"registry {self.url}: {manifest.ref} has no object {sha}")

@@ -8,6 +8,11 @@ from there. Listings and tags can move: each is fetched at most once per `ttl` s
 many clients ask in that time, and a request that arrives while it is being fetched waits for
 that fetch. So what reaches upstream does not grow with the number of nodes behind the mirror:
 one node's requests, once. Clients check everything again, as from any registry.
+
+What a client sends is checked by the grammar publish uses (a name, a semantic version, a
+sha256 the manifest lists) before it reaches a path or the upstream, and the mirror's cache is
+its own (`<cache>/mirrors/<upstream>/` by default), never the user's: a client can ask only
+for what the upstream holds, and nothing outside that cache is read, written or removed.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from taskpack.errors import TaskpackError
+from taskpack.objects import default_cache_dir
 from taskpack.registry import Location, open_registry
-from taskpack.registry.cache import Cache
-from taskpack.registry.refs import is_version
+from taskpack.registry.cache import Cache, registry_dirname
+from taskpack.registry.refs import is_name, is_version
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest
@@ -33,13 +39,26 @@ class NotFound(TaskpackError):
     """What the client asked for is not upstream (a 404)."""
 
 
+def mirror_cache(upstream: str, root: Path | None = None) -> Cache:
+    """The mirror's own cache, one per upstream: below `root` (default: the user's cache
+    folder), in `mirrors/<upstream>/`, which no client cache ever uses."""
+    return Cache((root or default_cache_dir()) / "mirrors" / registry_dirname(upstream))
+
+
+def _checked(name: str, version: str | None = None) -> None:
+    if not is_name(name):
+        raise NotFound(f"{name!r} is not a task-set name")
+    if version is not None and not is_version(version):
+        raise NotFound(f"{version!r} is not a version")
+
+
 class Mirror:
     def __init__(self, upstream: str | Location, cache: Cache | None = None, ttl: float = 10.0):
         self.location = Location.parse(upstream)
         if self.location.scheme == "file" and not (self.location.path or Path()).is_dir():
             raise TaskpackError(f"{self.location.url}: no registry folder there")
         self.registry = open_registry(self.location)
-        self.cache = cache or Cache()
+        self.cache = cache or mirror_cache(self.location.url)
         self.ttl = ttl
         self._fresh: dict[tuple[str, ...], tuple[float, Any]] = {}
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
@@ -66,15 +85,16 @@ class Mirror:
         return self._recent(("names",), self.registry.names)
 
     def versions(self, name: str) -> list[str]:
+        _checked(name)
         return self._recent(("versions", name), lambda: self.registry.versions(name))
 
     def tags(self, name: str) -> dict[str, str]:
+        _checked(name)
         return self._recent(("tags", name), lambda: self.registry.tags(name))
 
     def manifest(self, name: str, version: str) -> Manifest:
         """`name@version`'s manifest, checked, from upstream once."""
-        if not is_version(version):
-            raise NotFound(f"{version!r} is not a version")
+        _checked(name, version)
         url = self.location.url
         found = self.cache.manifest(url, name, version)
         if found is not None:

@@ -13,10 +13,9 @@ import re
 from dataclasses import dataclass
 
 from taskpack.errors import TaskpackError
-from taskpack.records import NAME, SEMVER
+from taskpack.records import DIGEST, NAME, SEMVER, full_match
 
-_PARTIAL = re.compile(r"^(0|[1-9]\d*)(\.(0|[1-9]\d*))?$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_PARTIAL = re.compile(r"(0|[1-9]\d*)(\.(0|[1-9]\d*))?")
 
 
 @dataclass(frozen=True)
@@ -30,26 +29,36 @@ class Ref:
     @property
     def exact(self) -> bool:
         """An exact version or a digest: the only refs that never change meaning."""
-        return is_version(self.spec) or bool(_DIGEST.match(self.spec))
+        return is_version(self.spec) or is_digest(self.spec)
 
     @property
     def is_digest(self) -> bool:
-        return bool(_DIGEST.match(self.spec))
+        return is_digest(self.spec)
 
     @property
     def is_partial(self) -> bool:
-        return bool(_PARTIAL.match(self.spec))
+        return bool(_PARTIAL.fullmatch(self.spec))
 
 
 def parse_ref(text: str) -> Ref:
     name, _, spec = text.partition("@")
-    if not re.match(NAME, name):
+    if not is_name(name):
         raise TaskpackError(f"invalid task-set reference {text!r}: expected NAME[@VERSION|TAG]")
     return Ref(name, spec or "latest")
 
 
+def is_name(text: str) -> bool:
+    """A task-set (or split) name as publish takes it: safe as one path segment anywhere."""
+    return full_match(NAME, text)
+
+
 def is_version(text: str) -> bool:
-    return bool(re.match(SEMVER, text))
+    return full_match(SEMVER, text)
+
+
+def is_digest(text: str) -> bool:
+    """`sha256:` and 64 lowercase hex digits: a version's content digest."""
+    return full_match(DIGEST, text)
 
 
 def tag_version(data: bytes) -> str | None:

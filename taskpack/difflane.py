@@ -1,0 +1,149 @@
+"""The diffs `taskpack serve` shows (`/diff/OLD/NEW`, `/api/v1/diff/OLD/NEW`), on a lane of
+their own.
+
+Why a process and not a thread: a diff of two 50k-task versions is seconds of pure Python, and a
+thread doing it holds the GIL that every task request of the server needs (8 of them made a task
+request take 58 s). Here diffs run in `AT_ONCE` worker processes; the server only awaits their
+answer, so task requests keep their latency whatever diffs are asked for. Each pair is computed
+once (requests for a pair being computed wait for that computation) and its pages are kept,
+up to `KEPT_BYTES`; beyond `WAITING` pairs in flight a request is refused with 503, not queued.
+
+OLD and NEW are versions of the served set only: `this`, an exact version (`1.2.0`) or a
+content digest (`sha256:...`), checked by the publish grammar before anything is opened, and
+resolved in the server's registry under the served set's name. Nothing a client sends names a
+folder or another set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+from multiprocessing.util import Finalize
+from typing import TYPE_CHECKING
+
+from taskpack.errors import TaskpackError
+from taskpack.registry.refs import Ref, is_digest, is_version
+
+if TYPE_CHECKING:
+    from taskpack.taskset import TaskSet
+
+AT_ONCE = 1  # diffs computed at once (each in a process of its own)
+WAITING = 16  # distinct pairs in flight before a new one is refused
+KEPT_BYTES = 64 << 20  # rendered diffs kept
+
+
+class Busy(TaskpackError):
+    """Too many diffs are being computed; the client should retry later."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a diff worker needs to open the served version and its siblings: `target` (a
+    task-set folder, or the exact `NAME@VERSION`), the registry, and the digest `this` must
+    have."""
+
+    target: str
+    registry: str | None
+    name: str
+    digest: str
+
+
+def checked_ref(text: str) -> str:
+    """`text` if it names a version of the served set (`this`, a version, a digest)."""
+    if text == "this" or is_version(text) or is_digest(text):
+        return text
+    raise TaskpackError(
+        f"{text!r}: expected a version of this task set (1.2.0), its digest (sha256:...) or 'this'"
+    )
+
+
+def render(served: Served, old: str, new: str) -> tuple[str, bytes]:
+    """The diff page's body and the API's JSON (its `splits`), computed in a worker."""
+    from taskpack import viewer
+    from taskpack.changes import diff
+    from taskpack.registry.client import open as open_target
+    from taskpack.registry.client import resolve
+
+    def version(ref: str) -> TaskSet:
+        if ref == "this":
+            ts = open_target(served.target, registry=served.registry)
+            if ts.manifest.digest != served.digest:
+                raise TaskpackError(f"{served.target} changed since the server started")
+            return ts
+        return resolve(Ref(served.name, ref), registry=served.registry)
+
+    changes = diff(version(old), version(new))
+    page = viewer.diff_page(old, new, changes)
+    return page, json.dumps(viewer.diff_json(changes), ensure_ascii=False).encode()
+
+
+class DiffLane:
+    def __init__(self, served: Served) -> None:
+        self.served = served
+        self._pool: ProcessPoolExecutor | None = None
+        self._kept: OrderedDict[tuple[str, str], tuple[str, bytes]] = OrderedDict()
+        self._kept_bytes = 0
+        self._pending: dict[tuple[str, str], Future[tuple[str, bytes]]] = {}
+        self._lock = threading.Lock()
+        self.computed = 0  # pairs handed to a worker, for tests and logs
+
+    def _workers(self) -> ProcessPoolExecutor:
+        if self._pool is None:  # spawned on first need: a server nobody asks for diffs has none
+            self._pool = ProcessPoolExecutor(AT_ONCE, mp_context=get_context("spawn"))
+            # A granian worker is a multiprocessing child: on exit it joins its own children
+            # before anything else of ours runs, so the pool is stopped by multiprocessing's
+            # own finalizer, ahead of that join.
+            Finalize(None, _stop, (self._pool,), exitpriority=10)
+        return self._pool
+
+    async def get(self, old: str, new: str) -> tuple[str, bytes]:
+        """The rendered diff of `old` -> `new` (refs already checked)."""
+        key = (old, new)
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None:
+                self._kept.move_to_end(key)
+                return kept
+            future = self._pending.get(key)
+            if future is None:
+                if len(self._pending) >= WAITING:
+                    raise Busy(f"{WAITING} diffs are being computed; try again later")
+                future = self._workers().submit(render, self.served, old, new)
+                self._pending[key] = future
+                self.computed += 1
+                future.add_done_callback(lambda f: self._done(key, f))
+        return await asyncio.wrap_future(future)
+
+    def _done(self, key: tuple[str, str], future: Future[tuple[str, bytes]]) -> None:
+        with self._lock:
+            self._pending.pop(key, None)
+            error = None if future.cancelled() else future.exception()
+            if isinstance(error, BrokenProcessPool):
+                self._pool = None  # a worker died (out of memory?): the next diff starts anew
+            if future.cancelled() or error is not None:
+                return  # an error is not kept: the version may be published later
+            page, data = future.result()
+            self._kept[key] = (page, data)
+            self._kept_bytes += len(page) + len(data)
+            while self._kept_bytes > KEPT_BYTES and len(self._kept) > 1:
+                _, (p, d) = self._kept.popitem(last=False)
+                self._kept_bytes -= len(p) + len(d)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            _stop(self._pool)
+            self._pool = None
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """No more diffs; one being computed is abandoned (its worker killed), not waited for."""
+    workers = list(getattr(pool, "_processes", {}).values())  # Python 3.14: terminate_workers()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.kill()

@@ -1,0 +1,150 @@
+"""The routes of `taskpack serve`, as one table: the server dispatches by it, `openapi()`
+describes it, and `taskpack.fetch` builds its URLs from it, so a route is written once.
+
+A pattern's `{name}` takes one path segment; `{name*}` (last only) takes the rest of the path,
+slashes included, so a task id holding `/` is one value. Paths are matched as the HTTP server
+decoded them, once: nothing here decodes again (`%252F` stays `%2F`, never `/`).
+
+Standard library only: `taskpack.fetch` imports it at episode start.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+
+class Route:
+    """One route: `name` (what the server's handler and `url()` call it), `pattern`,
+    `summary` (OpenAPI's), `query` (the query parameters it reads), `kind` (the answer's
+    content type)."""
+
+    __slots__ = ("kind", "name", "params", "pattern", "query", "segments", "summary")
+
+    def __init__(
+        self,
+        name: str,
+        pattern: str,
+        summary: str,
+        query: tuple[str, ...] = (),
+        kind: str = "application/json",
+    ) -> None:
+        self.name, self.pattern, self.summary, self.query, self.kind = (
+            name,
+            pattern,
+            summary,
+            query,
+            kind,
+        )
+        self.segments = pattern.strip("/").split("/") if pattern != "/" else []
+        self.params = [s.strip("{}*") for s in self.segments if s.startswith("{")]
+
+
+_BYTES = "application/octet-stream"
+_HTML = "text/html; charset=utf-8"
+_TASK = ("canonical", "nulls")
+
+SERVED = (
+    Route("version", "/api/v1", "name, version, digest, splits and counts"),
+    Route("split", "/api/v1/splits/{split}", "count and split digest"),
+    Route("ids", "/api/v1/splits/{split}/ids", "a page of task ids", ("offset", "limit")),
+    Route("digests", "/api/v1/splits/{split}/digests", "every task digest (32 bytes)", (), _BYTES),
+    Route("task", "/api/v1/splits/{split}/tasks/{index}", "a task by position", _TASK),
+    Route("task_by_id", "/api/v1/splits/{split}/by-id/{id*}", "a task by id", _TASK),
+    Route("file", "/api/v1/files/{sha256}", "a task file's bytes, hash-checked", ("name",), _BYTES),
+    Route("diff_json", "/api/v1/diff/{old}/{new}", "tasks added, removed, changed"),
+    Route("openapi", "/openapi.json", "this API, as OpenAPI 3.1"),
+    Route("home", "/", "the splits", (), _HTML),
+    Route("view_split", "/view/{split}", "a page of tasks", ("page", "q", "where", "col"), _HTML),
+    Route("view_task", "/view/{split}/{id*}", "every field of one task", (), _HTML),
+    Route("diff_page", "/diff/{old}/{new}", "the changes between two versions", (), _HTML),
+)  # fmt: skip
+# The registry protocol a mirror answers (`taskpack.registry.http` reads it).
+REGISTRY_PREFIX = "/registry/v1"
+_SET = REGISTRY_PREFIX + "/sets/{name}"
+REGISTRY = (
+    Route("registry_names", REGISTRY_PREFIX + "/names", "the task sets' names"),
+    Route("registry_versions", _SET + "/versions", "a set's versions"),
+    Route("registry_tags", _SET + "/tags", "a set's tags and the versions they name"),
+    Route("registry_manifest", _SET + "/versions/{version}", "a version's manifest"),
+    Route("registry_object", _SET + "/versions/{version}/objects/{sha256}", "object", (), _BYTES),
+)  # fmt: skip
+COMMON = (
+    Route("style", "/assets/style.css", "the pages' style sheet", (), "text/css"),
+    Route("health", "/healthz", "ok when serving", (), "text/plain"),
+)
+ROUTES = (*SERVED, *REGISTRY, *COMMON)
+_BY_NAME = {r.name: r for r in ROUTES}
+_INTEGERS = ("index", "offset", "limit", "page")
+_FLAGS = ("canonical", "nulls")
+
+
+def match(path: str, routes: tuple[Route, ...] = ROUTES) -> tuple[Route, dict[str, str]] | None:
+    """The route `path` (as decoded by the server) takes, with its parameters; None if none.
+    A parameter is never empty."""
+    given = path.strip("/").split("/") if path.strip("/") else []
+    for route in routes:
+        found = _bind(route.segments, given)
+        if found is not None:
+            return route, found
+    return None
+
+
+def _bind(pattern: list[str], given: list[str]) -> dict[str, str] | None:
+    found: dict[str, str] = {}
+    for i, part in enumerate(pattern):
+        if part.endswith("*}"):
+            rest = "/".join(given[i:])
+            if not rest:
+                return None
+            found[part[1:-2]] = rest
+            return found
+        if i >= len(given):
+            return None
+        if part.startswith("{"):
+            if not given[i]:
+                return None
+            found[part[1:-1]] = given[i]
+        elif part != given[i]:
+            return None
+    return found if len(pattern) == len(given) else None
+
+
+def url(route: str, /, **params: object) -> str:
+    """The path of `route` with `params` put in, each escaped (`/` too, but in a
+    `{name*}` part, where the server takes it as part of the value)."""
+    out = []
+    for part in _BY_NAME[route].segments:
+        if part.startswith("{"):
+            value = str(params[part.strip("{}*")])
+            out.append(quote(value, safe="/" if part.endswith("*}") else ""))
+        else:
+            out.append(part)
+    return "/" + "/".join(out)
+
+
+def openapi(title: str, version: str, prefix: str = "/api/v1") -> dict[str, object]:
+    """The JSON routes below `prefix` (and the document itself) as OpenAPI 3.1."""
+
+    def schema(p: str) -> dict[str, str]:
+        kind = "integer" if p in _INTEGERS else "boolean" if p in _FLAGS else "string"
+        return {"type": kind}
+
+    paths: dict[str, object] = {}
+    for r in SERVED:
+        if not (r.pattern.startswith(prefix) or r.name == "openapi"):
+            continue
+        params = [
+            {"name": p, "in": "path", "required": True, "schema": schema(p)} for p in r.params
+        ] + [{"name": q, "in": "query", "required": False, "schema": schema(q)} for q in r.query]
+        paths[r.pattern.replace("*}", "}")] = {
+            "get": {
+                "summary": r.summary,
+                "parameters": params,
+                "responses": {
+                    "200": {"description": "OK", "content": {r.kind: {}}},
+                    "400": {"description": "malformed request: {error}"},
+                    "404": {"description": "no such split, index, id or file: {error}"},
+                },
+            }
+        }
+    return {"openapi": "3.1.0", "info": {"title": title, "version": version}, "paths": paths}
