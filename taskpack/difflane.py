@@ -143,7 +143,8 @@ class DiffLane:
 
 def _stop(pool: ProcessPoolExecutor) -> None:
     """No more diffs; one being computed is abandoned (its worker killed), not waited for."""
-    workers = list(getattr(pool, "_processes", {}).values())  # Python 3.14: terminate_workers()
+    # Python 3.14 has terminate_workers(); before it, the pool's own table of its processes
+    workers = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for process in workers:
         process.kill()

@@ -72,6 +72,7 @@ CHUNK = 64 << 10  # bytes per piece of a streamed file
 CACHE_BYTES = 128 << 20  # rendered API answers kept, whole
 BACKLOG = 2048  # connections the kernel queues before they are accepted
 BACKPRESSURE = 1024  # requests a worker answers at once; beyond them, new ones wait
+MAX_HEAD = 32 << 10  # bytes a request (line and headers) may take: more is refused, never read
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
@@ -569,7 +570,9 @@ class App:
     async def __rsgi__(self, scope: Any, protocol: Any) -> None:
         if scope.proto != "http":
             return
-        host = scope.headers.get("host") or ""
+        # An absolute-form request (`GET http://other.host/...`) names its host in the request
+        # line, which then stands for the Host header (RFC 9112): that is the name checked.
+        host = getattr(scope, "authority", None) or scope.headers.get("host") or ""
         response = self.ready(scope.method, scope.path, scope.query_string, host)
         if response is None:
             response = await self.work(scope.path, scope.query_string)
@@ -668,7 +671,7 @@ def _options() -> dict[str, Any]:
         "backlog": BACKLOG,
         "backpressure": BACKPRESSURE,
         # a client has 10 s to send a request's headers, an idle keep-alive one too
-        "http1_settings": HTTP1Settings(header_read_timeout=10_000),
+        "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=MAX_HEAD),
         "log_level": LogLevels.error,  # not its warnings that a chosen option is "experimental"
     }
 
