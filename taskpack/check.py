@@ -60,8 +60,9 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds of one attempt: seconds per script run, bytes of disk (the attempt's tmpfs, also
-    the largest file), bytes of address space per process, processes at once."""
+    """Bounds of one attempt: seconds per script run, bytes of disk (all it writes, also the
+    largest file), bytes of memory its processes hold together (each process's address space
+    where no cgroup can be made), processes at once."""
 
     timeout: float = 120.0
     disk: int = 1 << 30

@@ -646,8 +646,13 @@ def formats(as_json: bool) -> None:
     help="Run the forgers on every N-th task only (a quicker pass over a large export).",
 )
 @click.option("--timeout", default=120.0, show_default=True, help="Seconds per script run.")
-@click.option("--memory", default=4096, show_default=True, help="MiB of memory per process.")
-@click.option("--disk", default=1024, show_default=True, help="MiB of disk per attempt.")
+@click.option(
+    "--memory",
+    default=4096,
+    show_default=True,
+    help="MiB of memory an attempt's processes hold together (per process without a cgroup).",
+)
+@click.option("--disk", default=1024, show_default=True, help="MiB an attempt writes in all.")
 @click.option("--jobs", "-j", type=int, help="Tasks checked at once (default: one per CPU).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per task.")
 @quiet_option
@@ -700,7 +705,10 @@ def check(
         elif r.status == "failed":
             click.echo(f"failed: {r.folder.relative_to(export_dir)}: {r.reason}", err=True)
     if not as_json:
+        from taskpack.sandbox import memory_scope
+
         click.echo("\n".join(summary(results)))
+        click.echo(f"bounds: {memory} MiB of memory {memory_scope()}, {disk} MiB of disk")
     if any(r.status == "failed" for r in results):
         raise click.ClickException(f"{export_dir}: some tasks do not work (see above)")
 

@@ -10,9 +10,13 @@ separate process that leaves the host's user namespace before anything of the ta
 - every phase runs in bubblewrap with new pid, ipc, net and uts namespaces, a new session (no
   TIOCSTI into the caller's terminal), no standard input, and only the capabilities a Docker
   container has by default (no CAP_SYS_ADMIN: no mounts);
-- all the attempt's folders live on a tmpfs of `disk` bytes, the only place a task can write;
-  /tmp and /dev/shm are tmpfs of that size too; and prlimit bounds each process's memory
-  (RLIMIT_AS), file size, the process count (RLIMIT_NPROC) and core dumps;
+- everything a task can write (/app, /tmp, /dev/shm, /root, the phase's /solution or /tests)
+  lives on one tmpfs, and /logs on a small one of its own (so a task that fills its disk can
+  still leave a reward): `disk` bytes in all;
+- the attempt's processes together are held to `memory` bytes (tmpfs pages they write count
+  too) and `processes` processes by a cgroup of their own, when the host lets us make one (as
+  root, cgroup v1 or v2); otherwise `memory` bounds each process's address space (RLIMIT_AS).
+  prlimit bounds file size, the process count per uid (RLIMIT_NPROC) and core dumps;
 - phases are bounded in time; a phase's processes die with it (its pid namespace ends);
 - the solution phase never sees /tests: the verifier's files are written after it ends, and
   /logs is emptied between the phases;
@@ -43,7 +47,7 @@ BASE_UID = 0x70000000
 UIDS = 65536
 MAX_REWARD = 64 << 10
 MAX_LOG = 16 << 10
-LOGS_SIZE = 64 << 20  # /logs is a tmpfs of its own
+LOGS_SIZE = 64 << 20  # /logs is a tmpfs of its own, this size at most (an eighth of `disk`)
 MAX_REPORT = 1 << 20  # bytes of the report the inside hands back
 # Docker's default capabilities: what a task's scripts may expect root to have.
 CAPS = [
@@ -84,13 +88,109 @@ def _write_maps(pid: int) -> None:
             f.write(text)
 
 
+class Cgroup:
+    """A cgroup holding one attempt's processes together to `memory` bytes and `processes`
+    processes: v2 (one hierarchy) or v1 (the memory and pids ones), made below the cgroups this
+    process is in. `made` is False where the host allows none (not root, no delegation)."""
+
+    ROOT = "/sys/fs/cgroup"
+
+    def __init__(self, memory: int, processes: int) -> None:
+        import secrets
+
+        self.name = f"taskpack-{os.getpid()}-{secrets.token_hex(4)}"
+        self.paths: list[str] = []
+        try:
+            self._make(memory, processes)
+        except OSError:
+            self.close()
+        self.made = bool(self.paths)
+
+    def _own(self) -> dict[str, str]:
+        """Hierarchy (controllers, or "" for v2) -> this process's cgroup in it."""
+        own = {}
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for c in controllers.split(",") if controllers else [""]:
+                    own[c] = path
+        return own
+
+    def _make(self, memory: int, processes: int) -> None:
+        own = self._own()
+        if os.path.exists(os.path.join(self.ROOT, "cgroup.controllers")):  # v2 only
+            made = self._mkdir(os.path.join(self.ROOT, own[""].lstrip("/")))
+            self._write(made, "memory.max", memory)
+            self._write(made, "memory.swap.max", 0)
+            self._write(made, "pids.max", processes)
+            return
+        if "memory" not in own or "pids" not in own:
+            return
+        memory_dir = self._mkdir(os.path.join(self.ROOT, "memory", own["memory"].lstrip("/")))
+        self._write(memory_dir, "memory.limit_in_bytes", memory)
+        if os.path.exists(os.path.join(memory_dir, "memory.memsw.limit_in_bytes")):
+            self._write(memory_dir, "memory.memsw.limit_in_bytes", memory)  # no swap beyond
+        pids_dir = self._mkdir(os.path.join(self.ROOT, "pids", own["pids"].lstrip("/")))
+        self._write(pids_dir, "pids.max", processes)
+
+    def _mkdir(self, parent: str) -> str:
+        path = os.path.join(parent, self.name)
+        os.mkdir(path)
+        self.paths.append(path)
+        return path
+
+    @staticmethod
+    def _write(folder: str, name: str, value: int) -> None:
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(str(value))
+
+    def add(self, pid: int) -> None:
+        for path in self.paths:
+            self._write(path, "cgroup.procs", pid)
+
+    def close(self) -> None:
+        """Every process still in it killed, then the cgroup removed."""
+        for path in reversed(self.paths):
+            for _ in range(100):
+                try:
+                    with open(os.path.join(path, "cgroup.procs")) as f:
+                        pids = [int(p) for p in f.read().split()]
+                except OSError:
+                    break
+                for pid in pids:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+                    break
+                import time
+
+                time.sleep(0.01)
+        self.paths = []
+
+
 def run(job: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Run one attempt (see `main` for the job's keys) and return what the inside reports.
     `timeout` bounds the whole attempt, as a last resort beside each phase's own bound."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxError("bubblewrap is not installed (apt-get install bubblewrap)")
-    job = {**job, "bwrap": bwrap}
+    group = Cgroup(job["memory"], job["processes"])
+    try:
+        report = _run({**job, "bwrap": bwrap, "together": group.made}, timeout, group)
+    finally:
+        group.close()
+    return report
+
+
+def memory_scope() -> str:
+    """What `memory` bounds on this machine: an attempt's processes together, or each one."""
+    probe = Cgroup(1 << 30, 16)
+    probe.close()
+    return "together (a cgroup per attempt)" if probe.made else "per process (no cgroup here)"
+
+
+def _run(job: dict[str, Any], timeout: float, group: Cgroup) -> dict[str, Any]:
     with subprocess.Popen(
         [sys.executable, "-I", "-S", os.path.abspath(__file__)],
         stdin=subprocess.PIPE,
@@ -104,6 +204,15 @@ def run(job: dict[str, Any], timeout: float) -> dict[str, Any]:
                 _, err = inside.communicate(timeout=10)
                 raise SandboxError(_last_line(err) or "the sandbox did not start")
             _write_maps(inside.pid)
+            if group.made:  # before the job goes in: every process of the attempt is in it
+                group.add(inside.pid)
+                # at the bound, the kernel kills the task's processes, never the one that
+                # reports (each phase sets its own score back: `_watch`)
+                with (
+                    contextlib.suppress(OSError),
+                    open(f"/proc/{inside.pid}/oom_score_adj", "w") as f,
+                ):
+                    f.write("-1000")
             inside.stdin.write(json.dumps(job).encode())  # read whole before anything runs
             inside.stdin.close()
             out, err = _bounded(inside, timeout)
@@ -176,6 +285,11 @@ def _enter(libc: Any) -> None:
     sys.stdout.flush()
 
 
+def logs_size(disk: int) -> int:
+    """Bytes of the attempt's `disk` that /logs has, a tmpfs of its own."""
+    return min(LOGS_SIZE, disk // 8)
+
+
 def _become_root(libc: Any, disk: int) -> None:
     import ctypes
 
@@ -185,7 +299,8 @@ def _become_root(libc: Any, disk: int) -> None:
     os.setresuid(0, 0, 0)
     if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         raise SandboxError(f"mount: {os.strerror(ctypes.get_errno())}")
-    _mount_tmpfs(os.path.dirname(WORK), disk)  # the host's /tmp is left untouched
+    # One tmpfs for everything an attempt writes but its logs; the host's /tmp is untouched.
+    _mount_tmpfs(os.path.dirname(WORK), disk - logs_size(disk))
     os.makedirs(WORK)
 
 
@@ -208,12 +323,12 @@ def _mount_tmpfs(path: str, size: int) -> None:
         raise SandboxError(f"mount tmpfs: {os.strerror(ctypes.get_errno())}")
 
 
-def _logs(path: str) -> None:
+def _logs(path: str, size: int) -> None:
     """A fresh /logs of its own size: a task that fills its disk can still leave a reward."""
     if os.path.ismount(path):
         _libc().umount2(path.encode(), 2)  # MNT_DETACH
     _fresh(path)
-    _mount_tmpfs(path, LOGS_SIZE)
+    _mount_tmpfs(path, size)
     for sub in ("verifier", "agent"):
         os.makedirs(os.path.join(path, sub))
 
@@ -231,17 +346,18 @@ def _fresh(path: str, *subfolders: str) -> None:
 
 def _limits(job: dict[str, Any]) -> None:
     """prlimit for every process of the attempt (inherited through bubblewrap)."""
-    for kind, value in (
-        (resource.RLIMIT_AS, job["memory"]),
+    bounds = [
         (resource.RLIMIT_FSIZE, job["disk"]),
         (resource.RLIMIT_NPROC, job["processes"]),
         (resource.RLIMIT_CORE, 0),
-    ):
+    ]
+    if not job.get("together"):  # no cgroup holds them together: each process is bounded
+        bounds.append((resource.RLIMIT_AS, job["memory"]))
+    for kind, value in bounds:
         resource.setrlimit(kind, (value, value))
 
 
 def _phase(job: dict[str, Any], binds: list[str], script: str) -> dict[str, Any]:
-    size = str(job["disk"])
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "TEST_DIR": "/tests"}
     env.update(job["env"])
     args = [
@@ -256,9 +372,6 @@ def _phase(job: dict[str, Any], binds: list[str], script: str) -> dict[str, Any]
         "--symlink", "usr/sbin", "/sbin",
         "--proc", "/proc",
         "--dev", "/dev",
-        "--size", size, "--tmpfs", "/dev/shm",
-        "--size", size, "--tmpfs", "/tmp",
-        "--size", size, "--tmpfs", "/root",
         *binds,
         "--chdir", job["workdir"],
         "--clearenv",
@@ -277,7 +390,11 @@ def _watch(args: list[str], timeout: float) -> dict[str, Any]:
     import time
 
     done = subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_killable,
     )
     assert done.stdout is not None
     tail, timed_out = b"", False
@@ -298,6 +415,12 @@ def _watch(args: list[str], timeout: float) -> dict[str, Any]:
     _reap()
     log = tail.decode("utf-8", "replace")
     return {"status": None if timed_out else status, "timed_out": timed_out, "log": log}
+
+
+def _killable() -> None:
+    """A phase's processes are the ones the kernel kills first at the memory bound."""
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+        f.write("0")
 
 
 def _reap() -> None:
@@ -370,9 +493,14 @@ def _stage(job: dict[str, Any], name: str, bind: str, script: str) -> dict[str, 
     /`name`/`script` runs."""
     _fresh(f"{WORK}/{name}")
     _lay(f"{WORK}/{name}", job["candidate" if name == "solution" else name])
-    _logs(f"{WORK}/logs")
+    _logs(f"{WORK}/logs", logs_size(job["disk"]))
     binds = ["--bind", f"{WORK}/app", "/app", bind, f"{WORK}/{name}", f"/{name}"]
     binds += ["--bind", f"{WORK}/logs", "/logs"]
+    for scratch, mode in (("tmp", 0o1777), ("dev/shm", 0o1777), ("root", 0o700)):
+        folder = f"{WORK}/scratch/{scratch}"  # fresh each phase, on the attempt's one tmpfs
+        _fresh(folder)
+        os.chmod(folder, mode)
+        binds += ["--bind", folder, f"/{scratch}"]
     return _phase(job, binds, f"/{name}/{script}")
 
 

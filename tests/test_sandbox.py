@@ -98,7 +98,7 @@ def test_processes_memory_disk_and_output_are_bounded(tmp_path: Path) -> None:
     )
     scores_nothing(task(tmp_path, "fork", fork), limits)
     fill = (
-        "for f in /app/fill /tmp/fill /dev/shm/fill /logs/fill /root/fill; do "
+        "for f in /app/fill /tmp/fill /dev/shm/fill /root/fill; do "
         "dd if=/dev/zero of=$f bs=1M count=100 2>/dev/null; done\n"
         f"[ $(cat /app/fill /tmp/fill | wc -c) -gt $((64 << 20)) ] && {WON}"
     )
@@ -111,6 +111,29 @@ def test_processes_memory_disk_and_output_are_bounded(tmp_path: Path) -> None:
     assert sandbox < limits.memory, sandbox  # nor did the sandbox (its processes' peak)
     assert shutil.disk_usage("/tmp").free > free - (256 << 20)  # the host's disk was not filled
     assert _running(MARK) == []  # no process of the sandbox outlived its attempt
+
+
+def test_disk_and_memory_bound_the_attempt_in_all(tmp_path: Path) -> None:
+    """`disk` is all an attempt can write, across /app, /tmp, /dev/shm and /root (each was a
+    tmpfs of `disk` bytes of its own); `memory` holds its processes together (each had
+    `memory` bytes of address space of its own)."""
+    limits = Limits(timeout=60, disk=64 << 20, memory=512 << 20, processes=64)
+    fill = (
+        "for f in /app/fill /tmp/fill /dev/shm/fill /root/fill; do "
+        "dd if=/dev/zero of=$f bs=1M count=40 2>/dev/null; done\n"
+        "total=$(cat /app/fill /tmp/fill /dev/shm/fill /root/fill | wc -c)\n"
+        f"[ $total -gt $((64 << 20)) ] && {WON}"
+    )
+    scores_nothing(task(tmp_path, "disk-in-all", fill), limits)
+    hold = (
+        "for i in 1 2 3 4; do python3 -c \"import time; x = b'x' * (200 << 20); "
+        f"time.sleep(4); open('/tmp/held-$i', 'w')\" 2>/dev/null & done; wait\n"
+        f"[ $(ls /tmp/held-* 2>/dev/null | wc -l) -eq 4 ] && {WON}"
+    )
+    scores_nothing(task(tmp_path, "memory-together", hold), limits)
+    honest = task(tmp_path, "within", LOST.replace("echo 0", "echo 1"), "true")
+    result = check_task(honest, limits, adversarial=False)
+    assert result.oracle == 1.0, result  # the bounds leave a task that keeps within them be
 
 
 def _peak_rss_of_a_check(folder: Path, limits: Limits) -> tuple[int, int]:
