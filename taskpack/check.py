@@ -241,11 +241,13 @@ def folder_side(folder: Path) -> Side:
     tests, solution = _tree(folder / "tests", folder), _tree(folder / "solution", folder)
     if "test.sh" not in tests:
         raise NotRunnable("no tests/test.sh verifier")
-    if (folder / "task.toml").is_file() and not (folder / "environment" / "Dockerfile").exists():
+    config: dict[str, Any] = {}
+    if (folder / "task.toml").is_file():  # Harbor reads it first: one it cannot read fails
         try:
             config = parse_toml((folder / "task.toml").read_text(encoding="utf-8"))
         except ValueError as e:  # UnicodeDecodeError too
-            raise Refused(f"task.toml: {e}") from None
+            raise Refused(f"task.toml is not valid TOML ({e})") from None
+    if config and not (folder / "environment" / "Dockerfile").exists():
         env_table = config.get("environment")
         image = env_table.get("docker_image") if isinstance(env_table, dict) else None
         if isinstance(image, str):
@@ -288,6 +290,10 @@ def task_side(task: Task, like: Side) -> Side:
 # --- rewards -------------------------------------------------------------------------------
 
 
+# A reward in reward.txt: a decimal number, as verifiers write it (`1`, `0.5`, `-1e-3`).
+_DECIMAL = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
 def _finite(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Refused(f"{where}: {value!r} is not a number")
@@ -313,10 +319,9 @@ def parse_reward(read: Mapping[str, Any], status: int | None, from_exit: bool) -
         return _finite(data, "reward.json")
     if "reward.txt" in read:
         text = read["reward.txt"].strip()
-        try:
-            return _finite(float(text), "reward.txt")
-        except ValueError:
-            raise Refused(f"reward.txt holds {text[:40]!r}, not a number") from None
+        if not _DECIMAL.fullmatch(text):  # Python's float() also takes `0_1` (1), `nan`, `inf`
+            raise Refused(f"reward.txt holds {text[:40]!r}, not a number")
+        return _finite(float(text), "reward.txt")
     if from_exit and status is not None:
         return 1.0 if status == 0 else 0.0
     return None

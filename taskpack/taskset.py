@@ -18,7 +18,8 @@ import contextlib
 import itertools
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
@@ -434,7 +435,9 @@ class Split(Rows):
         columns = list(names) if names is not None else None
         tables = []
         for p in range(len(self._parts)):
-            tables.append(self._checked(self._open(p).read(columns=columns), self._part_starts[p]))
+            pf = self._open(p)
+            table = self._read(p, partial(pf.read, columns=columns))
+            tables.append(self._checked(table, self._part_starts[p]))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
     def row_groups(self, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
@@ -444,7 +447,7 @@ class Split(Rows):
         for p in range(len(self._parts)):
             pf = self._open(p)
             for g in range(pf.num_row_groups):
-                table = self._checked(pf.read_row_group(g, columns=columns), row)
+                table = self._checked(self._group_of(p, pf, g, columns), row)
                 row += table.num_rows
                 yield table
 
@@ -489,6 +492,22 @@ class Split(Rows):
             )
         return pf
 
+    def _read(self, p: int, read: Callable[[], pa.Table]) -> pa.Table:
+        """`read()` of file p; a file whose bytes do not decode (a corrupt page) is one error."""
+        try:
+            return read()
+        except (OSError, pa.ArrowException) as e:
+            where = self._parquets[p]
+            raise TaskpackError(
+                f"split {self.name!r}: {where} does not decode ({e}); "
+                "`taskpack validate` checks every byte"
+            ) from None
+
+    def _group_of(
+        self, p: int, pf: pq.ParquetFile, g: int, columns: Sequence[str] | None
+    ) -> pa.Table:
+        return self._read(p, partial(pf.read_row_group, g, columns=columns))
+
     def _kept(self, p: int) -> tuple[pq.ParquetFile, list[int]]:
         """File p, opened once for random access, with the first row of each row group."""
         if p not in self._files:
@@ -506,7 +525,7 @@ class Split(Rows):
             return columns
         pf = self._kept(p)[0]
         first = self._part_starts[p] + self._kept(p)[1][g]
-        table = self._checked(pf.read_row_group(g, columns=self._read_names(pf)), first)
+        table = self._checked(self._group_of(p, pf, g, self._read_names(pf)), first)
         columns = [(name, table.column(name).combine_chunks()) for name in table.column_names]
         self._misses += 1
         self._groups[(p, g)] = columns
@@ -554,7 +573,7 @@ class Split(Rows):
         first = self._part_starts[p]
         tables = []
         for g in range(pf.num_row_groups):
-            tables.append(self._checked(pf.read_row_group(g, columns=names), first))
+            tables.append(self._checked(self._group_of(p, pf, g, names), first))
             first += tables[-1].num_rows
         table = pa.concat_tables(tables).combine_chunks()  # one batch: rows by plain offset
         tmp = temp_beside(path)

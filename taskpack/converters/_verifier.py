@@ -254,10 +254,24 @@ def complete(
     else:
         for name, (data, mode) in tests_files(task, test_name, target).items():
             _add(files, f"tests/{name}", data, mode, task)
+        _report_made(task, target)
     if not task.files_of("solution"):
         script = solve_script(task)
         if script is not None:
             _add(files, "solution/solve.sh", script, 0o755, task)
+
+
+def _report_made(task: Task, target: Target) -> None:
+    """What a folder keeps only as the verifier and oracle made here: read back, the task
+    has a `test_command` reward and those files, not its own fields."""
+    if task.reward is not None and not isinstance(task.reward, records.TestCommand):
+        target.losses.lost(f"reward {task.reward.kind} (read back: tests/test.sh's command)", task)
+    if task.answer is not None and graded(task):
+        target.losses.lost("answer (read back: inside tests/expected.json only)", task)
+    if task.solution is not None and not task.files_of("solution"):
+        target.losses.lost("solution (read back: as solution/solve.sh)", task)
+    if instruction_suffix(task):
+        target.losses.lost("prompt (read back: with the line saying where the work goes)", task)
 
 
 def _missing_sources(files: Files) -> list[str]:
