@@ -87,13 +87,14 @@ def test_rows_map_to_unit_test_tasks() -> None:
 
 def test_the_set_s_own_tests_give_the_arguments_their_containers() -> None:
     tests = ["assert set(similar_elements((3, 4, 5, 6),(5, 7, 4, 10))) == set((4, 5))"]
-    assert argument_shapes(tests, "similar_elements") == [["tuple*", None]] * 2
-    nested = ["assert f([(1, 'a'), (2, 'b')], {1, 2}, ((1, 2), 'x'), 'y') == 3"]
+    assert argument_shapes(tests, "similar_elements") == [["tuples"]] * 2
+    nested = ["assert f([(1, 'a'), (2, [3])], {1, 2}, ((1, 2), 'x'), 'y', 1j) == 3"]
     assert argument_shapes(nested, "f") == [
-        ["list", ["tuple*", None]],
-        ["set", None],
-        ["tuple", [["tuple*", None], None]],
+        ["list", ["tuples"]],
+        ["set", "number"],
+        ["tuples"],
         None,
+        "complex",
     ]
 
 

@@ -226,3 +226,33 @@ def test_no_forger_scores_by_chance(tmp_path: Path) -> None:
     export(taskpack.open(tmp_path / "ts"), "harbor", tmp_path / "hb")
     results = check_export(tmp_path / "hb", QUICK)
     assert [(r.status, r.forged) for r in results] == [("ok", {})] * 3
+
+
+def test_the_code_under_test_cannot_read_its_tests(tmp_path: Path) -> None:
+    """HumanEval in both folder formats: `read-the-tests` (the code under test opens
+    /tests/test.py, finds the assert for its input and returns the expected value) scores 0.
+    With /tests left open to it, as the grader left it before, it scores 1 on all 5 tasks:
+    the forger is real, and the battery would catch a grader that let it read."""
+    from taskpack.check import attempt, folder_side, forger, score
+
+    reader, source, options = REAL_SETS["humaneval"]
+    tasks = list(islice(read_source(source, reader, split="test", **options), 5))
+    taskpack.write(tmp_path / "ts", {"test": tasks}, name="he")
+    for fmt in ("harbor", "openreward"):
+        export(taskpack.open(tmp_path / "ts"), fmt, tmp_path / fmt)
+        folders = sorted(p for p in (tmp_path / fmt / "test").iterdir() if p.is_dir())
+        assert len(folders) == 5
+
+        def scores(folder: Path) -> float:
+            side = folder_side(folder)
+            cheat = {"solve.sh": (forger("read-the-tests", side), 0o755)}
+            reward = attempt(side, cheat, QUICK)
+            return -1.0 if reward is None else score(reward)
+
+        assert [scores(f) for f in folders] == [0.0] * 5, fmt
+        for folder in folders:
+            grader = folder / "tests" / "grade.py"
+            text = grader.read_text()
+            assert "os.chmod(TESTS, 0o700)" in text
+            grader.write_text(text.replace("os.chmod(TESTS, 0o700)", "pass"))
+        assert [scores(f) for f in folders] == [1.0] * 5, fmt

@@ -16,10 +16,14 @@ Nothing here trusts the agent's files or the code under test:
   whose `__eq__` says yes to everything never reaches a test, and pass markers it prints go to a
   log nobody reads for the score;
 - run as root (as verifiers are), the child runs as the unprivileged `CANDIDATE_UID`: it cannot
-  write /logs, edit /tests or signal this grader, and every process it left is killed after.
+  write /logs, edit /tests or signal this grader, and every process it left is killed after;
+  and /tests is closed to other uids before it starts, so it cannot read the tests (the
+  asserts and their expected values) either.
 What the tests pass to the code under test goes pickled, so arguments may be objects of classes
-the test file defines; what comes back must be data. A test that needs the code under test to
-change its arguments in place, or to return an object of its own, scores 0 here.
+the test file defines; what comes back is data, or an `Opaque` stand-in for any other object
+(not None, truthy, equal to nothing else: what a test checking `re.search(...)`'s result for
+None needs). A test that needs the code under test to change its arguments in place, or to
+compare an object of its own, scores 0 here.
 """
 
 from __future__ import annotations
@@ -241,7 +245,7 @@ def _enc(v, depth=0):
                       enumerate, reversed, type({}.keys()), type({}.values()),
                       type({}.items()), type(iter([])), type(iter(())), type(iter("")))):
         return {"iter": [_enc(x, depth + 1) for x in v]}
-    raise TypeError(f"returned a {type(v).__name__}, which is not plain data")
+    return {"opaque": type(v).__name__[:100]}  # an object that is not data: only its kind
 for _line in _requests:
     _name, _args, _kwargs = pickle.loads(base64.b64decode(_line))
     try:
@@ -281,7 +285,21 @@ def _decode(value: Any) -> Any:
     if tag in kinds or tag == "iter":
         items = [_decode(v) for v in x]
         return iter(items) if tag == "iter" else kinds[tag](items)
+    if tag == "opaque":
+        return Opaque(str(x))
     raise ValueError(f"a result tagged {tag!r}")
+
+
+class Opaque:
+    """A result of the code under test that is not plain data (a `re.Match`, an object of its
+    own): it is not None and is truthy, as the object was, and it equals nothing but itself,
+    whatever that object's `__eq__` said there."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} object of the code under test>"
 
 
 class _Candidate:
@@ -314,9 +332,17 @@ class _Candidate:
             return _decode(answer["value"])
         import builtins
 
-        kind = getattr(builtins, str(answer.get("raised")), None)
-        if not (isinstance(kind, type) and issubclass(kind, Exception)):
-            kind = RuntimeError
+        found = getattr(builtins, str(answer.get("raised")), None)
+        # StopIteration out of a call would end a test's loop over the results early, as if
+        # every one had been checked: any exception but a plain Exception is a RuntimeError.
+        kind: type[Exception] = RuntimeError
+        early = (StopIteration, StopAsyncIteration)
+        if (
+            isinstance(found, type)
+            and issubclass(found, Exception)
+            and not issubclass(found, early)
+        ):
+            kind = found
         raise kind(str(answer.get("message", "")))
 
     def function(self, name: str) -> Any:
@@ -363,6 +389,18 @@ def _as_candidate() -> dict[str, Any]:
     if not hasattr(os, "getuid") or os.getuid() != 0:
         return {}
     return {"user": CANDIDATE_UID, "group": CANDIDATE_UID, "extra_groups": []}
+
+
+def close_tests() -> None:
+    """The tests' folder closed to every other uid before any code under test runs: the code
+    under test, run as CANDIDATE_UID, can then open no test file and read no expected value."""
+    if not _as_candidate():
+        return  # no other uid to run it as: said in SECURITY.md
+    with contextlib.suppress(OSError):
+        os.chmod(TESTS, 0o700)
+    if os.stat(TESTS).st_mode & 0o007:  # a read-only /tests: the grade stands, the log says why
+        with contextlib.suppress(OSError), open(os.path.join(LOGS, "unit_tests.log"), "ab") as f:
+            f.write(b"taskpack: /tests could not be closed to the code under test\n")
 
 
 def _kill_leftovers(session: int, dropped: bool) -> None:
@@ -459,9 +497,10 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
     try:
         exec(compile(imports, "solution.py", "exec"), namespace)
         namespace.update({name: candidate.function(name) for name in functions})
+        entry = namespace[spec["entry_point"]]  # before the tests' own `check` may shadow it
         exec(compile(tests, spec["test_file"], "exec"), namespace)
         if callable(namespace.get("check")) and "def check" in tests:
-            namespace["check"](namespace[spec["entry_point"]])
+            namespace["check"](entry)
     except BaseException:  # noqa: BLE001 - any failure of a test, whatever made it fail
         return 0.0
     finally:
@@ -514,6 +553,7 @@ def score_app(spec: dict[str, Any]) -> float:
         if spec["kind"] == "unit_tests":
             with open(os.path.join(TESTS, spec["test_file"]), encoding="utf-8") as f:
                 tests = f.read()  # read before any code under test runs
+            close_tests()
             solution = read_agent_file("solution.py").decode("utf-8")
             return unit_test_score(spec, solution, tests, APP)
         return answer_score(spec, read_answer())
