@@ -123,3 +123,56 @@ def test_exports_pass_check_with_every_forger(tmp_path: Path) -> None:
                 0.0,
                 {},
             ), result
+
+
+# Rows of the shapes whose references once scored 0 against their own tests (fixtures/README):
+# an entry point named `check` (which the test's own check() shadowed), complex numbers stored
+# as text, tuples nested at any depth, `re.Match` results, and a result of a million tuples.
+FALSE_ZEROS = {
+    t.id: t for t in read_source(FIXTURES / "MbppPlusFalseZeros.jsonl", "evalplus", split="test")
+}
+SANITIZED = Path(__file__).parent / "fixtures" / "mbpp" / "sanitized_false_zeros.jsonl"
+
+
+@pytest.mark.parametrize("task_id", sorted(FALSE_ZEROS))
+def test_no_false_zero_on_the_shapes_that_gave_one(task_id: str, tmp_path: Path) -> None:
+    task = FALSE_ZEROS[task_id]
+    reference = solve_reference(task)
+    assert reference is not None and score(task, reference, tmp_path) == 1.0
+    assert score(task, f"def {task.reward.entry_point}(*a):\n    return None\n", tmp_path) == 0.0
+
+
+def test_no_false_zero_on_sanitized_mbpp_of_those_shapes(tmp_path: Path) -> None:
+    tasks = list(read_source(SANITIZED, "mbpp", split="test"))
+    assert [t.id for t in tasks] == ["mbpp-56", "mbpp-737", "mbpp-787", "mbpp-794"]
+    for task in tasks:
+        reference = solve_reference(task)
+        assert reference is not None and score(task, reference, tmp_path) == 1.0, task.id
+        null = f"def {task.reward.entry_point}(*a):\n    return None\n"
+        assert score(task, null, tmp_path) == 0.0, task.id
+
+
+def test_a_result_that_is_not_data_equals_nothing(tmp_path: Path) -> None:
+    """Its stand-in is truthy and not None (what a regex task checks), and equal to nothing:
+    an object whose __eq__ says yes to everything still scores 0 where values are compared."""
+    task = FALSE_ZEROS["Mbpp/56"]
+    cheat = (
+        "class _Yes:\n    def __eq__(self, other): return True\ndef check(n):\n    return _Yes()\n"
+    )
+    assert score(task, cheat, tmp_path) == 0.0
+
+
+@pytest.mark.slow
+def test_the_shapes_that_gave_false_zeros_pass_check_with_every_forger(tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    convert_format(
+        {"test": [str(FIXTURES / "MbppPlusFalseZeros.jsonl")]}, "evalplus", "harbor", out
+    )
+    for folder in sorted(p for p in (out / "test").iterdir() if p.is_dir()):
+        result = check_task(folder, Limits(timeout=120))
+        assert (result.status, result.oracle, result.null, result.forged) == (
+            "ok",
+            1.0,
+            0.0,
+            {},
+        ), result
