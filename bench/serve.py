@@ -9,6 +9,7 @@ Then what the server must withstand, measured on the same server:
   idle       N connections opened and left silent; the slowest of a run of normal requests
   filter     normal requests while a slow `where` filter runs over a large split
   big file   8 slow clients downloading a 256 MiB task file: the server's RSS growth
+  diffs      normal requests while 8 diffs of 50k-task versions run (on their own lane)
 
     apt-get install nginx wrk
     python bench/serve.py [--tasks 20000] [--seconds 8] [--rounds 3] [--clients 64,512]
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -243,6 +245,67 @@ def big_file(root: Path, workers: int) -> tuple[float, float]:
         return before, peak
 
 
+def versions(root: Path, count: int) -> Path:
+    """A registry holding bench@1.0.0, 1.1.0 and 1.2.0: `count` tasks each, every answer
+    different from one version to the next (so every task of a diff changed)."""
+    import json
+
+    from common import gsm8k_rows
+
+    import taskpack
+    from taskpack.importer import import_sources
+
+    registry = root / "registry"
+    for n, version in enumerate(("1.0.0", "1.1.0", "1.2.0")):
+        source = root / f"v{n}.jsonl"
+        with source.open("w") as f:
+            for row in gsm8k_rows(count):
+                f.write(json.dumps({**row, "answer": row["answer"] + "0" * n}) + "\n")
+        import_sources(root / f"v{n}", {"train": [str(source)]}, "gsm8k", name="bench",
+                       version=version)  # fmt: skip
+        taskpack.publish(root / f"v{n}", registry=registry)
+    return registry
+
+
+def spread(url: str, count: int, tasks: int, until: Callable[[], bool] | None = None) -> float:
+    """The slowest of `count` task requests spread over the whole split (index k * 7919 mod
+    the split's size), one keep-alive connection, 10 ms apart; with `until`, as many as it
+    takes for `until()` to turn true."""
+    worst, k = 0.0, 0
+    with httpx.Client(base_url=url, timeout=60) as http:
+        while (k < count) if until is None else not until():
+            began = time.perf_counter()
+            assert http.get(f"/api/v1/splits/train/tasks/{k * 7919 % tasks}").status_code == 200
+            worst = max(worst, time.perf_counter() - began)
+            k += 1
+            time.sleep(0.01)
+    return worst
+
+
+def heavy_diffs(root: Path, count: int, workers: int) -> tuple[float, float, float]:
+    """(seconds the 8 diffs took, slowest of the task requests made meanwhile, slowest of the
+    same requests with no diff running): a task request must not wait behind a diff. Every
+    worker first reads the whole split at random, so the one-time decode of its file (about
+    60 ms, on a task request of its own) is not counted on either side."""
+    registry = versions(root, count)
+    pairs = [(a, b) for a in ("1.0.0", "1.1.0", "1.2.0") for b in ("1.0.0", "1.1.0", "1.2.0")]
+    pairs = [p for p in pairs if p[0] != p[1]] + [("this", "1.0.0"), ("1.0.0", "this")]
+    with served("bench@1.2.0", "--registry", str(registry), "--workers", str(workers)) as (_, url):
+        for _ in range(4 * workers):  # new connections: each worker gets some
+            spread(url, 300, count)
+        alone = spread(url, 1000, count)
+        start = time.perf_counter()
+        # Each diff asked by a curl of its own: the bytes of its answer (megabytes) take no
+        # part of this process, whose task requests are timed.
+        diffs = [
+            subprocess.Popen(["curl", "-sf", "-o", "/dev/null", f"{url}/api/v1/diff/{a}/{b}"])
+            for a, b in pairs
+        ]
+        worst = spread(url, 0, count, until=lambda: all(d.poll() is not None for d in diffs))
+        assert [d.wait() for d in diffs] == [0] * len(diffs), "a diff failed"
+        return time.perf_counter() - start, worst, alone
+
+
 def robustness(args: argparse.Namespace, root: Path) -> None:
     ts = build_taskset(root / "robust", args.filter_tasks)
     with served(str(ts), "--workers", str(args.workers)) as (_, url):
@@ -256,6 +319,11 @@ def robustness(args: argparse.Namespace, root: Path) -> None:
             f"filter: a slow filter over {args.filter_tasks} tasks took {slow:.2f} s; "
             f"the slowest normal request meanwhile {worst * 1000:.1f} ms"
         )
+    took, worst, alone = heavy_diffs(root, args.diff_tasks, args.workers)
+    print(
+        f"diffs: 8 diffs of {args.diff_tasks}-task versions took {took:.1f} s; the slowest task "
+        f"request meanwhile {worst * 1000:.1f} ms ({alone * 1000:.1f} ms alone)"
+    )
     before, peak = big_file(root, args.workers)
     print(
         f"big file: 8 slow clients of a 256 MiB file: server RSS {before:.0f} -> {peak:.0f} MiB "
@@ -274,13 +342,27 @@ def main() -> None:
     )
     parser.add_argument("--idle", type=int, default=300)
     parser.add_argument("--filter-tasks", type=int, default=200000)
+    parser.add_argument("--diff-tasks", type=int, default=50000)
+    parser.add_argument(
+        "--only", choices=["throughput", "robustness", "diffs"], help="one part of the run"
+    )
     args = parser.parse_args()
     for tool in ("nginx", "wrk"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} not found: apt-get install nginx wrk")
     with tempfile.TemporaryDirectory() as tmp:
-        throughput(args, Path(tmp))
-        robustness(args, Path(tmp))
+        if args.only == "diffs":
+            took, worst, alone = heavy_diffs(Path(tmp), args.diff_tasks, args.workers)
+            print(
+                f"diffs: 8 diffs of {args.diff_tasks}-task versions took {took:.1f} s; the "
+                f"slowest task request meanwhile {worst * 1000:.1f} ms ({alone * 1000:.1f} ms "
+                "alone)"
+            )
+            return
+        if args.only in (None, "throughput"):
+            throughput(args, Path(tmp))
+        if args.only in (None, "robustness"):
+            robustness(args, Path(tmp))
 
 
 if __name__ == "__main__":

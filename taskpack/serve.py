@@ -336,16 +336,12 @@ class Api:
 
     async def diff(self, route: Route, old: str, new: str) -> Response:
         try:
-            page, changes = await self.diffs.get(checked_ref(old), checked_ref(new))
+            done = await self.diffs.get(checked_ref(old), checked_ref(new))
         except Busy as e:
             raise HttpError(HTTPStatus.SERVICE_UNAVAILABLE, str(e)) from None
         if route.name == "diff_page":
-            title = f"changes {old} → {new}"
-            body = viewer.page(title, page, self.catalog.digest)
-            return Response(HTTPStatus.OK, "text/html; charset=utf-8", body, cacheable=True)
-        head = json.dumps({"old": old, "new": new, "digest": self.catalog.digest})
-        body = head[:-1].encode() + b', "splits": ' + changes + b"}"
-        return Response(HTTPStatus.OK, "application/json", body, cacheable=True)
+            return Response(HTTPStatus.OK, "text/html; charset=utf-8", path=done.page)
+        return Response(HTTPStatus.OK, "application/json", path=done.api)
 
 
 Query = dict[str, list[str]]
