@@ -16,9 +16,9 @@ from urllib.parse import quote
 class Route:
     """One route: `name` (what the server's handler and `url()` call it), `pattern`,
     `summary` (OpenAPI's), `query` (the query parameters it reads), `kind` (the answer's
-    content type)."""
+    content type), `method` (GET, or POST for a verb that takes a JSON body)."""
 
-    __slots__ = ("kind", "name", "params", "pattern", "query", "segments", "summary")
+    __slots__ = ("kind", "method", "name", "params", "pattern", "query", "segments", "summary")
 
     def __init__(
         self,
@@ -27,14 +27,10 @@ class Route:
         summary: str,
         query: tuple[str, ...] = (),
         kind: str = "application/json",
+        method: str = "GET",
     ) -> None:
-        self.name, self.pattern, self.summary, self.query, self.kind = (
-            name,
-            pattern,
-            summary,
-            query,
-            kind,
-        )
+        self.name, self.pattern, self.summary, self.query = name, pattern, summary, query
+        self.kind, self.method = kind, method
         self.segments = pattern.strip("/").split("/") if pattern != "/" else []
         self.params = [s.strip("{}*") for s in self.segments if s.startswith("{")]
 
@@ -68,21 +64,54 @@ REGISTRY = (
     Route("registry_manifest", _SET + "/versions/{version}", "a version's manifest"),
     Route("registry_object", _SET + "/versions/{version}/objects/{sha256}", "object", (), _BYTES),
 )  # fmt: skip
+# The Open Reward Standard's task verbs (`taskpack.ors_api`): below /ors, and at the root too,
+# where ors-sdk's client sends them (aiohttp joins its absolute paths to the origin, dropping
+# the path of the base URL it was given).
+_ORS_VERBS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("ors_health", "/health", "ok", "GET", "application/json"),
+    ("ors_environments", "/list_environments", "the environments (task sets)", "GET", ""),
+    ("ors_create_session", "/create_session", "a session id, as server-sent events", "POST",
+     "text/event-stream"),
+    ("ors_delete_session", "/delete_session", "ends a session", "POST", ""),
+    ("ors_splits", "/{env}/splits", "the splits", "GET", ""),
+    ("ors_tools", "/{env}/tools", "the tools (none: tasks only)", "GET", ""),
+    ("ors_tasks", "/{env}/tasks", "every task of a split", "POST", ""),
+    ("ors_num_tasks", "/{env}/num_tasks", "a split's task count", "POST", ""),
+    ("ors_task", "/{env}/task", "task `index` of a split", "POST", ""),
+    ("ors_task_range", "/{env}/task_range", "tasks `start` to `stop`, as a slice", "POST", ""),
+)  # fmt: skip
+# OpenReward's client names the environment in an `X-Deployment` header instead.
+_ORS_VERBS += tuple(
+    (name, pattern.removeprefix("/{env}"), summary + " (environment: X-Deployment)", method, kind)
+    for name, pattern, summary, method, kind in _ORS_VERBS
+    if pattern.startswith("/{env}/")
+)
+ORS_PREFIX = "/ors"
+ORS = tuple(
+    Route(name, prefix + pattern, summary, (), kind or "application/json", method)
+    for prefix in (ORS_PREFIX, "")
+    for name, pattern, summary, method, kind in _ORS_VERBS
+)
 COMMON = (
     Route("style", "/assets/style.css", "the pages' style sheet", (), "text/css"),
     Route("health", "/healthz", "ok when serving", (), "text/plain"),
 )
-ROUTES = (*SERVED, *REGISTRY, *COMMON)
+ROUTES = (*SERVED, *REGISTRY, *COMMON, *ORS)
 _BY_NAME = {r.name: r for r in ROUTES}
 _INTEGERS = ("index", "offset", "limit", "page")
 _FLAGS = ("canonical", "nulls")
 
 
-def match(path: str, routes: tuple[Route, ...] = ROUTES) -> tuple[Route, dict[str, str]] | None:
-    """The route `path` (as decoded by the server) takes, with its parameters; None if none.
-    A parameter is never empty."""
+def match(
+    path: str, routes: tuple[Route, ...] = ROUTES, method: str = "GET"
+) -> tuple[Route, dict[str, str]] | None:
+    """The route `path` (as decoded by the server) takes for `method` (HEAD as GET), with its
+    parameters; None if none. A parameter is never empty."""
     given = path.strip("/").split("/") if path.strip("/") else []
+    method = "GET" if method == "HEAD" else method
     for route in routes:
+        if route.method != method:
+            continue
         found = _bind(route.segments, given)
         if found is not None:
             return route, found

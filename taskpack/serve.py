@@ -48,7 +48,7 @@ import socket
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -62,6 +62,7 @@ from taskpack.difflane import Busy, DiffLane, Served, checked_ref
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json, without_nulls
+from taskpack.ors_api import MAX_BODY, Ors, OrsError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.routes import Route
 from taskpack.taskset import Split, TaskSet
@@ -219,6 +220,10 @@ class Api:
         self.catalog = catalog
         self.diffs = DiffLane(catalog.served())
 
+    def environments(self) -> dict[str, Callable[[], Catalog]]:
+        """The ORS environment this is: the served set, by its name."""
+        return {self.catalog.ts.manifest.name.lower(): lambda: self.catalog}
+
     def json(self, status: int, body: dict[str, Any], cacheable: bool = False) -> Response:
         body = {**body, "digest": self.catalog.digest}
         data = json.dumps(body, ensure_ascii=False).encode()
@@ -360,10 +365,27 @@ def _filtered(split: Split, where: str) -> list[str]:
 
 
 class Registered:
-    """The registry protocol's reads, answered by a mirror."""
+    """The registry protocol's reads, answered by a mirror; and its sets as ORS environments,
+    each at its latest version, read through the mirror's own cache."""
 
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
+        self._catalogs: dict[str, Catalog] = {}
+        self._lock = threading.Lock()
+
+    def environments(self) -> dict[str, Callable[[], Catalog]]:
+        return {name.lower(): partial(self._latest, name) for name in self.mirror.names()}
+
+    def _latest(self, name: str) -> Catalog:
+        from taskpack.registry.client import resolve
+
+        m = self.mirror
+        ts = resolve(name, registry=m.location, cache=m.cache)
+        with self._lock:
+            kept = self._catalogs.get(ts.manifest.digest)
+            if kept is None:
+                kept = self._catalogs[ts.manifest.digest] = Catalog(ts, m.location.url)
+            return kept
 
     def handle(self, route: Route, params: dict[str, str]) -> Response:
         m = self.mirror
@@ -428,42 +450,67 @@ class App:
         self._cache_bytes = 0
         served = routes.SERVED if api is not None else ()
         mirrored = routes.REGISTRY if registered is not None else ()
-        self.routes = (*served, *mirrored, *routes.COMMON)
+        self.routes = (*served, *mirrored, *routes.COMMON, *routes.ORS)
+        served_sets = api or registered
+        self.ors = Ors(served_sets.environments if served_sets else dict, task_json)
 
     def ready(self, method: str, path: str, query: str, host: str) -> Response | None:
         """The response when it needs no work (a refusal, or kept from an earlier request),
         else None: answered without a coroutine or a thread, as most requests are."""
         if self.hosts is not None and host.lower() not in self.hosts:
             return self._error(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
-        if method not in ("GET", "HEAD"):
-            return self._error(HTTPStatus.METHOD_NOT_ALLOWED, "only GET and HEAD are served")
+        if method not in ("GET", "HEAD", "POST"):
+            return self._error(HTTPStatus.METHOD_NOT_ALLOWED, "GET, HEAD and POST are served")
+        if method == "POST":
+            return None  # an ORS verb: its answer depends on its body
         key = path + "?" + query
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
         return cached
 
-    async def work(self, path: str, query_string: str) -> Response:
+    async def work(
+        self,
+        path: str,
+        query_string: str,
+        method: str = "GET",
+        body: Callable[[], Awaitable[bytes]] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Response:
         """The response to a request `ready` had none for, built on a thread lane (a `where`
         filter on a lane of its own, a diff on the diff lane); never raises: an error is a
-        JSON 4xx or 5xx."""
+        JSON 4xx or 5xx (an ORS verb's in ORS's shape). `body` reads a POST's body."""
         try:
-            found = routes.match(path, self.routes)
+            found = routes.match(path, self.routes, method)
             if found is None:
                 raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
             route, params = found
             if route.name in ("diff_page", "diff_json"):
                 assert self.api is not None
                 response = await self.api.diff(route, **params)
+            elif route.name.startswith("ors_"):
+                data = await body() if body is not None and route.method == "POST" else b""
+                verb = partial(self._ors, route.name[4:], params, data, headers or {})
+                response = await asyncio.get_running_loop().run_in_executor(self.fast, verb)
             else:
                 lane = self.slow if "where=" in query_string else self.fast
                 answer = partial(self._answer, route, params, parse_qs(query_string))
                 response = await asyncio.get_running_loop().run_in_executor(lane, answer)
         except Exception as e:  # noqa: BLE001 - every failure is an answer, never a crash
             response = self._failure(e)
-        if response.cacheable and response.path is None:
+        if response.cacheable and response.path is None and method != "POST":
             self._keep(path + "?" + query_string, response)
         return response
+
+    def _ors(
+        self, verb: str, params: dict[str, str], body: bytes, headers: Mapping[str, str]
+    ) -> Response:
+        try:
+            status, kind, data = self.ors.answer(verb, params, body, headers)
+        except OrsError as e:
+            detail = json.dumps({"detail": e.detail}, ensure_ascii=False).encode()
+            return Response(e.status, "application/json", detail)
+        return Response(status, kind, data)
 
     def _keep(self, key: str, response: Response) -> None:
         self._cache[key] = response
@@ -530,11 +577,16 @@ class App:
                     return
         if scope["type"] != "http":
             return
-        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = fields.get("host", "")
         query = scope["query_string"].decode("latin-1")
         response = self.ready(scope["method"], scope["path"], query, host)
         if response is None:
-            response = await self.work(scope["path"], query)
+
+            async def body() -> bytes:
+                return await _bounded(_asgi_chunks(receive), fields.get("content-length"))
+
+            response = await self.work(scope["path"], query, scope["method"], body, fields)
         size = response.path.stat().st_size if response.path is not None else len(response.body)
         headers = [(k.encode(), v.encode()) for k, v in self.headers(response)]
         headers.append((b"content-length", str(size).encode()))
@@ -571,7 +623,12 @@ class App:
         host = getattr(scope, "authority", None) or scope.headers.get("host") or ""
         response = self.ready(scope.method, scope.path, scope.query_string, host)
         if response is None:
-            response = await self.work(scope.path, scope.query_string)
+
+            async def body() -> bytes:
+                return await _bounded(protocol, scope.headers.get("content-length"))
+
+            fields = {k.lower(): v for k, v in scope.headers.items()}
+            response = await self.work(scope.path, scope.query_string, scope.method, body, fields)
         headers = self.headers(response)
         if response.path is not None or scope.method == "HEAD":
             size = response.path.stat().st_size if response.path else len(response.body)
@@ -582,6 +639,27 @@ class App:
             protocol.response_file(response.status, headers, str(response.path))
         else:
             protocol.response_bytes(response.status, headers, response.body)
+
+
+async def _asgi_chunks(receive: Receive) -> AsyncIterator[bytes]:
+    while True:
+        message = await receive()
+        yield message.get("body", b"")
+        if not message.get("more_body"):
+            return
+
+
+async def _bounded(chunks: AsyncIterable[bytes], length: str | None) -> bytes:
+    """A request's body, refused past MAX_BODY before it is read when its length says so,
+    else as soon as it passes the bound."""
+    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+        raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a body over {MAX_BODY} bytes")
+    got = b""
+    async for chunk in chunks:
+        got += chunk
+        if len(got) > MAX_BODY:
+            raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a body over {MAX_BODY} bytes")
+    return got
 
 
 # --- running -------------------------------------------------------------------------------

@@ -46,6 +46,10 @@ FRAMEWORKS = {
     ),
     "gem": Framework("3.11", ("gem-llm==0.1.0", "datasets>=3", "pylatexenc"), check="import gem"),
     "ors": Framework("3.11", ("ors-sdk==0.1.0", "pyyaml"), check="import ors, uvicorn, yaml"),
+    # the hosted platform's SDK, whose environment client speaks the same task verbs
+    "openreward": Framework(
+        "3.11", ("openreward==0.1.167",), check="from openreward import OpenReward"
+    ),
     "nemo": Framework(  # the full install works on 3.13; no --no-deps fallback needed
         "3.13",
         ("nemo-gym==0.4.0",),

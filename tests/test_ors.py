@@ -1,0 +1,149 @@
+"""`taskpack serve` as an Open Reward Standard environment, judged by the ORS clients
+themselves, unmodified, each in a pinned venv of its own: ors-sdk 0.1.0's `ORS` client and
+openreward 0.1.167's environment client read the GSM8K test split (1319 tasks) a taskpack
+server serves; and ORS's own `Server`, over the very same task specs, answers a battery of good
+and bad requests with the statuses and bodies taskpack's server gives."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+import taskpack
+from taskpack.cli import main
+from taskpack.serve import Api, App, Catalog, Registered, background, task_json
+
+from .conftest import DATA
+from .test_conformance import run_check
+
+pytestmark = [pytest.mark.slow, pytest.mark.conformance]
+
+
+@pytest.fixture(scope="module")
+def gsm8k(tmp_path_factory: pytest.TempPathFactory) -> taskpack.TaskSet:
+    from taskpack.importer import import_sources
+
+    path = tmp_path_factory.mktemp("ors") / "gsm8k"
+    import_sources(path, {"test": [str(DATA / "gsm8k" / "test.jsonl")]}, "gsm8k", name="gsm8k")
+    return taskpack.open(path)
+
+
+@pytest.fixture(scope="module")
+def server(gsm8k: taskpack.TaskSet) -> Iterator[str]:
+    with background(App(api=Api(Catalog(gsm8k)))) as url:
+        yield url
+
+
+def spec(task: taskpack.Task) -> dict[str, Any]:
+    return {**task_json(task), "digest": task.digest}
+
+
+@pytest.mark.parametrize(("client", "base"), [("ors", "/ors/"), ("ors", ""), ("openreward", "")])
+def test_the_frameworks_own_client_reads_the_served_set(
+    client: str, base: str, server: str, gsm8k: taskpack.TaskSet
+) -> None:
+    """ors-sdk's aiohttp client joins its paths to the origin, so `.../ors/` and the bare
+    origin reach the same verbs; OpenReward's takes the origin as OPENREWARD_SESSION_URL."""
+    out = run_check(client, "check_ors_client.py", client, server + base, "gsm8k", "test")
+    split = gsm8k.split("test")
+    assert out["splits"] == ["test"] and out["counts"] == {"test": 1319}
+    assert out["task5"] == spec(split[5])
+    assert out["range"] == [spec(split[i]) for i in range(10, 20)]
+    assert out["tail"] == ["test-01316", "test-01317", "test-01318"]
+    assert out["last"] == "test-01318"
+    assert out["errors"]["split"] == [400, "Invalid split"]
+    assert out["errors"]["index"] == [400, "Invalid index"]
+    status, detail = out["errors"]["name"]
+    assert status == 404 and "unknown environment" in detail
+    shown = CliRunner().invoke(
+        main,
+        ["show", str(gsm8k.objects.root), "test-00005", "--format", "json"],  # type: ignore[attr-defined]
+    )
+    printed = json.loads(shown.output)
+    assert printed["id"] == "test-00005"
+    for field in printed.keys() - {"files"}:  # what `show` prints, the same
+        assert out["task5"][field] == printed[field], field
+
+
+REQUESTS: list[list[Any]] = [
+    ["GET", "/health", None],
+    ["GET", "/{env}/splits", None],
+    ["GET", "/GSM8K/splits", None],  # ORS names are case-insensitive
+    ["POST", "/{env}/num_tasks", {"split": "test"}],
+    ["POST", "/{env}/num_tasks", {"split": "nope"}],
+    ["POST", "/{env}/num_tasks", {}],
+    ["POST", "/{env}/num_tasks", {"split": "test", "extra": 1}],
+    ["POST", "/{env}/tasks", {"split": "test"}],
+    ["POST", "/{env}/task", {"split": "test", "index": 5}],
+    ["POST", "/{env}/task", {"split": "test", "index": -1}],
+    ["POST", "/{env}/task", {"split": "test", "index": -1319}],
+    ["POST", "/{env}/task", {"split": "test", "index": 1319}],
+    ["POST", "/{env}/task", {"split": "test", "index": -1320}],
+    ["POST", "/{env}/task", {"split": "test", "index": [5]}],
+    ["POST", "/{env}/task", {"split": "test"}],
+    ["POST", "/{env}/task_range", {"split": "test", "start": 10, "stop": 20}],
+    ["POST", "/{env}/task_range", {"split": "test", "start": -3}],
+    ["POST", "/{env}/task_range", {"split": "test", "stop": -1317}],
+    ["POST", "/{env}/task_range", {"split": "test", "start": 5, "stop": 2}],
+    ["POST", "/{env}/task_range", {"split": "test", "start": 1300, "stop": 5000}],
+    ["POST", "/{env}/task_range", {"split": "test", "start": -5000, "stop": 2}],
+    ["POST", "/{env}/task_range", {"split": "nope"}],
+    ["POST", "/nope/num_tasks", {"split": "test"}],
+    ["GET", "/nope/splits", None],
+]
+
+
+def _ours(url: str, method: str, path: str, body: Any) -> list[Any]:
+    answer = httpx.request(
+        method, url + path.format(env="gsm8k"), json=body, headers={"X-Session-ID": "s"}
+    )
+    return [answer.status_code, answer.text]
+
+
+def test_every_verb_answers_as_the_ors_server_does(
+    server: str, gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    specs = {"name": "gsm8k", "splits": {"test": [spec(t) for t in gsm8k.split("test")]}}
+    (tmp_path / "specs.json").write_text(json.dumps(specs))
+    (tmp_path / "requests.json").write_text(json.dumps(REQUESTS))
+    requests = str(tmp_path / "requests.json")
+    theirs = run_check("ors", "check_ors_server.py", str(tmp_path / "specs.json"), requests)
+    theirs = theirs["answers"]
+    for prefix in ("", "/ors"):
+        for (method, path, body), (status, text) in zip(REQUESTS, theirs, strict=True):
+            got_status, got_text = _ours(server, method, prefix + path, body)
+            where = f"{method} {prefix}{path} {body}"
+            if path.startswith("/nope/"):  # ORS's server has one environment and sends
+                # any other name to it (308, then its 404); taskpack serves several, and
+                # answers as ORS's own lookup words a name it lacks
+                assert status in (308, 404) and got_status == 404, where
+                assert json.loads(got_text) == {"detail": "unknown environment 'nope'"}
+                continue
+            assert got_status == status, (where, got_text, text)
+            mine, ors = json.loads(got_text), json.loads(text)
+            if status == 422:
+                assert isinstance(mine["detail"], list) and isinstance(ors["detail"], list)
+                continue
+            if isinstance(ors, dict):  # `env_name` beside a task is OpenReward's, added
+                mine = {k: v for k, v in mine.items() if k in ors}
+            assert mine == ors, where
+
+
+def test_a_mirror_serves_every_set_of_its_upstream(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
+    from taskpack.registry.cache import Cache
+    from taskpack.registry.mirror import Mirror
+
+    registry = tmp_path / "registry"
+    taskpack.publish(gsm8k, registry=registry)
+    mirror = Mirror(str(registry), Cache(tmp_path / "cache"))
+    with background(App(registered=Registered(mirror))) as url:
+        out = run_check("ors", "check_ors_client.py", "ors", url, "gsm8k", "test")
+        names = httpx.get(url + "/list_environments").json()
+    assert names == ["gsm8k"] and out["counts"] == {"test": 1319}
+    assert out["task5"] == spec(gsm8k.split("test")[5])
