@@ -39,13 +39,21 @@ def _write_all(
     overwrite: bool,
     write_options: Mapping[str, Any] | None,
     progress: Counter | None = None,
+    about: tuple[str, str, str] | None = None,
 ) -> ExportResult:
+    """`about`: the task set's name, version and description, for a format that names
+    them (a registry entry); else the output folder's name."""
     target_format = writer(fmt)
     assert target_format.write is not None
+    folder = out.resolve().name
+    set_name, version, description = about or (folder, "0.1.0", "")
     target = Target(
         format_options(target_format, dict(write_options or {}), write=True),
         Losses(fmt, strict),
-        out.resolve().name,
+        folder,
+        set_name,
+        version,
+        description,
     )
     written: list[Path] = []
     with staged_output(out, overwrite) as tmp:
@@ -74,7 +82,9 @@ def export(
     `taskpack formats`); `progress` wraps each split's tasks (the CLI counts them on stderr)."""
     names = list(splits) or ts.splits
     tasks = {n: ts.split(n) for n in names}
-    return _write_all(tasks, fmt, Path(out), strict, overwrite, options, progress)
+    m = ts.manifest
+    about = (m.name, m.version, m.description)
+    return _write_all(tasks, fmt, Path(out), strict, overwrite, options, progress, about)
 
 
 def convert_format(

@@ -53,6 +53,7 @@ SERVED = (
     Route("view_split", "/view/{split}", "a page of tasks", ("page", "q", "where", "col"), _HTML),
     Route("view_task", "/view/{split}/{id*}", "every field of one task", (), _HTML),
     Route("diff_page", "/diff/{old}/{new}", "the changes between two versions", (), _HTML),
+    Route("harbor_registry", "/harbor/registry.json", "the splits as a Harbor registry"),
 )  # fmt: skip
 # The registry protocol a mirror answers (`taskpack.registry.http` reads it).
 REGISTRY_PREFIX = "/registry/v1"

@@ -306,6 +306,21 @@ class Api:
             raise HttpError(HTTPStatus.NOT_FOUND, f"index {index} out of range (0..{rows - 1})")
         return index
 
+    def r_harbor_registry(self, query: Query) -> Response:
+        """The served set as a Harbor registry.json (a `DatasetSpec` per split, its tasks by
+        the paths `export --to harbor` gives them), for `harbor dataset list --registry-url`."""
+        from taskpack.converters._folders import folder_name
+        from taskpack.converters.harbor import registry_entry
+
+        m = self.catalog.ts.manifest
+        specs = []
+        for name in m.splits:
+            taken: set[str] = set()
+            folders = [folder_name(tid, taken) for tid in self.catalog.split(name).ids()]
+            specs.append(registry_entry((m.name, m.version, m.description), name, folders))
+        data = json.dumps(specs, ensure_ascii=False).encode()
+        return Response(HTTPStatus.OK, "application/json", data, cacheable=True)
+
     # --- HTML -------------------------------------------------------------------------------
 
     def r_home(self, query: Query) -> Response:

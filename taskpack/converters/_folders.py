@@ -20,6 +20,7 @@ import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -131,9 +132,16 @@ def task_folders(uri: str, marker: str | tuple[str, ...]) -> Iterator[tuple[str,
         raise TaskpackError(f"{uri}: no task folders (no {' or '.join(markers)} found below it)")
 
 
-def read_folders(uri: str, marker: str, convert: Callable[[str, Path], Any]) -> Iterator[Record]:
-    """Records for every task folder, each converted by `convert(id, folder)`."""
-    for ordinal, (task_id, folder) in enumerate(task_folders(uri, marker)):
+def read_folders(
+    uri: str,
+    marker: str,
+    convert: Callable[[str, Path], Any],
+    folders: Iterable[tuple[str, Path]] | None = None,
+) -> Iterator[Record]:
+    """Records for every task folder (`folders`, else those at `uri`), each converted by
+    `convert(id, folder)`."""
+    pairs = task_folders(uri, marker) if folders is None else folders
+    for ordinal, (task_id, folder) in enumerate(pairs):
         where = str(folder)
         try:
             _regular(folder / marker, marker)
@@ -193,14 +201,27 @@ Files = dict[str, tuple[bytes, int]]  # path in the task folder -> (bytes, mode)
 _BLOCK = 2048  # tasks read before their folders are written; below it, no process is forked
 
 
+@dataclass
+class WrittenSplit:
+    """What `write_split` wrote: the index's path, each task's folder (in order) and, when
+    a digest was asked for, each folder's digest."""
+
+    index: Path
+    folders: list[str]
+    digests: dict[str, str]
+
+
 def write_split(
     tasks: Iterable[Task],
     out: Path,
     split: str,
     task_files: Callable[[Task], Files],
     losses: Losses,
-) -> list[Path]:
-    """One folder per task under `out/split` holding `task_files(task)`, then the split index.
+    digest: Digest | None = None,
+) -> WrittenSplit:
+    """One folder per task under `out/split` holding `task_files(task)`, then the split index;
+    with `digest`, each folder's digest computed from the bytes written (in the writer that
+    wrote them).
 
     Laying out and writing 20,000 task folders is seconds of Python per core, so a block of
     tasks is read here while the previous block is written by forked processes, one share per
@@ -210,7 +231,7 @@ def write_split(
     split_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
     entries = []
-    writing = _Writers(split, task_files, losses)
+    writing = _Writers(split, task_files, losses, digest)
     block: list[tuple[str, Task]] = []
     try:
         for task in tasks:
@@ -226,26 +247,45 @@ def write_split(
         writing.stop()
     path = split_dir / INDEX
     path.write_text(json.dumps({"tasks": entries}, indent=2, ensure_ascii=False) + "\n")
-    return [path]
+    return WrittenSplit(path, [e["folder"] for e in entries], writing.digests)
+
+
+Digest = Callable[[Files], str]  # what a format pins a task folder by, from its files
 
 
 def _write_tasks(
-    block: list[tuple[str, Task]], split: str, task_files: Callable[[Task], Files]
-) -> None:
+    block: list[tuple[str, Task]],
+    split: str,
+    task_files: Callable[[Task], Files],
+    digest: Digest | None,
+) -> dict[str, str]:
+    """Each task's folder written; with `digest`, folder name -> its digest."""
+    digests = {}
     for folder, task in block:
         try:
-            _write_task(folder, task_files(task))
+            files = task_files(task)
+            _write_task(folder, files)
         except TaskpackError as e:
             raise TaskpackError(f"split {split!r} task {task.id!r}: {e}") from None
+        if digest is not None:
+            digests[os.path.basename(folder)] = digest(files)
+    return digests
 
 
 class _Writers:
     """Blocks of task folders written by forked processes, one block in flight at a time."""
 
-    def __init__(self, split: str, task_files: Callable[[Task], Files], losses: Losses) -> None:
+    def __init__(
+        self,
+        split: str,
+        task_files: Callable[[Task], Files],
+        losses: Losses,
+        digest: Digest | None = None,
+    ) -> None:
         import multiprocessing
 
-        self.split, self.task_files, self.losses = split, task_files, losses
+        self.split, self.task_files, self.losses, self.digest = split, task_files, losses, digest
+        self.digests: dict[str, str] = {}
         # fork only where it is safe and usual (macOS offers it but system libraries may crash)
         forks = sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1
         self.context = multiprocessing.get_context("fork") if forks else None
@@ -254,7 +294,7 @@ class _Writers:
     def start(self, block: list[tuple[str, Task]]) -> None:
         self.wait()
         if self.context is None or len(block) < _BLOCK:
-            _write_tasks(block, self.split, self.task_files)
+            self.digests.update(_write_tasks(block, self.split, self.task_files, self.digest))
             return
         shares = os.cpu_count() or 1
         for k in range(shares):
@@ -267,8 +307,8 @@ class _Writers:
     def _child(self, block: list[tuple[str, Task]], answer: Any) -> None:
         self.losses.counts = Counter()
         try:
-            _write_tasks(block, self.split, self.task_files)
-            answer.send(("ok", self.losses.counts))
+            digests = _write_tasks(block, self.split, self.task_files, self.digest)
+            answer.send(("ok", (self.losses.counts, digests)))
         except TaskpackError as e:
             answer.send(("error", str(e)))
         except BaseException as e:  # noqa: BLE001 - said to the parent, which raises it
@@ -284,7 +324,9 @@ class _Writers:
                 kind, value = "error", f"writing split {self.split!r}: a writer process died"
             process.join()
             if kind == "ok":
-                self.losses.counts.update(value)
+                counts, digests = value
+                self.losses.counts.update(counts)
+                self.digests.update(digests)
             else:
                 problem = problem or value
         if problem is not None:

@@ -63,12 +63,16 @@ class Losses:
 
 @dataclass
 class Target:
-    """What a writer gets besides the tasks: its options, the loss report, and the name of
-    the folder its output becomes (it writes into a temporary one beside it)."""
+    """What a writer gets besides the tasks: its options, the loss report, the name of the
+    folder its output becomes (it writes into a temporary one beside it), and the task set's
+    name, version and description, for a format whose output names them (a registry)."""
 
     options: Any
     losses: Losses
     name: str = "tasks"
+    set_name: str = "tasks"
+    version: str = "0.1.0"
+    description: str = ""
 
 
 Reader = Callable[[str, str, Any], Iterator[Record]]

@@ -17,21 +17,27 @@ from its reference solution. Tests and solutions never go into environment/.
 
 from __future__ import annotations
 
+import fnmatch
+import hashlib
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import tomli_w
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from taskpack import records
 from taskpack.converters._chat import instruction_text
 from taskpack.converters._folders import (
     Files,
+    WrittenSplit,
     file_entry,
+    inside,
     read_folders,
     read_text,
+    task_folders,
     walk,
     write_split,
 )
@@ -40,6 +46,7 @@ from taskpack.converters._format import (
     Format,
     Options,
     Target,
+    WriteOptions,
     report_uncarried,
 )
 from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
@@ -208,7 +215,95 @@ def convert(task_id: str, folder: Path) -> Any:
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
+    """Task folders at `uri`; or the tasks a Harbor `dataset.toml` pins (each folder's digest
+    must be the pinned one) or a `registry.json` lists (the dataset named `split`, or ending
+    in `-split`, or the only one)."""
+    path = Path(uri)
+    if path.name == DATASET and path.is_file():
+        pins = _pinned(path)
+
+        def checked(task_id: str, folder: Path) -> Any:
+            found, pinned = folder_digest(folder), pins[folder]
+            if found != pinned:
+                raise RowError(f"its digest {found} is not the one {DATASET} pins ({pinned})")
+            return convert(task_id, folder)
+
+        return read_folders(uri, MARKER, checked, _ids(pins))
+    if path.name == REGISTRY and path.is_file():
+        return read_folders(uri, MARKER, convert, _listed(path, split))
     return read_folders(uri, MARKER, convert)
+
+
+def _harbor_file(path: Path) -> Any:
+    try:
+        text = read_text(path.parent, path.name) or ""
+        return parse_toml(text) if path.suffix == ".toml" else parse_json(text)
+    except (ValueError, RowError) as e:
+        raise TaskpackError(f"{path}: {e}") from None
+
+
+def _pinned(path: Path) -> dict[Path, str]:
+    """Each task folder a dataset.toml pins, with its digest: found beside it by the name its
+    task.toml gives (`[task] name`) or, failing that, by its folder's name."""
+    manifest = _harbor_file(path)
+    root = path.parent
+    named: dict[str, Path] = {}
+    for folder in sorted(p for p in root.iterdir() if (p / MARKER).is_file()):
+        config = _harbor_file(folder / MARKER)
+        own = config.get("task", {}).get("name") if isinstance(config.get("task"), dict) else None
+        named[folder.name] = folder
+        if isinstance(own, str):
+            named[own] = folder
+    pins = {}
+    for entry in manifest.get("tasks") or []:
+        name, digest = str(entry.get("name", "")), str(entry.get("digest", ""))
+        found = named.get(name) or named.get(name.split("/", 1)[-1])
+        if found is None:
+            raise TaskpackError(f"{path}: task {name!r} is not a task folder beside it")
+        pins[found] = digest
+    if not pins:
+        raise TaskpackError(f"{path}: it pins no tasks")
+    return pins
+
+
+def _ids(folders: Iterable[Path]) -> list[tuple[str, Path]]:
+    """Each folder with its task id: the one the index beside it (taskpack's) gives, else
+    its name."""
+    indexes: dict[Path, dict[str, str]] = {}
+    found = []
+    for folder in folders:
+        root = folder.parent
+        if root not in indexes:
+            pairs = task_folders(str(root), MARKER) if (root / "index.json").is_file() else []
+            indexes[root] = {where.name: task_id for task_id, where in pairs}
+        found.append((indexes[root].get(folder.name, folder.name), folder))
+    return found
+
+
+def _listed(path: Path, split: str) -> list[tuple[str, Path]]:
+    """The task folders of the dataset of a registry.json that `split` names."""
+    specs = _harbor_file(path)
+    if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
+        raise TaskpackError(f"{path}: not a Harbor registry (a list of datasets)")
+    names = [str(s.get("name")) for s in specs]
+    chosen = [
+        s for s in specs if s.get("name") == split or str(s.get("name")).endswith("-" + split)
+    ]
+    if not chosen and len(specs) == 1:
+        chosen = specs
+    if len(chosen) != 1:
+        raise TaskpackError(
+            f"{path}: no one dataset for split {split!r} (datasets: {', '.join(names)})"
+        )
+    folders = []
+    for entry in chosen[0].get("tasks") or []:
+        if entry.get("git_url"):
+            raise TaskpackError(f"{path}: task {entry.get('name')!r} is in a git repository")
+        try:
+            folders.append(inside(path.parent, str(entry.get("path", "")), "task path"))
+        except RowError as e:
+            raise TaskpackError(f"{path}: {e}") from None
+    return _ids(folders)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -314,8 +409,116 @@ def _task_files(task: Task, target: Target) -> Files:
     return files
 
 
+# --- Harbor's own registries: dataset.toml (tasks pinned by digest) and registry.json --------
+
+DATASET = "dataset.toml"
+REGISTRY = "registry.json"
+# What Harbor's packager leaves out of a task's digest when the task has no .gitignore
+# (`harbor.publisher.packager.DEFAULT_IGNORES`).
+_IGNORED_DIRS = ("__pycache__",)
+_IGNORED_FILES = ("*.pyc", ".DS_Store", "*.swp", "*.swo", "*~")
+_DIGESTED_FILES = ("task.toml", "instruction.md", "README.md", "trajectory.json")
+_DIGESTED_DIRS = ("environment", "tests", "solution", "steps")
+_OWN_IGNORES = (".gitignore", ".harborignore")
+_HARBOR_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]*")
+
+
+class HarborWriteOptions(WriteOptions):
+    org: str = Field(
+        default="local",
+        pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*$",
+        description="The organization in Harbor's `org/name` names of the datasets and tasks "
+        "that dataset.toml and registry.json list.",
+    )
+
+
+def harbor_digest(files: Mapping[str, bytes]) -> str | None:
+    """The digest Harbor pins a task folder by (`Packager.compute_content_hash`): sha256 over
+    `relpath NUL sha256(file) LF` of the files it collects, in path order. None for a task
+    with ignore rules of its own (`.gitignore`, `.harborignore`): Harbor's packager, which
+    reads them, pins it (`harbor sync`)."""
+    if any(rel.rsplit("/", 1)[-1] in _OWN_IGNORES for rel in files):
+        return None
+    outer = hashlib.sha256()
+    for rel in sorted(files):
+        parts = rel.split("/")
+        top = rel in _DIGESTED_FILES or (len(parts) > 1 and parts[0] in _DIGESTED_DIRS)
+        ignored = any(p in _IGNORED_DIRS for p in parts[:-1]) or any(
+            fnmatch.fnmatchcase(parts[-1], pattern) for pattern in _IGNORED_FILES
+        )
+        if top and not ignored:
+            outer.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
+    return "sha256:" + outer.hexdigest()
+
+
+def folder_digest(folder: Path) -> str | None:
+    """Harbor's digest of a task folder on disk (links refused, as everywhere)."""
+    return harbor_digest({rel: path.read_bytes() for rel, path, _ in walk(folder)})
+
+
+def task_name(org: str, folder: str) -> str:
+    """A task folder's Harbor name, `org/name` (a name must start with a letter or digit)."""
+    return f"{org}/{folder if folder[:1].isalnum() else 't' + folder}"
+
+
+def _registries(out: Path, split: str, written: WrittenSplit, target: Target) -> list[Path]:
+    """dataset.toml in the split's folder (the split's tasks pinned by digest) and the export's
+    registry.json (a Harbor `DatasetSpec` per split, appended as each split is written)."""
+    org = target.options.org
+    about = (target.set_name, target.version, target.description)
+    pins = {f: written.digests[f].split(" ", 1) for f in written.folders if written.digests[f]}
+    if len(pins) < len(written.folders):
+        what = "a pin in dataset.toml (tasks with their own ignore rules: `harbor sync` pins them)"
+        target.losses.counts[what] += len(written.folders) - len(pins)
+    manifest = {
+        "schema_version": "1.0",
+        "dataset": {
+            "name": task_name(org, f"{target.set_name}-{split}"),
+            "version": target.version,
+            "description": target.description,
+        },
+        "tasks": [
+            {"name": pin[1] if len(pin) > 1 else task_name(org, f), "digest": pin[0]}
+            for f, pin in pins.items()
+        ],
+    }
+    toml_path = out / split / DATASET
+    toml_path.write_bytes(tomli_w.dumps(manifest).encode())
+    registry = out / REGISTRY
+    specs = parse_json(registry.read_bytes()) if registry.exists() else []
+    specs.append(registry_entry(about, split, written.folders, org))
+    registry.write_text(json.dumps(specs, indent=2, ensure_ascii=False) + "\n")
+    return [written.index, toml_path, registry]
+
+
+def registry_entry(
+    about: tuple[str, str, str], split: str, folders: Iterable[str], org: str = "local"
+) -> dict[str, Any]:
+    """A split as a Harbor `DatasetSpec` of a legacy registry.json: the set's name, version
+    and description, and its task folders by path (`split/folder`)."""
+    name, version, description = about
+    return {
+        "name": f"{name}-{split}",
+        "version": version,
+        "description": description,
+        "tasks": [{"name": task_name(org, f), "path": f"{split}/{f}"} for f in folders],
+    }
+
+
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    return write_split(tasks, out, split, lambda task: _task_files(task, target), target.losses)
+    def files(task: Task) -> Files:
+        return _task_files(task, target)
+
+    def pin(files: Files) -> str:
+        """The folder's digest and, if its task.toml names the task (`[task] name`), that
+        name: what dataset.toml lists it by."""
+        digest = harbor_digest({rel: data for rel, (data, _) in files.items()}) or ""
+        table = parse_toml(files[MARKER][0].decode("utf-8")).get("task")
+        own = table.get("name") if isinstance(table, dict) else None
+        return f"{digest} {own}" if isinstance(own, str) and digest else digest
+
+    written = write_split(tasks, out, split, files, target.losses, pin)
+    return _registries(out, split, written, target)
 
 
 FORMAT = Format(
@@ -323,5 +526,6 @@ FORMAT = Format(
     summary="Harbor task folders: task.toml, instruction.md, environment/, tests/, solution/.",
     read=read,
     write=write,
+    write_options=HarborWriteOptions,
     carries=frozenset(CHECKED_FIELDS) - {"rewards"},
 )

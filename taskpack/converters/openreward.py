@@ -182,7 +182,7 @@ _CARRIES = frozenset({"prompt", "reward", "files", "metadata"})
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    return write_split(tasks, out, split, lambda task: _task_files(task, target), target.losses)
+    return [write_split(tasks, out, split, lambda t: _task_files(t, target), target.losses).index]
 
 
 FORMAT = Format(
