@@ -108,6 +108,7 @@ def test_verifiers_04_loads_the_taskset_package_and_scores_every_task(
     test = run_check("verifiers04", "check_verifiers_taskset.py", "gsm8k_tp", env=env)
     assert test["type"] == "TaskpackTaskset" and test["tasks"] == 1319
     assert test["ids"] == ["test-00000", "test-00001", "test-00002"] and test["idx"] == [0, 1, 2]
+    assert test["keys"] == test["ids"] and test["unique_keys"] == 1319  # prime-rl's task key
     assert test["reference"] == [1.0] and test["wrong"] == [0.0] and test["valid"] == [True]
     train = run_check("verifiers04", "check_verifiers_taskset.py", "gsm8k_tp", "train", env=env)
     assert train["tasks"] == 7473 and train["reference"] == [1.0] and train["wrong"] == [0.0]

@@ -54,6 +54,12 @@ class TaskpackData(vf.TaskData):  # type: ignore[misc]  # verifiers is untyped h
 
 
 class TaskpackTask(vf.Task[TaskpackData]):  # type: ignore[misc]
+    @property
+    def key(self) -> str:
+        """The task's id (its source's, unique in its split and the same in every export):
+        what prime-rl's curriculum keeps a task's pass rate by; the content hash without."""
+        return str(self.data.id) if self.data.id is not None else str(super().key)
+
     @vf.reward  # type: ignore[untyped-decorator]
     async def correct(self, trace: Any) -> float:
         # Unit tests run the code in a child process: off the event loop.

@@ -55,6 +55,8 @@ print(
             "tasks": len(tasks),
             "idx": [t.data.idx for t in tasks[:3]],
             "ids": [t.data.id for t in tasks[:3]],
+            "keys": [t.key for t in tasks[:3]],
+            "unique_keys": len({t.key for t in tasks}),
             "reference": sorted(set(reference)),
             "wrong": sorted(set(wrong)),
             "valid": sorted(set(valid), key=str),

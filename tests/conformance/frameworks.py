@@ -38,6 +38,14 @@ FRAMEWORKS = {
         ("verifiers==0.4.0",),
         check="from verifiers.v1.utils.loaders import load_taskset, taskset_config_type",
     ),
+    # Verifiers 0.4's built-in Harbor taskset drives the Harbor CLI: both in one venv, on
+    # Python 3.12 (Harbor's floor), as its `harbor` extra installs them (Harbor 0.24.0, which
+    # verifiers 0.4.0 pins; Harbor 0.26 itself is the `harbor` venv's).
+    "verifiers04_harbor": Framework(
+        "3.12",
+        ("verifiers[harbor]==0.4.0",),
+        check="from verifiers.v1.tasksets.harbor.taskset import HarborTaskset",
+    ),
     "skyrl": Framework(
         "3.11",
         ("skyrl-gym==0.4.0", "datasets>=3", "transformers>=5.6.1,<=5.8.0", "loguru", "jinja2"),

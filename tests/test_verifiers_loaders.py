@@ -1,0 +1,72 @@
+"""Verifiers 0.4's own built-in tasksets, unmodified, load taskpack's exports: its NeMo Gym
+taskset reads a NeMo export's JSONL, and its Harbor taskset has the Harbor CLI download a
+dataset of the registry.json `export --to harbor` wrote, then parses each task folder. GSM8K's
+test split (1319) and the Harbor cookbook: the same count, the same prompts, unique keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import taskpack
+from taskpack.exporter import export
+from taskpack.importer import import_sources
+
+from .conftest import DATA
+from .test_conformance import run_check
+
+pytestmark = [pytest.mark.slow, pytest.mark.conformance]
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, taskpack.TaskSet]:
+    root = tmp_path_factory.mktemp("loaders")
+    import_sources(
+        root / "gsm8k", {"test": [str(DATA / "gsm8k" / "test.jsonl")]}, "gsm8k", name="gsm8k"
+    )
+    cookbook = {"train": [str(DATA / "peers" / "harbor_cookbook")]}
+    import_sources(root / "cookbook", cookbook, "harbor", name="cookbook")
+    return {name: taskpack.open(root / name) for name in ("gsm8k", "cookbook")}
+
+
+def _text(prompt: Any) -> str:
+    """A prompt's user text: NeMo rows give a list of messages."""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(str(m.get("content")) for m in prompt if m.get("role") == "user")
+
+
+@pytest.mark.parametrize("name", ["gsm8k", "cookbook"])
+def test_the_nemo_gym_taskset_loads_a_nemo_export(
+    name: str, sets: dict[str, taskpack.TaskSet], tmp_path: Path
+) -> None:
+    ts = sets[name]
+    split = ts.splits[0]
+    export(ts, "nemo", tmp_path / "nemo")
+    out = run_check(
+        "verifiers04",
+        "check_verifiers_loaders.py",
+        "nemo",
+        str(tmp_path / "nemo" / f"{split}.jsonl"),
+    )
+    tasks = list(ts.split(split))
+    assert out["count"] == len(tasks) and len(set(out["keys"])) == len(tasks)
+    assert [_text(p) for p in out["prompts"]] == [t.instruction for t in tasks]
+
+
+def test_the_harbor_taskset_loads_a_harbor_export_through_its_registry(
+    sets: dict[str, taskpack.TaskSet], tmp_path: Path
+) -> None:
+    ts = sets["gsm8k"]
+    out_dir = tmp_path / "harbor"
+    export(ts, "harbor", out_dir)
+    registry = out_dir / "registry.json"
+    out = run_check(
+        "verifiers04_harbor", "check_verifiers_loaders.py", "harbor", str(registry), "gsm8k-test"
+    )
+    folders = sorted(p for p in (out_dir / "test").iterdir() if p.is_dir())
+    assert out["count"] == 1319 == len(folders) and len(set(out["keys"])) == 1319
+    written = {f.name: (f / "instruction.md").read_text().strip() for f in folders}
+    assert dict(zip(out["names"], out["prompts"], strict=True)) == written
