@@ -430,6 +430,12 @@ class HarborWriteOptions(WriteOptions):
         description="The organization in Harbor's `org/name` names of the datasets and tasks "
         "that dataset.toml and registry.json list.",
     )
+    git_url: str | None = Field(
+        default=None,
+        description="The git repository this export will be pushed to: registry.json names "
+        "each task by it and its path there, so `harbor download` (and Verifiers' Harbor "
+        "taskset) fetch the tasks; without it, the tasks are local paths Harbor uses in place.",
+    )
 
 
 def harbor_digest(files: Mapping[str, bytes]) -> str | None:
@@ -486,22 +492,27 @@ def _registries(out: Path, split: str, written: WrittenSplit, target: Target) ->
     toml_path.write_bytes(tomli_w.dumps(manifest).encode())
     registry = out / REGISTRY
     specs = parse_json(registry.read_bytes()) if registry.exists() else []
-    specs.append(registry_entry(about, split, written.folders, org))
+    specs.append(registry_entry(about, split, written.folders, org, target.options.git_url))
     registry.write_text(json.dumps(specs, indent=2, ensure_ascii=False) + "\n")
     return [written.index, toml_path, registry]
 
 
 def registry_entry(
-    about: tuple[str, str, str], split: str, folders: Iterable[str], org: str = "local"
+    about: tuple[str, str, str],
+    split: str,
+    folders: Iterable[str],
+    org: str = "local",
+    git_url: str | None = None,
 ) -> dict[str, Any]:
     """A split as a Harbor `DatasetSpec` of a legacy registry.json: the set's name, version
-    and description, and its task folders by path (`split/folder`)."""
+    and description, and its task folders by path (`split/folder`, in `git_url` if given)."""
     name, version, description = about
+    where = {"git_url": git_url} if git_url else {}
     return {
         "name": f"{name}-{split}",
         "version": version,
         "description": description,
-        "tasks": [{"name": task_name(org, f), "path": f"{split}/{f}"} for f in folders],
+        "tasks": [{"name": task_name(org, f), **where, "path": f"{split}/{f}"} for f in folders],
     }
 
 

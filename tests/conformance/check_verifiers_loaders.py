@@ -8,7 +8,6 @@ folder. Prints each task's name, key and prompt.
 """
 
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +22,6 @@ else:
 
     # Harbor's download cache, in a temporary home: every run fetches from the registry
     harbor.CACHE = Path(tempfile.mkdtemp()) / "harbor"
-    os.chdir(Path(sys.argv[2]).parent)  # registry.json's task paths are relative to it
     config = harbor.HarborConfig(
         dataset=sys.argv[3],
         registry_path=Path(sys.argv[2]),
