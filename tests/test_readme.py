@@ -63,23 +63,37 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert os.path.isdir(tmp_path / "arith.taskset" / "splits")
 
 
-def readme_script(blocks_dir: Path, ports: dict[str, int]) -> str:
+def frameworks_in_readme() -> set[str]:
+    """The frameworks whose blocks the README tags (```python ors): each runs in its venv."""
+    return set(re.findall(r"```\w+ (\w+)\n", README))
+
+
+def readme_script(
+    blocks_dir: Path, ports: dict[str, int], pythons: dict[str, str] | None = None
+) -> str:
     """The README as one bash script, block by block in page order: bash blocks as written,
-    Python blocks run from files, console blocks (`$ command`, then its output) checked
-    against the output they show. Left out: the install and test commands of the first block
-    (this test runs inside that installed package, from that test command). The README's
-    ports (8000, 8001, ...) become `ports`, free ones."""
+    Python blocks run from files (a block tagged with a framework, ```python ors, by the
+    python of that framework's venv, from `pythons`), console blocks (`$ command`, then its
+    output) checked against the output they show. Left out: the install and test commands of
+    the first block (this test runs inside that installed package, from that test command).
+    The README's ports (8000, 8001, ...) become `ports`, free ones."""
     lines = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
-    for n, (lang, body) in enumerate(re.findall(r"```(\w*)\n(.*?)```", README, re.S)):
+
+    def ported(text: str) -> str:
+        return re.sub(r"\b800\d\b", lambda m: str(ports[m[0]]), text)
+
+    found = re.findall(r"```(\w*)(?: (\w+))?\n(.*?)```", README, re.S)
+    for n, (lang, framework, body) in enumerate(found):
         if lang == "bash":
             commands = body.splitlines()
             if n == 0:
                 commands = [commands[0].removeprefix("pip install -e . && ")]
-            lines += [re.sub(r"\b800\d\b", lambda m: str(ports[m[0]]), c) for c in commands]
+            lines += [ported(c) for c in commands]
         elif lang == "python":  # its printed lines checked against their comments too
             path = blocks_dir / f"block{n}.py"
-            path.write_text(_EXPECT + _checked(body), encoding="utf-8")
-            lines.append(f"python {path}")
+            path.write_text(_EXPECT + ported(_checked(body)), encoding="utf-8")
+            python = (pythons or {})[framework] if framework else "python"
+            lines.append(f"{python} {path}")
         elif body.startswith("$ "):
             for command, shown in re.findall(r"^\$ (.*)\n((?:(?!\$ ).*\n)*)", body, re.M):
                 expected = shlex.quote(shown.rstrip("\n"))
@@ -104,9 +118,11 @@ def test_the_whole_readme_runs_top_to_bottom_in_an_empty_folder(
     for folder in (work, home, blocks):
         folder.mkdir()
     script = blocks / "readme.sh"
-    script.write_text(
-        readme_script(blocks, {f"800{i}": free_port() for i in range(10)}), encoding="utf-8"
-    )
+    from .conformance.frameworks import ensure
+
+    pythons = {name: str(ensure(name)) for name in frameworks_in_readme()}
+    ports = {f"800{i}": free_port() for i in range(10)}
+    script.write_text(readme_script(blocks, ports, pythons), encoding="utf-8")
     env = {**os.environ, "HOME": str(home)}
     for name in ("TASKPACK_REGISTRY", "TASKPACK_CACHE", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
         env.pop(name, None)
