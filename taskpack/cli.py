@@ -522,7 +522,7 @@ def convert(
         _quiet_libraries(quiet)
         _report_export(
             convert_format(
-                sources_by_split(sources, split_name),
+                sources_by_split(sources, split_name, fmt),
                 fmt,
                 to_fmt,
                 target,
@@ -535,7 +535,7 @@ def convert(
         )
         return
 
-    by_split = sources_by_split(sources, split_name)
+    by_split = sources_by_split(sources, split_name, fmt)
     if ray_parts is not None:
         if skip_invalid or lines:
             raise click.UsageError("--on-ray takes neither --skip-invalid nor --lines")
@@ -993,7 +993,9 @@ def _report_export(result: Any) -> None:
     for line in result.losses:
         click.echo(f"loss: {line}", err=True)
     names = ", ".join(str(p.relative_to(result.out)) for p in result.files)
-    click.echo(f"wrote {names} in {result.out}")
+    per_split = ", ".join(f"{split}: {n}" for split, n in result.tasks.items())
+    total = sum(result.tasks.values())
+    click.echo(f"wrote {total} tasks ({per_split}) to {result.out}: {names}")
 
 
 @main.command("export")

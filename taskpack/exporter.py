@@ -26,6 +26,7 @@ class ExportResult:
     out: Path
     files: list[Path] = field(default_factory=list)
     losses: list[str] = field(default_factory=list)
+    tasks: dict[str, int] = field(default_factory=dict)  # tasks written, per split
 
 
 Counter = Callable[[Iterator[Task], str], Iterator[Task]]  # wraps a split's tasks to count them
@@ -56,13 +57,20 @@ def _write_all(
         description,
     )
     written: list[Path] = []
+    counts: dict[str, int] = {}
+
+    def counted(tasks: Iterable[Task], name: str) -> Iterator[Task]:
+        counts[name] = 0
+        for task in progress(iter(tasks), name) if progress else tasks:
+            counts[name] += 1
+            yield task
+
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
-            counted = progress(iter(tasks), name) if progress else tasks
-            files = target_format.write(counted, tmp, name, target)
+            files = target_format.write(counted(tasks, name), tmp, name, target)
             written += [out / p.relative_to(tmp) for p in files]
     # A file every split writes (a package's pyproject.toml) is listed once.
-    return ExportResult(out, list(dict.fromkeys(written)), target.losses.report())
+    return ExportResult(out, list(dict.fromkeys(written)), target.losses.report(), counts)
 
 
 def export(

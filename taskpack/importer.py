@@ -39,13 +39,23 @@ def split_of(uri: str) -> str:
     return "train"
 
 
-def sources_by_split(sources: Iterable[str], split: str | None = None) -> dict[str, list[str]]:
-    """`SPLIT=URI` or a plain `URI`: into `split` when given, else the split its name
-    suggests (`split_of`)."""
+def sources_by_split(
+    sources: Iterable[str], split: str | None = None, fmt: str | None = None
+) -> dict[str, list[str]]:
+    """`SPLIT=URI` or a plain `URI`: into `split` when given; else, for an output folder of
+    `fmt`'s writer, every split it holds under its name (what taskpack wrote, it reads back
+    whole); else the split the URI's name suggests (`split_of`)."""
+    from taskpack.converters import export_splits
+
     out: dict[str, list[str]] = {}
     for spec in sources:
         name, sep, uri = spec.partition("=")
         if not sep or not _SPLIT_NAME.fullmatch(name):
+            whole = export_splits(spec, fmt) if fmt is not None and split is None else None
+            for found, uris in (whole or {}).items():
+                out.setdefault(found, []).extend(uris)
+            if whole:
+                continue
             name, uri = split or split_of(spec), spec
         out.setdefault(name, []).append(uri)
     return out

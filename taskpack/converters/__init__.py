@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -62,6 +63,23 @@ def options(fmt: Format, values: dict[str, Any], write: bool = False) -> Any:
             what = "write option" if write else "option"
             raise unknown(what, str(typo[-1]), sorted(model.model_fields), where=fmt.name) from None
         raise TaskpackError(f"{fmt.name}: {describe_error(e)}") from None
+
+
+def export_splits(uri: str, fmt: str) -> dict[str, list[str]] | None:
+    """The splits of an output folder of `fmt`'s writer at `uri`, each under the name the
+    writer gave it, with what to read it from; None where `uri` is no such folder."""
+    root = Path(uri)
+    if not root.is_dir() or root.is_symlink():
+        return None
+    found: dict[str, list[str]] = {}
+    for pattern, what in reader(fmt).split_globs:
+        for match in sorted(root.glob(pattern)):
+            if match.is_symlink() or not match.is_file():
+                continue
+            split = match.parent.name if what == "folder" else match.name.split(".", 1)[0]
+            given = {"file": match, "folder": match.parent, "root": root}[what]
+            found.setdefault(split, [str(given)])
+    return found or None
 
 
 def read_records(uri: str, fmt: str, split: str, values: dict[str, Any]) -> Iterator[Record]:

@@ -95,6 +95,11 @@ class Format:
     # The task fields the writer maps natively; a function of the task where that depends on
     # the task (SkyRL's SWE-bench rows carry the whole instance).
     carries: frozenset[str] | Callable[[Task], frozenset[str]] = field(default_factory=frozenset)
+    # What the writer leaves per split in its output folder, so that the folder reads back
+    # whole, each split under its name: (glob below the folder, what the reader is given for
+    # the split the match names): "file" (`<split>.parquet`), "folder" (`<split>/index.json`:
+    # its folder), "root" (a package whose `*/data/<split>.jsonl` the reader picks by split).
+    split_globs: tuple[tuple[str, str], ...] = ()
 
     def carried(self, task: Task) -> frozenset[str]:
         return self.carries(task) if callable(self.carries) else self.carries

@@ -147,5 +147,6 @@ FORMAT = Format(
     read=read,
     read_columns=read_columns,
     write=write,
+    split_globs=(("*.parquet", "file"),),
     carries=frozenset({"prompt", "answer", "reward"}),
 )

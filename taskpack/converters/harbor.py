@@ -537,6 +537,7 @@ FORMAT = Format(
     summary="Harbor task folders: task.toml, instruction.md, environment/, tests/, solution/.",
     read=read,
     write=write,
+    split_globs=(("*/index.json", "folder"),),
     write_options=HarborWriteOptions,
     carries=frozenset(CHECKED_FIELDS) - {"rewards"},
 )

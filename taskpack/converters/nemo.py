@@ -383,6 +383,7 @@ FORMAT = Format(
     read=read,
     read_columns=read_columns,
     write=write,
+    split_globs=(("*.jsonl", "file"),),
     write_options=NemoWriteOptions,
     carries=frozenset({"prompt", "answer", "tools"}),
 )

@@ -190,6 +190,7 @@ FORMAT = Format(
     summary="OpenReward (SETA-style) task folders: task.yaml, weights.json, tests/, solution/.",
     read=read,
     write=write,
+    split_globs=(("*/index.json", "folder"),),
     # A graded task's answer and solution travel as its verifier and oracle.
     carries=lambda task: _CARRIES | ({"answer", "solution"} if graded(task) else set()),
 )

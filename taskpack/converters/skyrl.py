@@ -292,6 +292,7 @@ FORMAT = Format(
     read=read,
     read_columns=read_columns,
     write=write,
+    split_globs=(("*.parquet", "file"),),
     write_options=SkyrlWriteOptions,
     carries=lambda task: _SWE_CARRIES if isinstance(task.reward, records.SweTests) else _CARRIES,
 )

@@ -481,6 +481,7 @@ FORMAT = Format(
     read=read,
     read_columns=read_columns,
     write=write,
+    split_globs=(("*/data/*.jsonl", "root"), ("*.parquet", "file")),
     write_options=VerifiersWriteOptions,
     carries=lambda task: _CARRIES | ({"files"} if _only_test_file(task) else set()),
 )

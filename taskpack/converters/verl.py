@@ -181,6 +181,7 @@ FORMAT = Format(
     summary="verl RL Parquet: data_source, prompt, ability, reward_model, extra_info.",
     read=read,
     write=write,
+    split_globs=(("*.parquet", "file"),),
     write_options=VerlWriteOptions,
     # A reward kind verl has no scorer for is reported by `to_row`, naming the kind.
     carries=frozenset({"prompt", "answer", "solution", "reward", "metadata"}),
