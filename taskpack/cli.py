@@ -981,12 +981,25 @@ def diff(old: str, new: str, registry: str | None, as_json: bool) -> None:
             for tid in ids:
                 click.echo(f"  {mark} {tid}")
                 for change in d.fields.get(tid, []):
-                    click.echo(f"      {change.path}: {_short(change.old)} → {_short(change.new)}")
+                    old, new = _around_change(change.old, change.new)
+                    click.echo(f"      {change.path}: {old} → {new}")
 
 
-def _short(value: Any, width: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
+def _around_change(old: Any, new: Any, width: int = 60) -> tuple[str, str]:
+    """Both sides of a change as `repr`s of at most `width` characters each, cut around the
+    first character where they differ (a long text changed at its end shows its end)."""
+    a, b = repr(old), repr(new)
+    if len(a) <= width and len(b) <= width:
+        return a, b
+    pairs = enumerate(zip(a, b, strict=False))
+    first = next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
+    start = max(0, first - width // 3)
+
+    def cut(text: str) -> str:
+        piece = text[start : start + width - 6]
+        return ("..." if start else "") + piece + ("..." if start + len(piece) < len(text) else "")
+
+    return cut(a), cut(b)
 
 
 def _report_export(result: Any) -> None:
