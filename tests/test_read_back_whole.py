@@ -59,14 +59,3 @@ def test_a_split_named_explicitly_still_wins(two_splits: taskpack.TaskSet, tmp_p
     assert CliRunner().invoke(main, args).exit_code == 0
     whole = taskpack.open(again)
     assert whole.splits == ["all"] and len(whole.split("all")) == 10
-
-
-def test_diff_shows_the_changed_region_of_a_long_text() -> None:
-    """Not the same 60-character prefix twice (issue 39): both sides around the first
-    difference."""
-    from taskpack.cli import _around_change
-
-    old, new = _around_change("x" * 200 + " the end", "x" * 200 + " THE end")
-    assert old != new and "the end" in old and "THE end" in new
-    assert len(old) <= 60 and len(new) <= 60
-    assert _around_change("short", "shorter") == ("'short'", "'shorter'")
