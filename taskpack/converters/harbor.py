@@ -420,7 +420,7 @@ _IGNORED_FILES = ("*.pyc", ".DS_Store", "*.swp", "*.swo", "*~")
 _DIGESTED_FILES = ("task.toml", "instruction.md", "README.md", "trajectory.json")
 _DIGESTED_DIRS = ("environment", "tests", "solution", "steps")
 _OWN_IGNORES = (".gitignore", ".harborignore")
-_HARBOR_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]*")
+_TASK_TABLE = re.compile(rb"^[ \t]*(?:\[task\]|task[ \t]*=)", re.M)
 
 
 class HarborWriteOptions(WriteOptions):
@@ -524,8 +524,11 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
         """The folder's digest and, if its task.toml names the task (`[task] name`), that
         name: what dataset.toml lists it by."""
         digest = harbor_digest({rel: data for rel, (data, _) in files.items()}) or ""
-        table = parse_toml(files[MARKER][0].decode("utf-8")).get("task")
-        own = table.get("name") if isinstance(table, dict) else None
+        config = files[MARKER][0]
+        own = None
+        if _TASK_TABLE.search(config):  # parsed only where a name may be: most have none
+            table = parse_toml(config.decode("utf-8")).get("task")
+            own = table.get("name") if isinstance(table, dict) else None
         return f"{digest} {own}" if isinstance(own, str) and digest else digest
 
     written = write_split(tasks, out, split, files, target.losses, pin)
