@@ -110,19 +110,19 @@ def test_the_reference_passes_and_candidates_score_as_evalplus_would(
         assert score(task, code, tmp_path) == expected, name
 
 
+def passes_check_with_every_forger(source: Path, out: Path) -> None:
+    """Exported to Harbor, every task: reference 1, no solution 0, every forger 0."""
+    convert_format({"test": [str(source)]}, "evalplus", "harbor", out)
+    for folder in sorted(p for p in (out / "test").iterdir() if p.is_dir()):
+        result = check_task(folder, Limits(timeout=120))
+        outcome = (result.status, result.oracle, result.null, result.forged)
+        assert outcome == ("ok", 1.0, 0.0, {}), result
+
+
 @pytest.mark.slow
 def test_exports_pass_check_with_every_forger(tmp_path: Path) -> None:
     for name in ("HumanEvalPlus.jsonl", "MbppPlus.jsonl"):
-        out = tmp_path / name
-        convert_format({"test": [str(FIXTURES / name)]}, "evalplus", "harbor", out)
-        for folder in sorted(p for p in (out / "test").iterdir() if p.is_dir()):
-            result = check_task(folder, Limits(timeout=120))
-            assert (result.status, result.oracle, result.null, result.forged) == (
-                "ok",
-                1.0,
-                0.0,
-                {},
-            ), result
+        passes_check_with_every_forger(FIXTURES / name, tmp_path / name)
 
 
 # Rows of the shapes whose references once scored 0 against their own tests (fixtures/README):
@@ -164,15 +164,4 @@ def test_a_result_that_is_not_data_equals_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_shapes_that_gave_false_zeros_pass_check_with_every_forger(tmp_path: Path) -> None:
-    out = tmp_path / "h"
-    convert_format(
-        {"test": [str(FIXTURES / "MbppPlusFalseZeros.jsonl")]}, "evalplus", "harbor", out
-    )
-    for folder in sorted(p for p in (out / "test").iterdir() if p.is_dir()):
-        result = check_task(folder, Limits(timeout=120))
-        assert (result.status, result.oracle, result.null, result.forged) == (
-            "ok",
-            1.0,
-            0.0,
-            {},
-        ), result
+    passes_check_with_every_forger(FIXTURES / "MbppPlusFalseZeros.jsonl", tmp_path / "h")

@@ -52,25 +52,20 @@ for spec in registry.datasets:
         "missing": missing,
     }
 harbor = Path(sys.executable).parent / "harbor"
-listed = subprocess.run(
-    [str(harbor), "dataset", "list", "--registry-path", str(root / "registry.json"), "--json"],
-    capture_output=True,
-    text=True,
-    check=False,
-)
-try:
-    result["listed"] = [(d["name"], d.get("version")) for d in json.loads(listed.stdout)]
-except ValueError:
-    result["listed"] = listed.stdout[-2000:] + listed.stderr[-2000:]
-if len(sys.argv) > 2:
-    served = subprocess.run(
-        [str(harbor), "dataset", "list", "--registry-url", sys.argv[2], "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
+
+
+def listed(*where):
+    """What `harbor dataset list WHERE --json` lists: (name, version) pairs, else its output."""
+    done = subprocess.run(
+        [str(harbor), "dataset", "list", *where, "--json"], capture_output=True, text=True
     )
     try:
-        result["served"] = [(d["name"], d.get("version")) for d in json.loads(served.stdout)]
+        return [(d["name"], d.get("version")) for d in json.loads(done.stdout)]
     except ValueError:
-        result["served"] = served.stdout[-2000:] + served.stderr[-2000:]
+        return done.stdout[-2000:] + done.stderr[-2000:]
+
+
+result["listed"] = listed("--registry-path", str(root / "registry.json"))
+if len(sys.argv) > 2:
+    result["served"] = listed("--registry-url", sys.argv[2])
 print(json.dumps(result))
