@@ -593,6 +593,17 @@ def attempt(
     return parse_reward(verifier["reward"], verifier["status"], side.from_exit)
 
 
+def _attempt(name: str, side: Side, candidate: Tree | None, limits: Limits) -> Reward | None:
+    """`attempt`, where a forger that hangs or garbles the verifier earned nothing (None):
+    only the oracle's and no solution's verdicts must be readable for the task to count."""
+    try:
+        return attempt(side, candidate, limits)
+    except Refused:
+        if name in ("oracle", "no solution"):
+            raise
+        return None
+
+
 def _solo(reward: Reward | None) -> float:
     return 0.0 if reward is None else score(reward)
 
@@ -629,11 +640,11 @@ def check_task(
         if adversarial:
             for name in forgers_for(side):
                 candidates[name] = {"solve.sh": (forger(name, side), 0o755)}
-        rewards = {name: attempt(side, tree, limits) for name, tree in candidates.items()}
+        rewards = {name: _attempt(name, side, tree, limits) for name, tree in candidates.items()}
         theirs = {}
         if source is not None:
             origin = task_side(source, side)
-            theirs = {name: attempt(origin, tree, limits) for name, tree in candidates.items()}
+            theirs = {name: _attempt(name, origin, t, limits) for name, t in candidates.items()}
     except NotRunnable as e:
         return TaskCheck(folder, "not run", reason=str(e))
     except (Refused, SandboxError) as e:

@@ -206,6 +206,21 @@ def test_the_battery_catches_a_verifier_that_trusts_the_exit_status(tmp_path: Pa
     assert set(result.forged) <= set(FORGERS)
 
 
+def test_a_forger_that_hangs_the_verifier_earned_nothing(tmp_path: Path) -> None:
+    """A forger can stop a verifier that grades in its own process (SIGSTOP to its parent):
+    the verifier then writes nothing before the timeout. That is no reward for the forger,
+    not a task that cannot be checked: only the oracle and no solution must be graded."""
+    hangs_on_strangers = (
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "if [ -z \"$(ls -A /app)\" ]; then echo 0 > /logs/verifier/reward.txt\n"
+        "elif grep -qx done /app/out.txt; then echo 1 > /logs/verifier/reward.txt\n"
+        "else sleep 600; fi\n"
+    )
+    folder = harbor_task(tmp_path, "hang", hangs_on_strangers, "done")
+    [result] = check_export(folder, Limits(timeout=3))
+    assert (result.status, result.oracle, result.null, result.forged) == ("ok", 1.0, 0.0, {})
+
+
 def test_no_forger_scores_by_chance(tmp_path: Path) -> None:
     """A forger's answer is never a right one: not on tasks whose answer is 0, 1 or A (the
     GSM8K test set has answers 0 and 1, and a written "0" would have scored)."""
