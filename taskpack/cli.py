@@ -1071,3 +1071,198 @@ def _quiet_libraries(quiet: bool) -> None:
         os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
         if "datasets" in sys.modules:
             sys.modules["datasets"].disable_progress_bars()
+
+
+# --- curation: each step reports, and with --drop writes a version recording its lineage ------
+
+
+def _step_output(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every curation step shares: what to do with what it found."""
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+        click.option(
+            "--drop",
+            is_flag=True,
+            help="Write the set without what was found, as a new version (needs -o).",
+        ),
+        click.option("-o", "--output", type=click.Path(path_type=Path), help="Folder for --drop."),
+        click.option("--version", "version", help="Its version (default: the next minor)."),
+        click.option("--publish", is_flag=True, help="Also publish it to --registry."),
+        click.option("--force", is_flag=True, help="Replace OUTPUT if it exists."),
+        registry_option,
+        json_option,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _finish_step(
+    report: Any,
+    found: str,
+    drop: bool,
+    output: Path | None,
+    version: str | None,
+    publish: bool,
+    force: bool,
+    registry: str | None,
+    as_json: bool,
+) -> None:
+    """Print what a step dropped per split and, with --drop, write (and publish) the rest."""
+    from taskpack.curation import keep, next_version
+
+    m = report.taskset.manifest
+    counts = {s: len(report.dropped.get(s, [])) for s in m.splits}
+    if drop and output is None:
+        raise click.UsageError("--drop writes a new version: give its folder with -o")
+    written = None
+    if drop:
+        assert output is not None
+        version = version or next_version(m.version)
+        written = keep(
+            report.taskset,
+            report.kept(),
+            output,
+            version=version,
+            source=report.record,
+            overwrite=force,
+        )
+        if publish:
+            from taskpack.registry.client import publish as publish_taskset
+
+            publish_taskset(output, registry=registry)
+    if as_json:
+        out = {**report.record, "tasks": {s: i.rows for s, i in m.splits.items()}}
+        if written is not None:
+            out["written"] = {"ref": written.ref, "digest": written.digest, "path": str(output)}
+        _echo_json(out)
+        return
+    for split, info in m.splits.items():
+        click.echo(
+            f"{split}: {info.rows} tasks, {counts[split]} {found}, {info.rows - counts[split]} kept"
+        )
+    if written is not None:
+        where = f"{output}" + (" and the registry" if publish else "")
+        click.echo(f"wrote {written.ref} ({written.digest}) to {where}")
+
+
+@main.command()
+@click.argument("target")
+@click.option(
+    "--against",
+    "refs",
+    multiple=True,
+    required=True,
+    help="A reference set (folder or NAME@VERSION), e.g. a benchmark; repeatable.",
+)
+@click.option("--ngram", default=8, show_default=True, help="Words per n-gram (13: GPT-3's).")
+@click.option("--split", "-s", "splits", multiple=True, help="Split to check (default: all).")
+@_step_output
+@_user_errors
+def decontaminate(
+    target: str,
+    refs: tuple[str, ...],
+    ngram: int,
+    splits: tuple[str, ...],
+    drop: bool,
+    output: Path | None,
+    version: str | None,
+    publish: bool,
+    force: bool,
+    registry: str | None,
+    as_json: bool,
+) -> None:
+    """Find the tasks of TARGET sharing a word n-gram of their normalised instruction (lower
+    case, whitespace collapsed) with any task of a reference set: one shared n-gram is a hit,
+    as in open-r1's decontaminate.py. Prints every hit with the n-gram and both ids."""
+    from taskpack.curation import decontaminate as find
+
+    report = find(target, refs, ngram=ngram, splits=splits or None, registry=registry)
+    if not as_json:
+        for hit in report.hits:
+            split, task_id = hit.key
+            click.echo(f"{split}/{task_id} ~ {'/'.join(hit.ref)}: {hit.ngram!r}")
+    _finish_step(report, "contaminated", drop, output, version, publish, force, registry, as_json)
+
+
+@main.command()
+@click.argument("target")
+@click.option("--exact", is_flag=True, help="Exact duplicates only (no MinHash).")
+@click.option(
+    "--threshold",
+    default=0.8,
+    show_default=True,
+    help="Near duplicates: estimated Jaccard similarity of word 3-grams.",
+)
+@_step_output
+@_user_errors
+def dedup(
+    target: str,
+    exact: bool,
+    threshold: float,
+    drop: bool,
+    output: Path | None,
+    version: str | None,
+    publish: bool,
+    force: bool,
+    registry: str | None,
+    as_json: bool,
+) -> None:
+    """Find duplicate tasks within each split of TARGET: the same normalised instruction and
+    answer, and (unless --exact) near duplicates by MinHash LSH. Prints each cluster; --drop
+    keeps the first task of each."""
+    from taskpack.curation import dedup as find
+
+    report = find(target, near=not exact, threshold=threshold, registry=registry)
+    if not as_json:
+        for cluster in report.clusters:
+            click.echo(f"{cluster[0][0]}: " + ", ".join(task_id for _, task_id in cluster))
+    _finish_step(report, "duplicates", drop, output, version, publish, force, registry, as_json)
+
+
+@main.command()
+@click.argument("target")
+@registry_option
+@json_option
+@_user_errors
+def lineage(target: str, registry: str | None, as_json: bool) -> None:
+    """What TARGET (a folder or NAME@VERSION) was made from, back to its source files: each
+    version's operation, options and inputs, found by digest in the registry or at the
+    folder they were read from."""
+    from taskpack.curation import entries
+    from taskpack.curation import lineage as chain
+
+    links = list(chain(target, registry=registry))
+    if as_json:
+        _echo_json(
+            [
+                {
+                    "depth": link.depth,
+                    **link.entry,
+                    "source": link.manifest.source if link.manifest else None,
+                }
+                for link in links
+            ]
+        )
+        return
+    for link in links:
+        pad = "  " * link.depth
+        if link.manifest is None:
+            click.echo(f"{pad}{link.entry.get('ref')} {link.entry.get('digest')} (not found here)")
+            continue
+        source = link.manifest.source
+        what = str(source.get("operation", "made")) if source else "no lineage recorded"
+        options = source.get("options") if source else None
+        shown = f" {json.dumps(options, sort_keys=True)}" if options else ""
+        click.echo(f"{pad}{link.manifest.ref} {link.manifest.digest}: {what}{shown}")
+        for entry in entries(source, "checked_against"):
+            splits = ",".join(entry.get("splits") or [])
+            click.echo(f"{pad}  checked against {entry.get('ref')}:{splits} {entry.get('digest')}")
+        dropped = source.get("dropped")
+        if isinstance(dropped, dict):
+            gone = ", ".join(
+                f"{s}: {len(ids)}" for s, ids in dropped.items() if isinstance(ids, list)
+            )
+            click.echo(f"{pad}  dropped {gone or 'nothing'}")
+        for entry in entries(source, "files"):
+            sha = f" sha256:{entry['sha256']}" if entry.get("sha256") else ""
+            click.echo(f"{pad}  {entry.get('split')}: {entry.get('uri')}{sha}")

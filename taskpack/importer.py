@@ -23,6 +23,7 @@ from taskpack.converters import read_records, reader
 from taskpack.converters._source import Record
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, SplitInfo, Task
+from taskpack.objects import file_sha256
 from taskpack.rows import coerce_task
 from taskpack.taskset import TaskSetWriter
 
@@ -163,9 +164,12 @@ def import_sources(
     """
     reader(fmt)  # an unknown format fails before anything is written
     skipped: list[dict[str, Any]] | None = [] if skip_invalid else None
-    meta.setdefault("source", {"format": fmt})
+    source = {"operation": "convert", "format": fmt, **meta.pop("source", {})}
+    if options:
+        source["options"] = dict(options)
     try:
-        with TaskSetWriter(target, **meta) as writer:
+        with TaskSetWriter(target, **meta) as writer, ThreadPoolExecutor(1) as pool:
+            files = pool.submit(_read_from, sources)
             for split, uris in sources.items():
                 span = (lines or {}).get(split)
                 opts = dict(options or {})
@@ -180,11 +184,26 @@ def import_sources(
                         f"{', '.join(uris)}: every row was invalid; nothing written"
                         + (f" (reasons in {report})" if report is not None else "")
                     )
+            writer.record(**source, files=files.result())
     finally:
         if skip_invalid and report is not None:
             _write_report(Path(report), skipped or [])
     assert writer.manifest is not None
     return ImportResult(writer.manifest, skipped or [])
+
+
+def _read_from(sources: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """The lineage of an import: each source's split and location, with a local file's
+    sha256 (hashed on a thread of its own while the rows are converted)."""
+    out = []
+    for split, uris in sources.items():
+        for uri in uris:
+            entry: dict[str, Any] = {"split": split, "uri": uri}
+            if "://" not in uri and Path(uri).is_file():
+                entry["uri"] = os.path.abspath(uri)
+                entry["sha256"] = file_sha256(Path(uri))
+            out.append(entry)
+    return out
 
 
 def _write_columns(

@@ -91,11 +91,18 @@ class _SplitWriter:
         if target is not None:
             write_atomic(target, data)
 
-    def add_stored(self, ts: TaskSet, name: str, rows_checked: bool = False) -> None:
-        """Every row of split `name` of another task set, as stored (digests and large files
-        too), after the rows already added; its rows must chain to its digest first, each
-        row's content hashed again unless `rows_checked` (the caller knows who wrote them),
-        when the stored digests alone must chain."""
+    def add_stored(
+        self,
+        ts: TaskSet,
+        name: str,
+        rows_checked: bool = False,
+        keep: Sequence[int] | None = None,
+    ) -> None:
+        """Every row of split `name` of another task set (with `keep`, the rows at those
+        ascending positions), as stored (digests and large files too), after the rows already
+        added; its rows must chain to its digest first, each row's content hashed again unless
+        `rows_checked` (the caller knows who wrote them), when the stored digests alone must
+        chain."""
         split = ts.split(name)
         if split.version != FORMAT_VERSION:
             raise TaskpackError(f"split {split.name!r}: format version {split.version}; upgrade it")
@@ -108,9 +115,20 @@ class _SplitWriter:
         if problems:
             raise TaskpackError(f"{ts.where}: {problems[0]}")
         self._flush()
+        import numpy as np  # a subset's positions; not on the episode-start path
+
+        wanted = None if keep is None else np.asarray(keep, dtype=np.int64)
+        blobs: set[str] = set()
+        first = 0
         for table in split.row_groups():
-            self.add_table(table.select(SCHEMA.names).cast(SCHEMA))
-        for sha in split.info.blobs:
+            if wanted is not None:
+                lo, hi = np.searchsorted(wanted, [first, first + table.num_rows])
+                first += table.num_rows
+                table = table.take(wanted[lo:hi] - (first - table.num_rows))
+                blobs.update(_large_files(table))
+            if table.num_rows:
+                self.add_table(table.select(SCHEMA.names).cast(SCHEMA))
+        for sha in split.info.blobs if wanted is None else sorted(blobs & set(split.info.blobs)):
             target = self._new_blob(sha)
             if target is not None:
                 copy_atomic(ts.object(sha), target)
@@ -201,6 +219,15 @@ class _SplitWriter:
             self._writer.close()
 
 
+def _large_files(table: pa.Table) -> set[str]:
+    """The hashes of the large files (stored apart, not inline) that `table`'s rows name."""
+    import pyarrow.compute as pc
+
+    files = pc.list_flatten(table.column("files"))
+    large = pc.is_null(pc.struct_field(files, "data"))
+    return set(pc.filter(pc.struct_field(files, "sha256"), large).to_pylist())
+
+
 def _check_unique_ids(paths: Sequence[Path], split: str) -> None:
     ids = [chunk for path in paths for chunk in pq.read_table(path, columns=["id"])["id"].chunks]
     found = first_duplicate(pa.chunked_array(ids, pa.string()))
@@ -257,6 +284,13 @@ class TaskSetWriter:
                 self._commit(self._tmp)
         finally:
             remove_tree(self._tmp)
+
+    def record(self, operation: str, **details: Any) -> None:
+        """Record in the version's source how it was made (its lineage: the operation, its
+        inputs and options), stamped with the taskpack version that made it."""
+        from importlib.metadata import version
+
+        self._meta["source"].update(operation=operation, **details, taskpack=version("taskpack"))
 
     @property
     def written(self) -> Mapping[str, SplitInfo]:
