@@ -1228,8 +1228,8 @@ def lineage(target: str, registry: str | None, as_json: bool) -> None:
     """What TARGET (a folder or NAME@VERSION) was made from, back to its source files: each
     version's operation, options and inputs, found by digest in the registry or at the
     folder they were read from."""
-    from taskpack.curation import entries
     from taskpack.curation import lineage as chain
+    from taskpack.provenance import step_lines
 
     links = list(chain(target, registry=registry))
     if as_json:
@@ -1249,20 +1249,8 @@ def lineage(target: str, registry: str | None, as_json: bool) -> None:
         if link.manifest is None:
             click.echo(f"{pad}{link.entry.get('ref')} {link.entry.get('digest')} (not found here)")
             continue
-        source = link.manifest.source
-        what = str(source.get("operation", "made")) if source else "no lineage recorded"
-        options = source.get("options") if source else None
-        shown = f" {json.dumps(options, sort_keys=True)}" if options else ""
-        click.echo(f"{pad}{link.manifest.ref} {link.manifest.digest}: {what}{shown}")
-        for entry in entries(source, "checked_against"):
-            splits = ",".join(entry.get("splits") or [])
-            click.echo(f"{pad}  checked against {entry.get('ref')}:{splits} {entry.get('digest')}")
-        dropped = source.get("dropped")
-        if isinstance(dropped, dict):
-            gone = ", ".join(
-                f"{s}: {len(ids)}" for s, ids in dropped.items() if isinstance(ids, list)
-            )
-            click.echo(f"{pad}  dropped {gone or 'nothing'}")
-        for entry in entries(source, "files"):
-            sha = f" sha256:{entry['sha256']}" if entry.get("sha256") else ""
-            click.echo(f"{pad}  {entry.get('split')}: {entry.get('uri')}{sha}")
+        head, *rest = step_lines(link.manifest.source)
+        click.echo(f"{pad}{link.manifest.ref} {link.manifest.digest}: {head}")
+        for line in rest:
+            if not line.startswith("made from "):  # shown as the next links of the chain
+                click.echo(f"{pad}  {line}")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack.errors import TaskpackError
 from taskpack.overlap import Hit, contamination, exact_duplicates, near_duplicates, task_text
+from taskpack.provenance import entries
 from taskpack.registry.client import open as open_taskset
 from taskpack.taskset import TaskSet, TaskSetWriter
 
@@ -265,12 +266,6 @@ def _with_splits(
     if missing:
         raise TaskpackError(f"{head} has no split {', '.join(missing)} ({', '.join(ts.splits)})")
     return ts, names
-
-
-def entries(source: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
-    """The records listed under `key` of a manifest's source (inputs, files), if any."""
-    value = source.get(key)
-    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
 
 
 def _find(entry: Mapping[str, Any], registry: RegistryArg) -> TaskSet | None:

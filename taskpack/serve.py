@@ -331,9 +331,12 @@ class Api:
             f"<td><code>{html.escape(s.digest)}</code></td></tr>"
             for n, s in m.splits.items()
         )
+        from taskpack.provenance import step_lines
+
         body = (
             "<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
+            f"<h2>Lineage</h2>{viewer.pre(chr(10).join(step_lines(m.source)))}"
         )
         return self.page(f"{m.name}@{m.version}", body)
 

@@ -227,3 +227,28 @@ def test_a_missing_input_is_said_not_found(gsm8k: Path, tmp_path: Path) -> None:
     assert [link.manifest is None for link in chain] == [False, True]
     shown = CliRunner().invoke(main, ["lineage", str(tmp_path / "out")]).output
     assert "gsm8k@1.0.0 sha256:" in shown and "(not found here)" in shown
+
+
+def test_the_viewer_and_the_hub_card_show_the_lineage(gsm8k: Path, tmp_path: Path) -> None:
+    """The served home page shows the step and its inputs; the Hub's data card also lists the
+    contamination report, the first hits with both ids and the shared n-gram."""
+    import httpx
+
+    from taskpack.registry.hub import dataset_card
+    from taskpack.serve import Api, App, Catalog, background
+
+    report = decontaminate(gsm8k, [f"{gsm8k}:test"], splits=["train"])
+    keep(report.taskset, report.kept(), tmp_path / "clean", version="1.1.0", source=report.record)
+    clean = taskpack.open(tmp_path / "clean")
+    with background(App(api=Api(Catalog(clean)))) as url:
+        home = httpx.get(f"{url}/").text
+    assert "<h2>Lineage</h2>" in home and "decontaminate {&quot;ngram&quot;: 8" in home
+    assert f"made from gsm8k@1.0.0 {taskpack.open(gsm8k).manifest.digest}" in home
+    assert "dropped train: 70" in home
+    card = dataset_card(clean, "me")
+    assert "## Lineage" in card and "checked against gsm8k@1.0.0:test" in card
+    assert "### Contamination report (83 hits)" in card
+    assert "| train/train-00020 | gsm8k@1.0.0/test/test-00632 | bought stamps at" in card
+    assert "63 more in the manifest." in card
+    original = dataset_card(taskpack.open(gsm8k), "me")
+    assert "convert from gsm8k" in original and "train.jsonl sha256:17f347dc" in original

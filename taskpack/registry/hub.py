@@ -19,7 +19,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -476,6 +476,29 @@ def reward_kinds(ts: TaskSet) -> list[str]:
     return sorted(kinds)
 
 
+def _lineage_section(source: Mapping[str, Any], shown: int = 20) -> str:
+    """What the version was made from (`taskpack lineage` shows the whole chain) and, for a
+    decontaminated version, its contamination report: the first `shown` hits."""
+    from taskpack.provenance import entries, step_lines
+
+    text = "\n".join(step_lines(source))
+    out = f"## Lineage\n\n```\n{text}\n```\n"
+    hits = entries(source, "hits")
+    if hits:
+        rows = "\n".join(
+            f"| {h.get('split')}/{h.get('id')} | {h.get('ref')} | "
+            + str(h.get("ngram")).replace("|", "\\|")
+            + " |"
+            for h in hits[:shown]
+        )
+        more = f"\n\n{len(hits) - shown} more in the manifest." if len(hits) > shown else ""
+        out += (
+            f"\n### Contamination report ({len(hits)} hits)\n\n"
+            f"| task | reference | shared n-gram |\n| --- | --- | --- |\n{rows}{more}\n"
+        )
+    return out
+
+
 def dataset_card(ts: TaskSet, owner: str) -> str:
     """README.md, built with huggingface_hub's card classes: the metadata the Hub indexes
     (license, size and task categories, tags, and `configs` that make a plain
@@ -517,6 +540,7 @@ def dataset_card(ts: TaskSet, owner: str) -> str:
 - Content digest of this version: `{m.digest}`
 - Versions are git tags (`1.2.3`, semantic versioning); `main` holds the highest release.
 
+{_lineage_section(m.source)}
 Each row of `data/<split>.parquet` (what the viewer and `datasets` read) is one task: `id`,
 `digest`, `solution`, `files` (path, role, mode, size, sha256, bytes when small), and
 `prompt`, `answer`, `reward`, `rewards`, `tools`, `steps`, `environment`, `limits`, `source`,

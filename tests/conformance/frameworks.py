@@ -74,6 +74,8 @@ FRAMEWORKS = {
     "harbor": Framework(
         "3.12", ("harbor==0.26.0",), check="from harbor.models.task.task import Task"
     ),
+    # decon's Python bindings (Rust; Python 3.12 and later): bench/decontaminate.py's rival
+    "decon": Framework("3.12", ("decontaminate==0.3.0.post4",), check="import decon"),
     # The Hub backend under huggingface_hub 0.x, installed beside transformers 4.x (whose
     # whole line excludes huggingface_hub 1.x); taskpack from PYTHONPATH.
     "hub0": Framework(
