@@ -7,11 +7,13 @@
 
 Documents: GSM8K's train questions, `--copies` times over (each copy's words shuffled within
 a sentence but the first, so copies are different texts of the same size); references:
-GSM8K's test questions and HumanEval's prompts. taskpack and the plain code must find the
+GSM8K's test questions and HumanEval's prompts, `--planted` of them also copied verbatim
+into the documents (a hit every tool must find). taskpack and the plain code must find the
 same hits (checked); decon's rule differs (cl100k tokens, sampled n-grams, a score threshold),
 so its hits are printed as context, not compared. Each figure is the median of the rounds,
 timed inside the process that does the work: texts in memory for taskpack and the plain code,
-JSONL files read by decon (its only interface), interpreter start excluded for all.
+JSONL files read by decon (its only interface) with its default threads (one per core),
+interpreter start excluded for all.
 """
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ DECON = """
 import json, sys, time, decon
 train, evals, out = sys.argv[1:4]
 config = decon.Config(training_dir=train, evals_dir=evals, report_output_dir=out,
-                      ngram_size=int(sys.argv[4]), worker_threads=1)
+                      ngram_size=int(sys.argv[4]))
 start = time.perf_counter()
 decon.detect(config)
 seconds = time.perf_counter() - start
 import pathlib
-hits = sum(1 for p in pathlib.Path(out).rglob("*.jsonl") for _ in p.open())
+hits = sum(1 for p in pathlib.Path(out).rglob("*.jsonl") for line in p.open() if line.strip())
 print(json.dumps({"seconds": seconds, "hits": hits}))
 """
 
@@ -70,10 +72,12 @@ def plain(texts: dict[Any, str], refs: dict[Any, str], n: int) -> set[tuple[Any,
     return hits
 
 
-def documents(copies: int) -> dict[str, str]:
+def documents(copies: int, refs: dict[str, str], planted: int) -> dict[str, str]:
     rng = random.Random(0)
     rows = [json.loads(line)["question"] for line in (DATA / "gsm8k" / "train.jsonl").open()]
     docs = {f"train-{i}": q for i, q in enumerate(rows)}
+    for i, key in enumerate(rng.sample(sorted(refs), planted)):  # verbatim: every tool's hit
+        docs[f"planted-{i}"] = refs[key]
     for c in range(1, copies):
         for i, q in enumerate(rows):
             head, _, tail = q.partition(". ")
@@ -110,9 +114,18 @@ def decon_run(docs: dict[str, str], refs: dict[str, str], n: int) -> dict[str, A
                 row = {"doc_id": i, "question": text, "eval_key": key.split("-")[0]}
                 f.write(json.dumps(row) + "\n")
         run = subprocess.run(
-            [str(python), "-c", DECON, str(root / "train"), str(root / "evals"),
-             str(root / "out"), str(n)],
-            capture_output=True, text=True, check=True,
+            [
+                str(python),
+                "-c",
+                DECON,
+                str(root / "train"),
+                str(root / "evals"),
+                str(root / "out"),
+                str(n),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         return dict(json.loads(run.stdout.strip().splitlines()[-1]))
 
@@ -122,8 +135,10 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ngram", type=int, default=8)
+    parser.add_argument("--planted", type=int, default=20, help="References copied in verbatim.")
     args = parser.parse_args()
-    docs, refs = documents(args.copies), references()
+    refs = references()
+    docs = documents(args.copies, refs, args.planted)
     times: dict[str, list[float]] = {"taskpack": [], "plain Python": [], "decon": []}
     found: dict[str, int] = {}
     for _ in range(args.rounds):

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from taskpack.errors import TaskpackError
 
-_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd: each word moves the hash by a distinct step
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
+_INVERSE = np.uint64(pow(int(_MULTIPLIER), -1, 2**64))
+_BITMAP = 1 << 22  # bits of the references' window hashes, tested before any lookup
 
 
 def words(text: str) -> list[str]:
@@ -51,28 +53,62 @@ class Hit:
     ngram: str
 
 
+# str.split()'s whitespace: ASCII's (and \x1c-\x1f) as bytes; the rest, rare, made spaces first
+_SPACE_BYTES = np.zeros(256, bool)
+_SPACE_BYTES[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+_WIDE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
 class _Windows:
     """Every window of `n` words lying inside one text of a list of texts: where it starts,
-    which text it is in, and its hash (a polynomial over the words' hashes)."""
+    which text it is in, and its hash. The texts are read as one UTF-8 buffer, never as word
+    strings: a word's hash is a polynomial over its bytes (prefix sums times powers of an odd
+    multiplier and its inverse modulo 2**64), a window's a polynomial over its words'."""
 
-    def __init__(self, texts: Sequence[list[str]], n: int) -> None:
-        self.words = list(chain.from_iterable(texts))
-        lengths = np.fromiter(map(len, texts), np.int64, len(texts))
-        count = max(len(self.words) - n + 1, 0)
-        word_hashes = np.fromiter(map(hash, self.words), np.int64, len(self.words))
-        word_hashes = word_hashes.view(np.uint64)
+    def __init__(self, texts: Sequence[str], n: int) -> None:
+        lowered = [t.lower() for t in texts]
+        lowered = [t if t.isascii() else _WIDE_SPACE.sub(" ", t) for t in lowered]
+        joined = "\n".join(lowered)
+        self.data = joined.encode()
+        if len(self.data) == len(joined):
+            sizes = np.fromiter(map(len, lowered), np.int64, len(lowered))
+        else:
+            sizes = np.fromiter((len(t.encode()) for t in lowered), np.int64, len(lowered))
+        text_starts = np.concatenate([[0], np.cumsum(sizes + 1)[:-1]])
+        raw = np.frombuffer(self.data, np.uint8)
+        space = np.concatenate([[True], _SPACE_BYTES[raw], [True]])
+        self.word_starts = np.nonzero(space[:-2] & ~space[1:-1])[0]
+        self.word_ends = np.nonzero(~space[1:-1] & space[2:])[0] + 1
+        word_hashes = _hash_spans(raw, self.word_starts, self.word_ends)
+        first_byte = np.zeros(len(raw), np.int64)
+        first_byte[text_starts[1:]] = 1  # a text's first byte: every word after is the next text's
+        text = np.cumsum(first_byte)[self.word_starts]
+        count = max(len(word_hashes) - n + 1, 0)
         hashes = np.zeros(count, np.uint64)
         with np.errstate(over="ignore"):
             for k in range(n):
                 hashes = hashes * _MULTIPLIER + word_hashes[k : k + count]
-        doc = np.repeat(np.arange(len(texts)), lengths)[:count]
-        ends = np.cumsum(lengths)
-        whole = np.nonzero(np.arange(count) + n <= ends[doc])[0] if count else doc
-        self.starts, self.doc, self.hashes = whole, doc[whole], hashes[whole]
+        whole = np.nonzero(text[:count] == text[n - 1 : n - 1 + count])[0]
+        self.starts, self.doc, self.hashes = whole, text[whole], hashes[whole]
 
     def ngram(self, i: int, n: int) -> list[str]:
-        start = int(self.starts[i])
-        return self.words[start : start + n]
+        first = int(self.starts[i])
+        span = self.data[self.word_starts[first] : self.word_ends[first + n - 1]]
+        return span.decode().split()
+
+
+def _hash_spans(raw: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """sum(raw[j] * M**(end-1-j) for j in span) mod 2**64 for every span: with I the
+    inverse of M, that is M**(end-1) * (C[end] - C[start]) where C is the prefix sum of
+    raw[j] * I**j."""
+    size = len(raw) + 1
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(size, _MULTIPLIER, np.uint64))  # M**(j+1)
+        inverses = np.cumprod(np.full(size, _INVERSE, np.uint64))  # I**(j+1)
+        scaled = np.concatenate([[np.uint64(0)], np.cumsum(raw * inverses[:-1]) * _MULTIPLIER])
+        # scaled[j] = sum(raw[:j] * I**(0..j-1)); M**(end-1) = powers[end-2] (M**0 = 1)
+        lead = np.where(ends >= 2, powers[np.maximum(ends - 2, 0)], np.uint64(1))
+        return (scaled[ends] - scaled[starts]) * lead
 
 
 def contamination(texts: Mapping[Any, str], refs: Mapping[Any, str], n: int = 8) -> list[Hit]:
@@ -80,14 +116,17 @@ def contamination(texts: Mapping[Any, str], refs: Mapping[Any, str], n: int = 8)
     text, in the order of `texts` then of `refs`."""
     if n < 1:
         raise TaskpackError(f"n-grams of {n} words: n must be at least 1")
-    theirs = _Windows([words(t) for t in refs.values()], n)
-    ours = _Windows([words(t) for t in texts.values()], n)
+    theirs, ours = _Windows(list(refs.values()), n), _Windows(list(texts.values()), n)
     order = np.argsort(theirs.hashes, kind="stable")
     sorted_hashes = theirs.hashes[order]
-    lo = np.searchsorted(sorted_hashes, ours.hashes)
-    found = np.nonzero(sorted_hashes[np.minimum(lo, len(order) - 1)] == ours.hashes)[0]
-    if not len(order):
-        found = found[:0]
+    # A bitmap of the references' hashes' low bits first: most windows are no candidate, and
+    # only the candidates are looked up in the sorted hashes.
+    seen = np.zeros(_BITMAP, bool)
+    seen[theirs.hashes & np.uint64(_BITMAP - 1)] = True
+    found = np.nonzero(seen[ours.hashes & np.uint64(_BITMAP - 1)])[0]
+    lo = np.zeros(len(ours.hashes), np.int64)
+    lo[found] = np.searchsorted(sorted_hashes, ours.hashes[found])
+    found = found[sorted_hashes[np.minimum(lo[found], len(order) - 1)] == ours.hashes[found]]
     names, ref_names = list(texts), list(refs)
     first: dict[tuple[int, int], str] = {}  # (text, ref) -> the first n-gram they share
     for i in found.tolist():
