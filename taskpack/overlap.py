@@ -80,9 +80,9 @@ class _Windows:
         self.word_starts = np.nonzero(space[:-2] & ~space[1:-1])[0]
         self.word_ends = np.nonzero(~space[1:-1] & space[2:])[0] + 1
         word_hashes = _hash_spans(raw, self.word_starts, self.word_ends)
-        first_byte = np.zeros(len(raw), np.int64)
-        first_byte[text_starts[1:]] = 1  # a text's first byte: every word after is the next text's
-        text = np.cumsum(first_byte)[self.word_starts]
+        # how many texts start at each byte (empty ones share one): a word's text is their sum
+        begun = np.bincount(text_starts[1:], minlength=len(raw) + 1)
+        text = np.cumsum(begun)[self.word_starts]
         count = max(len(word_hashes) - n + 1, 0)
         hashes = np.zeros(count, np.uint64)
         with np.errstate(over="ignore"):

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 import taskpack
@@ -252,3 +254,28 @@ def test_the_viewer_and_the_hub_card_show_the_lineage(gsm8k: Path, tmp_path: Pat
     assert "63 more in the manifest." in card
     original = dataset_card(taskpack.open(gsm8k), "me")
     assert "convert from gsm8k" in original and "train.jsonl sha256:17f347dc" in original
+
+
+WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if len(f"a{c}b".split()) == 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.sampled_from(list("aAbBİΣσ") + list(WHITESPACE) + ["é", "ß"]), max_size=40
+        ),
+        max_size=6,
+    ),
+    st.lists(
+        st.text(alphabet=st.sampled_from(list("aAbBİΣσ ") + ["\u3000", "\x85"]), max_size=40),
+        max_size=6,
+    ),
+    st.integers(1, 4),
+)
+def test_hits_equal_the_plain_rule_on_any_text(texts: list[str], refs: list[str], n: int) -> None:
+    """Every whitespace str.split() knows, letters whose lower case changes length or shape."""
+    ours = {f"t{i}": t for i, t in enumerate(texts)}
+    theirs = {f"r{i}": t for i, t in enumerate(refs)}
+    hits = contamination(ours, theirs, n)
+    assert {(h.key, h.ref): h.ngram for h in hits} == plain_hits(ours, theirs, n)
