@@ -1085,6 +1085,7 @@ def _step_output(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Write the set without what was found, as a new version (needs -o).",
         ),
         click.option("-o", "--output", type=click.Path(path_type=Path), help="Folder for --drop."),
+        click.option("--name", "name", help="Its name (default: the set's own)."),
         click.option("--version", "version", help="Its version (default: the next minor)."),
         click.option("--publish", is_flag=True, help="Also publish it to --registry."),
         click.option("--force", is_flag=True, help="Replace OUTPUT if it exists."),
@@ -1099,8 +1100,10 @@ def _step_output(command: Callable[..., Any]) -> Callable[..., Any]:
 def _finish_step(
     report: Any,
     found: str,
+    *,
     drop: bool,
     output: Path | None,
+    name: str | None,
     version: str | None,
     publish: bool,
     force: bool,
@@ -1122,6 +1125,7 @@ def _finish_step(
             report.taskset,
             report.kept(),
             output,
+            name=name,
             version=version,
             source=report.record,
             overwrite=force,
@@ -1136,7 +1140,11 @@ def _finish_step(
             out["written"] = {"ref": written.ref, "digest": written.digest, "path": str(output)}
         _echo_json(out)
         return
+    checked = report.record["options"].get("splits") or list(m.splits)
     for split, info in m.splits.items():
+        if split not in checked:
+            click.echo(f"{split}: {info.rows} tasks, not checked, all kept")
+            continue
         click.echo(
             f"{split}: {info.rows} tasks, {counts[split]} {found}, {info.rows - counts[split]} kept"
         )
@@ -1159,29 +1167,19 @@ def _finish_step(
 @_step_output
 @_user_errors
 def decontaminate(
-    target: str,
-    refs: tuple[str, ...],
-    ngram: int,
-    splits: tuple[str, ...],
-    drop: bool,
-    output: Path | None,
-    version: str | None,
-    publish: bool,
-    force: bool,
-    registry: str | None,
-    as_json: bool,
+    target: str, refs: tuple[str, ...], ngram: int, splits: tuple[str, ...], **step: Any
 ) -> None:
     """Find the tasks of TARGET sharing a word n-gram of their normalised instruction (lower
     case, whitespace collapsed) with any task of a reference set: one shared n-gram is a hit,
     as in open-r1's decontaminate.py. Prints every hit with the n-gram and both ids."""
     from taskpack.curation import decontaminate as find
 
-    report = find(target, refs, ngram=ngram, splits=splits or None, registry=registry)
-    if not as_json:
+    report = find(target, refs, ngram=ngram, splits=splits or None, registry=step["registry"])
+    if not step["as_json"]:
         for hit in report.hits:
             split, task_id = hit.key
             click.echo(f"{split}/{task_id} ~ {'/'.join(hit.ref)}: {hit.ngram!r}")
-    _finish_step(report, "contaminated", drop, output, version, publish, force, registry, as_json)
+    _finish_step(report, "contaminated", **step)
 
 
 @main.command()
@@ -1195,28 +1193,17 @@ def decontaminate(
 )
 @_step_output
 @_user_errors
-def dedup(
-    target: str,
-    exact: bool,
-    threshold: float,
-    drop: bool,
-    output: Path | None,
-    version: str | None,
-    publish: bool,
-    force: bool,
-    registry: str | None,
-    as_json: bool,
-) -> None:
+def dedup(target: str, exact: bool, threshold: float, **step: Any) -> None:
     """Find duplicate tasks within each split of TARGET: the same normalised instruction and
     answer, and (unless --exact) near duplicates by MinHash LSH. Prints each cluster; --drop
     keeps the first task of each."""
     from taskpack.curation import dedup as find
 
-    report = find(target, near=not exact, threshold=threshold, registry=registry)
-    if not as_json:
+    report = find(target, near=not exact, threshold=threshold, registry=step["registry"])
+    if not step["as_json"]:
         for cluster in report.clusters:
             click.echo(f"{cluster[0][0]}: " + ", ".join(task_id for _, task_id in cluster))
-    _finish_step(report, "duplicates", drop, output, version, publish, force, registry, as_json)
+    _finish_step(report, "duplicates", **step)
 
 
 @main.command()

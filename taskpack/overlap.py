@@ -108,7 +108,8 @@ def _hash_spans(raw: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nda
         scaled = np.concatenate([[np.uint64(0)], np.cumsum(raw * inverses[:-1]) * _MULTIPLIER])
         # scaled[j] = sum(raw[:j] * I**(0..j-1)); M**(end-1) = powers[end-2] (M**0 = 1)
         lead = np.where(ends >= 2, powers[np.maximum(ends - 2, 0)], np.uint64(1))
-        return (scaled[ends] - scaled[starts]) * lead
+        hashes: np.ndarray = (scaled[ends] - scaled[starts]) * lead
+    return hashes
 
 
 def contamination(texts: Mapping[Any, str], refs: Mapping[Any, str], n: int = 8) -> list[Hit]:

@@ -279,3 +279,16 @@ def test_hits_equal_the_plain_rule_on_any_text(texts: list[str], refs: list[str]
     theirs = {f"r{i}": t for i, t in enumerate(refs)}
     hits = contamination(ours, theirs, n)
     assert {(h.key, h.ref): h.ngram for h in hits} == plain_hits(ours, theirs, n)
+
+
+def test_the_cli_says_what_it_did_not_check_and_what_drop_needs(gsm8k: Path) -> None:
+    runner = CliRunner()
+    args = ["decontaminate", str(gsm8k), "-s", "train", "--against", f"{gsm8k}:test"]
+    shown = runner.invoke(main, args)
+    assert shown.exit_code == 0 and "test: 1319 tasks, not checked, all kept" in shown.output
+    refused = runner.invoke(main, [*args, "--drop"])
+    assert refused.exit_code == 2 and "give its folder with -o" in refused.output
+    as_json = json.loads(runner.invoke(main, [*args, "--json"]).output)
+    assert as_json["operation"] == "decontaminate" and len(as_json["dropped"]["train"]) == 70
+    missing = runner.invoke(main, ["decontaminate", str(gsm8k), "--against", f"{gsm8k}:dev"])
+    assert missing.exit_code == 1 and "has no split dev (train, test)" in missing.output
