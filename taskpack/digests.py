@@ -59,7 +59,15 @@ def chains_to(task_digests: list[str], split_digest: str) -> bool:
     return chain.value == split_digest
 
 
-def version_digest(splits: dict[str, str], format_version: int = FORMAT_VERSION) -> str:
-    """The Merkle root over split digests: content only, not name, time or storage."""
-    body = canonical_json({"format_version": format_version, "splits": splits})
-    return "sha256:" + hashlib.sha256(body).hexdigest()
+def version_digest(
+    splits: dict[str, str],
+    format_version: int = FORMAT_VERSION,
+    annotations: dict[str, str] | None = None,
+) -> str:
+    """The Merkle root over split digests, and over the digests of the splits' annotations
+    (pass rates: facts about the tasks, not part of them) when there are any: content only,
+    not name, time or storage. A version without annotations keeps the digest it always had."""
+    body: dict[str, Any] = {"format_version": format_version, "splits": splits}
+    if annotations:
+        body["annotations"] = annotations
+    return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()

@@ -11,7 +11,6 @@ pulled from a registry):
 from __future__ import annotations
 
 from taskpack._fs import check_regular
-from taskpack.digests import version_digest
 from taskpack.errors import TaskpackError, describe_error
 from taskpack.objects import file_sha256
 from taskpack.rows import check_split, validated_task_from_row
@@ -68,6 +67,22 @@ def verify_objects(ts: TaskSet) -> list[str]:
     return problems
 
 
+def annotation_problems(ts: TaskSet) -> list[str]:
+    """Each split's annotations read back: their digest, counts and task ids."""
+    from taskpack import passrates
+
+    problems = []
+    for name, notes in ts.manifest.annotations.items():
+        try:
+            rows = ts.annotations(name)
+        except (OSError, TaskpackError, ValueError) as e:
+            problems.append(f"annotations of split {name!r}: {e}")
+            continue
+        ids = ts.split(name).ids()
+        problems += [f"split {name!r}: {p}" for p in passrates.problems(rows, notes.digest, ids)]
+    return problems
+
+
 def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
     """Problems a reader would meet in any split (see `check_split`), and the version digest
     checked against the split digests."""
@@ -82,6 +97,7 @@ def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
         problems += check_split(parquets, name, info, m.format_version, limit)
         if len(problems) >= limit:
             return problems[:limit]
-    if version_digest({n: s.digest for n, s in m.splits.items()}, m.format_version) != m.digest:
+    problems += annotation_problems(ts)
+    if m.expected_digest() != m.digest:
         problems.append(f"manifest digest {m.digest} does not match the splits")
     return problems[:limit]

@@ -556,6 +556,21 @@ class SplitInfo(_Model, records.SplitInfo):
         return {k: v for k, v in data.items() if k not in drop}
 
 
+class Annotations(_Model, records.Annotations):
+    """A split's annotations: per task and per model and sampling settings, the rollouts'
+    count, how many succeeded and their mean reward, in one Parquet file. They are covered by
+    the version's digest and by none of the tasks': the tasks did not change."""
+
+    path: RelPath
+    rows: int = Field(ge=0)
+    bytes: int = Field(ge=0)
+    sha256: Sha256 = Field(description="Hash of the Parquet file's bytes: its storage address.")
+    digest: Annotated[str, Field(pattern=DIGEST)] = Field(
+        description="sha256 over the canonical JSON of the rows, sorted: what they say, not "
+        "how they are stored."
+    )
+
+
 class Manifest(_Model, records.Manifest):
     format_version: Literal[1, 2] = FORMAT_VERSION
     name: Annotated[str, Field(pattern=NAME)]
@@ -566,3 +581,22 @@ class Manifest(_Model, records.Manifest):
     digest: Annotated[str, Field(pattern=DIGEST)]
     splits: dict[Annotated[str, Field(pattern=NAME)], SplitInfo]
     source: dict[str, JsonValue] = Field(default_factory=dict)
+    annotations: dict[Annotated[str, Field(pattern=NAME)], Annotations] = Field(
+        default_factory=dict,
+        description="Per split, pass rates from rollouts (`taskpack annotate`), if any.",
+    )
+
+    @model_validator(mode="after")
+    def _annotates_its_splits(self) -> "Manifest":
+        unknown = sorted(set(self.annotations) - set(self.splits))
+        if unknown:
+            raise ValueError(f"annotations of split(s) it does not have: {', '.join(unknown)}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _no_empty_annotations(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A version without annotations keeps the manifest it always had."""
+        data: dict[str, Any] = dump(self)
+        if not data.get("annotations"):
+            data.pop("annotations", None)
+        return data

@@ -455,6 +455,15 @@ class SplitInfo(Record):
         return {k: v for k, v in super()._fields().items() if k not in drop}
 
 
+class Annotations(Record):
+    if TYPE_CHECKING:
+        path: str
+        rows: int
+        bytes: int
+        sha256: str
+        digest: str
+
+
 class Manifest(Record):
     if TYPE_CHECKING:
         format_version: int
@@ -462,6 +471,15 @@ class Manifest(Record):
         version: str
         digest: str
         splits: Mapping[str, SplitInfo]
+        annotations: Mapping[str, Annotations]
+
+    def expected_digest(self) -> str:
+        """The digest this manifest's splits and annotations chain to (its `digest`, if whole)."""
+        from taskpack.digests import version_digest
+
+        splits = {n: s.digest for n, s in self.splits.items()}
+        notes = {n: a.digest for n, a in self.annotations.items()}
+        return version_digest(splits, self.format_version, notes)
 
     def objects(self, splits: Iterable[str] | None = None, *, blobs: bool = True) -> dict[str, str]:
         """Bytes hash -> path inside the version, of every object a reader may fetch (split
@@ -476,6 +494,8 @@ class Manifest(Record):
                 found[part.sha256] = part.path
             for sha in info.blobs if blobs else ():
                 found[sha] = blob_relpath(sha)
+            if name in self.annotations:
+                found[self.annotations[name].sha256] = self.annotations[name].path
         return dict(sorted(found.items()))
 
     @property
@@ -613,4 +633,5 @@ def stored_manifest(data: bytes) -> Manifest:
         info.setdefault("sha256", None)
         info["parts"] = [_new(SplitPart, part) for part in info.get("parts", ())]  # as the model
     raw["splits"] = {name: _new(SplitInfo, info) for name, info in raw["splits"].items()}
+    raw["annotations"] = {n: _new(Annotations, a) for n, a in raw.get("annotations", {}).items()}
     return _new(Manifest, raw)

@@ -270,6 +270,8 @@ class TaskSetWriter:
             "source": dict(source or {}),
         }
         self._splits: dict[str, SplitInfo] = {}
+        self._notes: dict[str, Any] = {}  # split -> model.Annotations
+        self._noted: dict[str, set[str]] = {}  # split -> the task ids its annotations name
         self._tmp: Path | None = None
         self.manifest: Manifest | None = None
 
@@ -327,13 +329,48 @@ class TaskSetWriter:
         self._splits[writer.name] = info
         return info
 
+    def annotate(self, name: str, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Store split `name`'s annotations (see `taskpack.passrates`): rows of task id,
+        model, settings, count, correct and mean; every id must be a task of the split, which
+        is checked when the set is committed."""
+        from taskpack import passrates
+        from taskpack.model import Annotations
+
+        assert self._tmp is not None, "use TaskSetWriter as a context manager"
+        _check_pattern("split name", name, NAME)
+        ordered = passrates.sorted_rows(rows)
+        if not ordered:
+            return
+        path = self._tmp / "annotations" / f"{name}.parquet"
+        passrates.write(path, ordered)
+        self._notes[name] = Annotations(
+            path=f"annotations/{name}.parquet",
+            rows=len(ordered),
+            bytes=path.stat().st_size,
+            sha256=file_sha256(path),
+            digest=passrates.digest(ordered),
+        )
+        self._noted[name] = {row["id"] for row in ordered}
+
     def _commit(self, tmp: Path) -> None:
         if not self._splits:
             raise TaskpackError("a task set needs at least one split")
-        digest = version_digest({n: s.digest for n, s in self._splits.items()})
+        for name, ids in self._noted.items():
+            if name not in self._splits:
+                raise TaskpackError(f"annotations of split {name!r}, which was not written")
+            info = self._splits[name]
+            stored = Split(name, info, [tmp / part.path for part in info.files()], None)
+            strangers = ids - set(stored.ids())
+            if strangers:
+                shown = ", ".join(sorted(strangers)[:5])
+                raise TaskpackError(f"annotations of tasks not in split {name!r}: {shown}")
+        notes = {n: a.digest for n, a in self._notes.items()}
+        digest = version_digest({n: s.digest for n, s in self._splits.items()}, annotations=notes)
         from taskpack.model import Manifest
 
-        manifest = Manifest(digest=digest, splits=self._splits, **self._meta)
+        manifest = Manifest(
+            digest=digest, splits=self._splits, annotations=self._notes, **self._meta
+        )
         (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _replace_dir(tmp, self.target)
         self.manifest = manifest
@@ -758,6 +795,14 @@ class TaskSet:
         split = Split(name, info, parquets, self.read_blob, self.manifest.format_version)
         split.rows_checked = self.objects.rows_checked
         return split
+
+    def annotations(self, name: str) -> list[dict[str, Any]]:
+        """Split `name`'s annotations (pass rates; see `taskpack.passrates`): [] if none."""
+        from taskpack import passrates
+
+        self.info(name)  # an unknown split is an error, not "no annotations"
+        notes = self.manifest.annotations.get(name)
+        return passrates.read(self.object(notes.sha256)) if notes is not None else []
 
     def read_blob(self, sha: str) -> bytes:
         try:

@@ -11,7 +11,6 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from taskpack.digests import version_digest
 from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.objects import Progress
 from taskpack.registry.location import Location
@@ -74,8 +73,7 @@ class Registry(ABC):
             raise TaskpackError(f"{where} is invalid: {e}") from None
         if (m.name, m.version) != (name, version):
             raise TaskpackError(f"{where} says it is {m.name}@{m.version}; refused")
-        splits = {n: s.digest for n, s in m.splits.items()}
-        if version_digest(splits, m.format_version) != m.digest:
+        if m.expected_digest() != m.digest:
             raise TaskpackError(f"{where}: digest {m.digest} is not its splits' digest; refused")
         return m
 
