@@ -1084,7 +1084,9 @@ def _step_output(command: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Write the set without what was found, as a new version (needs -o).",
         ),
-        click.option("-o", "--output", type=click.Path(path_type=Path), help="Folder for --drop."),
+        click.option(
+            "-o", "--output", type=click.Path(path_type=Path), help="Write the new version here."
+        ),
         click.option("--name", "name", help="Its name (default: the set's own)."),
         click.option("--version", "version", help="Its version (default: the next minor)."),
         click.option("--publish", is_flag=True, help="Also publish it to --registry."),
@@ -1097,9 +1099,23 @@ def _step_output(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def _dropped_lines(report: Any, found: str) -> list[str]:
+    """Per split: its tasks, how many the step found (dropped with -o), how many it keeps."""
+    m = report.taskset.manifest
+    checked = report.record["options"].get("splits") or list(m.splits)
+    lines = []
+    for split, info in m.splits.items():
+        gone = len(report.dropped.get(split, []))
+        if split not in checked:
+            lines.append(f"{split}: {info.rows} tasks, not checked, all kept")
+        else:
+            lines.append(f"{split}: {info.rows} tasks, {gone} {found}, {info.rows - gone} kept")
+    return lines
+
+
 def _finish_step(
     report: Any,
-    found: str,
+    lines: list[str],
     *,
     drop: bool,
     output: Path | None,
@@ -1110,25 +1126,27 @@ def _finish_step(
     registry: str | None,
     as_json: bool,
 ) -> None:
-    """Print what a step dropped per split and, with --drop, write (and publish) the rest."""
+    """Print a step's summary `lines` (or its record, with --json) and, with -o, write the
+    new version it makes (and with --publish, publish it)."""
     from taskpack.curation import keep, next_version
 
     m = report.taskset.manifest
-    counts = {s: len(report.dropped.get(s, [])) for s in m.splits}
     if drop and output is None:
         raise click.UsageError("--drop writes a new version: give its folder with -o")
+    if not as_json:
+        for line in lines:
+            click.echo(line)
     written = None
-    if drop:
-        assert output is not None
-        version = version or next_version(m.version)
+    if output is not None:
         written = keep(
             report.taskset,
             report.kept(),
             output,
             name=name,
-            version=version,
+            version=version or next_version(m.version),
             source=report.record,
             overwrite=force,
+            annotations=report.annotations(),
         )
         if publish:
             from taskpack.registry.client import publish as publish_taskset
@@ -1140,14 +1158,6 @@ def _finish_step(
             out["written"] = {"ref": written.ref, "digest": written.digest, "path": str(output)}
         _echo_json(out)
         return
-    checked = report.record["options"].get("splits") or list(m.splits)
-    for split, info in m.splits.items():
-        if split not in checked:
-            click.echo(f"{split}: {info.rows} tasks, not checked, all kept")
-            continue
-        click.echo(
-            f"{split}: {info.rows} tasks, {counts[split]} {found}, {info.rows - counts[split]} kept"
-        )
     if written is not None:
         where = f"{output}" + (" and the registry" if publish else "")
         click.echo(f"wrote {written.ref} ({written.digest}) to {where}")
@@ -1179,7 +1189,7 @@ def decontaminate(
         for hit in report.hits:
             split, task_id = hit.key
             click.echo(f"{split}/{task_id} ~ {'/'.join(hit.ref)}: {hit.ngram!r}")
-    _finish_step(report, "contaminated", **step)
+    _finish_step(report, _dropped_lines(report, "contaminated"), **step)
 
 
 @main.command()
@@ -1203,7 +1213,137 @@ def dedup(target: str, exact: bool, threshold: float, **step: Any) -> None:
     if not step["as_json"]:
         for cluster in report.clusters:
             click.echo(f"{cluster[0][0]}: " + ", ".join(task_id for _, task_id in cluster))
-    _finish_step(report, "duplicates", **step)
+    _finish_step(report, _dropped_lines(report, "duplicates"), **step)
+
+
+def _settings(pairs: tuple[str, ...]) -> dict[str, Any] | None:
+    """-S KEY=VALUE pairs (a value is JSON where it parses: n=16, temperature=0.7)."""
+    if not pairs:
+        return None
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"-S {pair!r}: expected KEY=VALUE")
+        try:
+            settings[key] = json.loads(value)
+        except ValueError:
+            settings[key] = value
+    return settings
+
+
+settings_option = click.option(
+    "-S",
+    "--settings",
+    "settings",
+    multiple=True,
+    help="A sampling setting, KEY=VALUE (n=16, temperature=0.7, max_tokens=4096); repeatable.",
+)
+
+
+@main.command()
+@click.argument("target")
+@click.argument("rollouts", nargs=-1, required=True)
+@click.option("--model", required=True, help="The model the rollouts sampled.")
+@settings_option
+@click.option(
+    "--success",
+    default=1.0,
+    show_default=True,
+    help="A rollout with this reward or more counts as solved.",
+)
+@click.option("--key", help="The field naming the task (default: id, task_id, ... or the text).")
+@_step_output
+@_user_errors
+def annotate(
+    target: str,
+    rollouts: tuple[str, ...],
+    model: str,
+    settings: tuple[str, ...],
+    success: float,
+    key: str | None,
+    **step: Any,
+) -> None:
+    """Pass rates of TARGET's tasks from ROLLOUTS files (JSONL, JSON or Parquet): one record
+    per rollout with an id and a `reward`, open-r1's `pass_rate_rewards` lists, or NeMo Gym's
+    reward profile. With -o, writes them into a new version: per task, model and settings, the
+    rollouts, the solved ones and the mean reward (the tasks and their digests unchanged)."""
+    from taskpack.curation import annotate as measure
+    from taskpack.curation import histogram
+
+    report = measure(
+        target,
+        rollouts,
+        model=model,
+        settings=_settings(settings),
+        success=success,
+        key=key,
+        registry=step["registry"],
+    )
+    counted = report.record["counted"]
+    lines = [
+        f"{counted['rollouts']} rollouts of {model} for {counted['tasks']} tasks"
+        + (f"; {len(report.unmatched)} names matched no task" if report.unmatched else "")
+    ]
+    setup = report.record["options"]["settings"]
+    from taskpack.passrates import settings_key
+
+    for split, rows in report.rows.items():
+        mine = [r for r in rows if (r["model"], r["settings"]) == (model, settings_key(setup))]
+        if mine:
+            total = report.taskset.manifest.splits[split].rows
+            lines.append(f"{split}: {len(mine)} of {total} tasks measured; pass rates:")
+            lines += histogram([r["correct"] / r["count"] for r in mine])
+    _finish_step(report, lines, **step)
+
+
+@main.command(name="filter")
+@click.argument("target")
+@click.option(
+    "--pass-rate",
+    "within",
+    required=True,
+    help="LOW..HIGH (0.1..0.9: what the model solves 10-90%% of the time), or a band: "
+    "unsolved, hard, medium, easy, solved.",
+)
+@click.option("--model", required=True, help="Whose pass rates.")
+@settings_option
+@click.option("--keep-unmeasured", is_flag=True, help="Keep tasks the model has no rollouts of.")
+@_step_output
+@_user_errors
+def filter_command(
+    target: str,
+    within: str,
+    model: str,
+    settings: tuple[str, ...],
+    keep_unmeasured: bool,
+    **step: Any,
+) -> None:
+    """Keep TARGET's tasks whose pass rate for MODEL lies in a band, as recorded by `taskpack
+    annotate`: prints each split's histogram and how many survive; -o writes them."""
+    from taskpack.curation import band, filter_pass_rate, histogram
+
+    report = filter_pass_rate(
+        target,
+        within,
+        model=model,
+        settings=_settings(settings),
+        keep_unmeasured=keep_unmeasured,
+        registry=step["registry"],
+    )
+    lines = []
+    for split, info in report.taskset.manifest.splits.items():
+        if split not in report.dropped:
+            lines.append(f"{split}: {info.rows} tasks, no pass rates of {model}, all kept")
+            continue
+        kept = info.rows - len(report.dropped[split])
+        unmeasured = report.unmeasured[split]
+        note = f", {unmeasured} not measured" if unmeasured else ""
+        lines.append(f"{split}: {info.rows} tasks{note}, {kept} kept ({within})")
+        lines += histogram(list(report.rates[split].values()), band(within))
+        if not kept:
+            lines.append(f"{split}: no task is left (a new version would be refused)")
+    _finish_step(report, lines, **step)
 
 
 @main.command()

@@ -12,9 +12,11 @@ follows the inputs back to where they were made from files.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskpack.errors import TaskpackError
@@ -68,6 +70,10 @@ class Report:
     taskset: TaskSet
     dropped: dict[str, list[str]]
     record: dict[str, Any] = field(default_factory=dict)
+
+    def annotations(self) -> dict[str, list[dict[str, Any]]] | None:
+        """The pass rates the new version holds per split (None: those the set has)."""
+        return None
 
     def kept(self) -> dict[str, list[int]]:
         """Per split, the positions of the tasks kept, ascending."""
@@ -185,10 +191,12 @@ def keep(
     source: Mapping[str, Any],
     name: str | None = None,
     overwrite: bool = False,
+    annotations: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> Manifest:
     """Write at `target` the tasks of `ts` at `positions` (per split, ascending) as stored,
-    as version `version` whose source is `source` (a step's record). A split left empty is
-    an error: a set that silently lost a split trains on something else."""
+    with their pass rates (`annotations`, default those `ts` has), as version `version` whose
+    source is `source` (a step's record). A split left empty is an error: a set that silently
+    lost a split trains on something else."""
     empty = [s for s in ts.splits if not positions.get(s)]
     if empty:
         raise TaskpackError(f"split(s) {', '.join(empty)} would be left empty; nothing was written")
@@ -205,8 +213,218 @@ def keep(
         for split in ts.splits:
             with writer.split(split) as out:
                 out.add_stored(ts, split, keep=positions[split])
+            ids = ts.split(split).ids()
+            kept = {ids[i] for i in positions[split]}
+            rows = annotations[split] if annotations is not None else ts.annotations(split)
+            writer.annotate(split, [row for row in rows if row["id"] in kept])
     assert writer.manifest is not None
     return writer.manifest
+
+
+@dataclass
+class PassRates(Report):
+    """What `annotate` measured: per split, the annotation rows of the new version, and the
+    names in the rollouts that matched no task."""
+
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unmatched: list[str] = field(default_factory=list)
+
+    def annotations(self) -> dict[str, list[dict[str, Any]]] | None:
+        return self.rows
+
+
+def annotate(
+    target: str | os.PathLike[str] | TaskSet,
+    rollouts: Sequence[str],
+    *,
+    model: str,
+    settings: Mapping[str, Any] | None = None,
+    success: float = 1.0,
+    key: str | None = None,
+    registry: RegistryArg = None,
+) -> PassRates:
+    """Pass rates of `model` (sampled with `settings`) from rollout files: per task, how many
+    rollouts, how many scored `success` or more, and their mean reward. They replace what the
+    set held for the same model and settings; other models' stay."""
+    from taskpack import passrates
+    from taskpack.objects import file_sha256
+    from taskpack.overlap import words
+    from taskpack.rollouts import rewards
+
+    ts = _open(target, registry)
+    by_id: dict[str, list[Key]] = {}
+    by_text: dict[str, list[Key]] = {}
+    for name in ts.splits:
+        for task in ts.split(name):
+            by_id.setdefault(task.id, []).append((name, task.id))
+            by_text.setdefault(" ".join(words(task_text(task))), []).append((name, task.id))
+    found: dict[Key, list[float]] = {}
+    unmatched: list[str] = []
+    count = 0
+    for kind, label, values in rewards(rollouts, key):
+        count += len(values)
+        keys = by_id.get(label) if kind == "id" else by_text.get(" ".join(words(label)))
+        if not keys:
+            unmatched.append(label if kind == "id" else label[:60])
+        for k in keys or ():
+            found.setdefault(k, []).extend(values)
+    if not found:
+        shown = ", ".join(repr(u) for u in unmatched[:3])
+        raise TaskpackError(f"no rollout names a task of {ts.manifest.ref} (first: {shown})")
+    setup = passrates.settings_key(settings or {})
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for name in ts.splits:
+        mine = [r for r in ts.annotations(name) if (r["model"], r["settings"]) != (model, setup)]
+        for (split, task_id), values in found.items():
+            if split == name:
+                mine.append(
+                    {
+                        "id": task_id,
+                        "model": model,
+                        "settings": setup,
+                        "count": len(values),
+                        "correct": sum(v >= success for v in values),
+                        "mean": sum(values) / len(values),
+                    }
+                )
+        rows[name] = passrates.sorted_rows(mine)
+    record = step_record(
+        "annotate",
+        [ts],
+        {"model": model, "settings": dict(settings or {}), "success": success, "key": key},
+        rollouts=[
+            {"uri": os.path.abspath(u), "sha256": file_sha256(Path(u))}
+            if Path(u).is_file()
+            else {"uri": u}
+            for u in rollouts
+        ],
+        counted={"rollouts": count, "tasks": len(found), "unmatched": len(unmatched)},
+    )
+    return PassRates(ts, {}, record, rows, unmatched)
+
+
+BANDS: dict[str, tuple[float, float, bool, bool]] = {  # low, high, low open, high open
+    "unsolved": (0.0, 0.0, False, False),
+    "hard": (0.0, 0.3, True, True),
+    "medium": (0.3, 0.7, False, False),
+    "easy": (0.7, 1.0, True, True),
+    "solved": (1.0, 1.0, False, False),
+}
+
+
+def band(text: str) -> tuple[float, float, bool, bool]:
+    """A pass-rate band: a name of `BANDS`, or `LOW..HIGH` (both included)."""
+    if text in BANDS:
+        return BANDS[text]
+    low, sep, high = text.partition("..")
+    try:
+        lo, hi = float(low), float(high)
+    except ValueError:
+        lo = hi = float("nan")
+    if not sep or not 0 <= lo <= hi <= 1:
+        names = ", ".join(BANDS)
+        raise TaskpackError(f"pass-rate band {text!r}: LOW..HIGH within 0..1, or one of {names}")
+    return lo, hi, False, False
+
+
+def _inside(rate: float, edges: tuple[float, float, bool, bool]) -> bool:
+    lo, hi, lo_open, hi_open = edges
+    above = rate > lo if lo_open else rate >= lo
+    below = rate < hi if hi_open else rate <= hi
+    return above and below
+
+
+@dataclass
+class Band(Report):
+    """What `filter_pass_rate` kept: per split, every measured task's pass rate."""
+
+    rates: dict[str, dict[str, float]] = field(default_factory=dict)
+    unmeasured: dict[str, int] = field(default_factory=dict)
+
+
+def filter_pass_rate(
+    target: str | os.PathLike[str] | TaskSet,
+    within: str,
+    *,
+    model: str,
+    settings: Mapping[str, Any] | None = None,
+    keep_unmeasured: bool = False,
+    registry: RegistryArg = None,
+) -> Band:
+    """The tasks whose pass rate for `model` lies `within` a band (`0.1..0.9`, `hard`), in
+    each split the model was measured on (the others are kept whole); there, a task the model
+    has no rollouts of is dropped unless `keep_unmeasured`. Without `settings`, the model's one
+    setup is used (several: name it)."""
+    from taskpack import passrates
+
+    ts = _open(target, registry)
+    edges = band(within)
+    rows = {name: ts.annotations(name) for name in ts.splits}
+    setups = {r["settings"] for n in rows for r in rows[n] if r["model"] == model}
+    if settings is not None:
+        setup = passrates.settings_key(settings)
+    elif len(setups) == 1:
+        setup = next(iter(setups))
+    elif not setups:
+        known = sorted({r["model"] for n in rows for r in rows[n]})
+        raise TaskpackError(
+            f"{ts.manifest.ref} has no pass rates of {model!r} (it has: {known or 'none'})"
+        )
+    else:
+        raise TaskpackError(
+            f"{model!r} was measured with several settings; name one with -S: {sorted(setups)}"
+        )
+    rates: dict[str, dict[str, float]] = {}
+    dropped: dict[str, list[str]] = {}
+    unmeasured: dict[str, int] = {}
+    for name in ts.splits:
+        if not any(r["model"] == model for r in rows[name]):
+            continue  # a split the model was not measured on is not filtered
+        rates[name] = {
+            r["id"]: r["correct"] / r["count"]
+            for r in rows[name]
+            if (r["model"], r["settings"]) == (model, setup)
+        }
+        ids = ts.split(name).ids()
+        unmeasured[name] = sum(i not in rates[name] for i in ids)
+        dropped[name] = [
+            i
+            for i in ids
+            if (not _inside(rates[name][i], edges) if i in rates[name] else not keep_unmeasured)
+        ]
+    record = step_record(
+        "filter",
+        [ts],
+        {
+            "pass_rate": within,
+            "model": model,
+            "settings": json.loads(setup),
+            "keep_unmeasured": keep_unmeasured,
+            "splits": list(dropped),
+        },
+        dropped=dropped,
+    )
+    return Band(ts, dropped, record, rates, unmeasured)
+
+
+def histogram(
+    rates: Sequence[float], edges: tuple[float, float, bool, bool] | None = None, width: int = 40
+) -> list[str]:
+    """Text lines, one per bin (exactly 0, each tenth, exactly 1): its range, how many tasks
+    are in it and, with a band `edges`, how many of them the band keeps; then a bar."""
+    labels = ["0"] + [f"{k / 10:.1f}-{(k + 1) / 10:.1f}" for k in range(10)] + ["1"]
+    counts, kept = [0] * len(labels), [0] * len(labels)
+    for rate in rates:
+        b = 0 if rate == 0 else len(labels) - 1 if rate == 1 else 1 + min(int(rate * 10), 9)
+        counts[b] += 1
+        kept[b] += edges is not None and _inside(rate, edges)
+    top = max(counts) or 1
+    return [
+        f"{label:>7} {n:>7}"
+        + (f" {k:>7} kept" if edges is not None else "")
+        + f"  {'#' * round(width * n / top)}"
+        for label, n, k in zip(labels, counts, kept, strict=True)
+    ]
 
 
 def next_version(version: str) -> str:
