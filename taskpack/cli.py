@@ -170,6 +170,14 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
         click.echo(f"{name:<16}{s.rows:>10}{s.bytes:>14}  {s.digest}")
     blobs = {sha for s in m.splits.values() for sha in s.blobs}
     click.echo(f"large files: {len(blobs)} (stored once each, fetched when materialized)")
+    for name in m.annotations:
+        from taskpack.passrates import models
+
+        measured = ", ".join(
+            f"{model} {json.dumps(settings, sort_keys=True)}"
+            for model, settings in models(ts.annotations(name))
+        )
+        click.echo(f"pass rates of {name}: {m.annotations[name].rows} rows, {measured}")
 
 
 def _where(pairs: tuple[str, ...]) -> dict[str, Any]:

@@ -33,6 +33,12 @@ def step_lines(source: Mapping[str, Any]) -> list[str]:
     if isinstance(dropped, dict):
         gone = ", ".join(f"{s}: {len(i)}" for s, i in dropped.items() if isinstance(i, list))
         lines.append(f"dropped {gone or 'nothing'}")
+    counted = source.get("counted")
+    if isinstance(counted, dict):
+        lines.append(", ".join(f"{k}: {v}" for k, v in counted.items()))
+    for entry in entries(source, "rollouts"):
+        sha = f" sha256:{entry['sha256']}" if entry.get("sha256") else ""
+        lines.append(f"rollouts: {entry.get('uri')}{sha}")
     for entry in entries(source, "files"):
         sha = f" sha256:{entry['sha256']}" if entry.get("sha256") else ""
         lines.append(f"{entry.get('split')}: {entry.get('uri')}{sha}")

@@ -1,0 +1,249 @@
+"""Pass rates from rollouts: stored beside the tasks (task digests unchanged, the version's
+covering them), read from the shapes trainers write (NeMo Gym's own reward profile among them),
+filtered by band, carried through later steps, and checked like every other byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import taskpack
+from taskpack.cli import main
+from taskpack.curation import annotate, decontaminate, filter_pass_rate, keep
+from taskpack.errors import TaskpackError
+from taskpack.importer import import_sources
+from taskpack.passrates import pass_at, settings_key
+
+from .conftest import DATA
+
+SETTINGS = {"n": 4, "temperature": 0.7}
+
+
+@pytest.fixture(scope="module")
+def gsm8k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("sets") / "gsm8k"
+    sources = {s: [str(DATA / "gsm8k" / f"{s}.jsonl")] for s in ("train", "test")}
+    import_sources(target, sources, "gsm8k", name="gsm8k", version="1.0.0")
+    return target
+
+
+def rewards_of(i: int) -> list[float]:
+    """Task i's 4 rollouts: i % 5 of them solved (0, 1/4, ... 1: every band has tasks)."""
+    solved = min(i % 5, 4)
+    return [1.0] * solved + [0.0] * (4 - solved)
+
+
+def write_rollouts(path: Path, split: str, count: int) -> Path:
+    with path.open("w") as f:
+        for i in range(count):
+            for r in rewards_of(i):
+                f.write(json.dumps({"id": f"{split}-{i:05d}", "reward": r}) + "\n")
+    return path
+
+
+def annotated(gsm8k: Path, tmp_path: Path, name: str = "rated") -> Path:
+    rollouts = write_rollouts(tmp_path / "rollouts.jsonl", "test", 1319)
+    report = annotate(gsm8k, [str(rollouts)], model="m1", settings=SETTINGS)
+    out = tmp_path / name
+    keep(
+        report.taskset,
+        report.kept(),
+        out,
+        version="1.1.0",
+        source=report.record,
+        annotations=report.annotations(),
+    )
+    return out
+
+
+def test_pass_rates_leave_task_digests_and_enter_the_version_digest(
+    gsm8k: Path, tmp_path: Path
+) -> None:
+    original, rated = taskpack.open(gsm8k), taskpack.open(annotated(gsm8k, tmp_path))
+    for split in ("train", "test"):
+        assert rated.split(split).digest == original.split(split).digest
+    assert rated.manifest.digest != original.manifest.digest
+    rows = rated.annotations("test")
+    assert len(rows) == 1319 and rated.annotations("train") == []
+    first = rows[1]
+    assert first == {
+        "id": "test-00001",
+        "model": "m1",
+        "settings": settings_key(SETTINGS),
+        "count": 4,
+        "correct": 1,
+        "mean": 0.25,
+    }
+    assert taskpack.verify(rated) == []
+    assert rated.manifest.source["operation"] == "annotate"
+    assert rated.manifest.source["counted"] == {"rollouts": 5276, "tasks": 1319, "unmatched": 0}
+    # another model's rates make another version digest; the same rates, the same digest
+    again = annotate(rated, [str(tmp_path / "rollouts.jsonl")], model="m1", settings=SETTINGS)
+    assert again.rows["test"] == rows
+    other = annotate(rated, [str(tmp_path / "rollouts.jsonl")], model="m2", settings=SETTINGS)
+    assert len(other.rows["test"]) == 2 * 1319
+
+
+def test_pass_rates_travel_with_a_published_version(gsm8k: Path, tmp_path: Path) -> None:
+    rated = annotated(gsm8k, tmp_path)
+    taskpack.publish(rated)
+    pulled = taskpack.open("gsm8k@1.1.0")
+    assert pulled.manifest.digest == taskpack.open(rated).manifest.digest
+    assert pulled.annotations("test") == taskpack.open(rated).annotations("test")
+    assert taskpack.verify(pulled) == []
+
+
+def test_a_changed_pass_rate_is_caught(gsm8k: Path, tmp_path: Path) -> None:
+    rated = annotated(gsm8k, tmp_path)
+    path = rated / "annotations" / "test.parquet"
+    table = pq.read_table(path)
+    counts = table.column("correct").to_pylist()
+    counts[1] = 4
+    pq.write_table(table.set_column(4, "correct", pa.array(counts, pa.int64())), path)
+    problems = taskpack.verify(taskpack.open(rated))
+    assert any("annotations" in p or "test.parquet" in p for p in problems), problems
+
+
+def test_pass_at_k_is_the_unbiased_estimator() -> None:
+    import numpy as np
+
+    for n, c in [(4, 1), (16, 3), (10, 10), (10, 0), (5, 4)]:
+        for k in range(1, n + 1):
+            expected = 1.0 if n - c < k else 1 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1))
+            assert pass_at(n, c, k) == pytest.approx(expected)
+    assert pass_at(4, 1, 5) is None and pass_at(4, 1, 0) is None
+
+
+def test_open_r1_lists_match_tasks_by_their_text(gsm8k: Path, tmp_path: Path) -> None:
+    """open-r1's compute_pass_rate.py leaves a `pass_rate_rewards` list beside the `problem`;
+    its rows name no task id, so the text does (whitespace and case aside)."""
+    questions = [json.loads(line)["question"] for line in (DATA / "gsm8k" / "test.jsonl").open()]
+    table = pa.table(
+        {
+            "problem": ["  " + q.upper() + "\n" for q in questions[:50]] + ["an unknown problem"],
+            "pass_rate_rewards": [rewards_of(i) for i in range(50)] + [[1.0]],
+        }
+    )
+    pq.write_table(table, tmp_path / "open_r1.parquet")
+    report = annotate(gsm8k, [str(tmp_path / "open_r1.parquet")], model="m1")
+    assert len(report.rows["test"]) == 50 and report.unmatched == ["an unknown problem"]
+    by_id = {r["id"]: r for r in report.rows["test"]}
+    assert by_id["test-00003"]["correct"] == 3 and by_id["test-00003"]["count"] == 4
+
+
+@pytest.mark.slow
+@pytest.mark.conformance
+def test_nemo_gym_reward_profiles_give_its_own_means(gsm8k: Path, tmp_path: Path) -> None:
+    """NeMo Gym's RewardProfiler, in its own venv, profiles rollouts of taskpack's NeMo Gym
+    rows; annotate reads its *_reward_profiling.jsonl back to the same counts and means."""
+    from taskpack.exporter import export
+
+    from .test_conformance import run_check
+
+    export(taskpack.open(gsm8k), "nemo", tmp_path / "nemo")
+    rewards = {str(i): [0.5 * (i % 3), 1.0, 0.0, 1.0][: 2 + i % 3] for i in range(60)}
+    (tmp_path / "rewards.json").write_text(json.dumps(rewards))
+    result = run_check(
+        "nemo",
+        "check_nemo_profile.py",
+        str(tmp_path / "nemo" / "test.jsonl"),
+        str(tmp_path / "rewards.json"),
+        str(tmp_path / "eval.jsonl"),
+    )
+    assert result["groups"] == 60
+    profile = [json.loads(line) for line in Path(result["profile"]).read_text().splitlines()]
+    report = annotate(gsm8k, [result["profile"]], model="m1", settings={"n": 4})
+    by_id = {r["id"]: r for r in report.rows["test"]}
+    assert len(by_id) == 60
+    for group in profile:
+        row = by_id[group["sample"]["id"]]
+        assert row["count"] == group["num_rollouts"]
+        assert row["mean"] == pytest.approx(group["mean/reward"])
+        assert row["correct"] == sum(i["reward"] >= 1.0 for i in group["rollout_infos"])
+
+
+def test_filter_keeps_a_band_and_says_what_it_left(gsm8k: Path, tmp_path: Path) -> None:
+    rated = annotated(gsm8k, tmp_path)
+    middle = filter_pass_rate(rated, "0.25..0.75", model="m1")
+    assert "train" not in middle.dropped  # not measured: kept whole
+    kept = 1319 - len(middle.dropped["test"])
+    assert kept == sum(0.25 <= sum(rewards_of(i)) / 4 <= 0.75 for i in range(1319))
+    assert len(filter_pass_rate(rated, "unsolved", model="m1").dropped["test"]) == 1319 - 264
+    hard = filter_pass_rate(rated, "hard", model="m1")  # (0, 0.3): 1 of 4 solved
+    assert 1319 - len(hard.dropped["test"]) == 264
+    with pytest.raises(TaskpackError, match="no pass rates of 'm9'"):
+        filter_pass_rate(rated, "hard", model="m9")
+    with pytest.raises(TaskpackError, match="LOW..HIGH within 0..1"):
+        filter_pass_rate(rated, "0.9..0.1", model="m1")
+    out = tmp_path / "middle"
+    m = keep(middle.taskset, middle.kept(), out, version="1.2.0", source=middle.record)
+    # the pass rates of the tasks kept come along; those of the dropped do not
+    assert {r["id"] for r in taskpack.open(out).annotations("test")} == set(
+        taskpack.open(out).split("test").ids()
+    )
+    assert m.source["options"]["pass_rate"] == "0.25..0.75"
+
+
+def test_the_cli_prints_a_histogram_and_refuses_an_empty_split(gsm8k: Path, tmp_path: Path) -> None:
+    rated = annotated(gsm8k, tmp_path)
+    runner = CliRunner()
+    shown = runner.invoke(main, ["filter", str(rated), "--model", "m1", "--pass-rate", "0.1..0.9"])
+    assert shown.exit_code == 0, shown.output
+    assert "test: 1319 tasks, 792 kept (0.1..0.9)" in shown.output
+    assert "train: 7473 tasks, no pass rates of m1, all kept" in shown.output
+    lines = shown.output.splitlines()
+    assert any(line.split()[:3] == ["0", "264", "0"] for line in lines), shown.output
+    assert any(line.split()[:3] == ["1", "263", "0"] for line in lines), shown.output
+    refused = runner.invoke(
+        main,
+        [
+            "filter",
+            str(rated),
+            "--model",
+            "m1",
+            "--pass-rate",
+            "0.4..0.45",
+            "-o",
+            str(tmp_path / "none"),
+        ],
+    )
+    assert refused.exit_code == 1
+    assert "test: no task is left" in refused.output
+    assert "split(s) test would be left empty; nothing was written" in refused.output
+    rollouts = write_rollouts(tmp_path / "r.jsonl", "test", 10)
+    made = runner.invoke(
+        main,
+        [
+            "annotate",
+            str(gsm8k),
+            str(rollouts),
+            "--model",
+            "m1",
+            "-S",
+            "n=4",
+            "-o",
+            str(tmp_path / "ann"),
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    assert "40 rollouts of m1 for 10 tasks" in made.output
+    assert "test: 10 of 1319 tasks measured; pass rates:" in made.output
+
+
+def test_later_steps_keep_the_pass_rates_of_the_tasks_they_keep(
+    gsm8k: Path, tmp_path: Path
+) -> None:
+    rated = annotated(gsm8k, tmp_path)
+    report = decontaminate(rated, [f"{rated}:train"], splits=["test"])
+    out = tmp_path / "clean"
+    keep(report.taskset, report.kept(), out, version="1.2.0", source=report.record)
+    clean = taskpack.open(out)
+    rows: list[dict[str, Any]] = clean.annotations("test")
+    assert len(rows) == 1319 - len(report.dropped["test"])
+    assert {r["id"] for r in rows} == set(clean.split("test").ids())
