@@ -1277,7 +1277,7 @@ def annotate(
     reward profile. With -o, writes them into a new version: per task, model and settings, the
     rollouts, the solved ones and the mean reward (the tasks and their digests unchanged)."""
     from taskpack.curation import annotate as measure
-    from taskpack.curation import histogram
+    from taskpack.passrates import histogram, settings_key
 
     report = measure(
         target,
@@ -1294,8 +1294,6 @@ def annotate(
         + (f"; {len(report.unmatched)} names matched no task" if report.unmatched else "")
     ]
     setup = report.record["options"]["settings"]
-    from taskpack.passrates import settings_key
-
     for split, rows in report.rows.items():
         mine = [r for r in rows if (r["model"], r["settings"]) == (model, settings_key(setup))]
         if mine:
@@ -1329,7 +1327,8 @@ def filter_command(
 ) -> None:
     """Keep TARGET's tasks whose pass rate for MODEL lies in a band, as recorded by `taskpack
     annotate`: prints each split's histogram and how many survive; -o writes them."""
-    from taskpack.curation import band, filter_pass_rate, histogram
+    from taskpack.curation import filter_pass_rate
+    from taskpack.passrates import band, histogram
 
     report = filter_pass_rate(
         target,

@@ -303,37 +303,6 @@ def annotate(
     return PassRates(ts, {}, record, rows, unmatched)
 
 
-BANDS: dict[str, tuple[float, float, bool, bool]] = {  # low, high, low open, high open
-    "unsolved": (0.0, 0.0, False, False),
-    "hard": (0.0, 0.3, True, True),
-    "medium": (0.3, 0.7, False, False),
-    "easy": (0.7, 1.0, True, True),
-    "solved": (1.0, 1.0, False, False),
-}
-
-
-def band(text: str) -> tuple[float, float, bool, bool]:
-    """A pass-rate band: a name of `BANDS`, or `LOW..HIGH` (both included)."""
-    if text in BANDS:
-        return BANDS[text]
-    low, sep, high = text.partition("..")
-    try:
-        lo, hi = float(low), float(high)
-    except ValueError:
-        lo = hi = float("nan")
-    if not sep or not 0 <= lo <= hi <= 1:
-        names = ", ".join(BANDS)
-        raise TaskpackError(f"pass-rate band {text!r}: LOW..HIGH within 0..1, or one of {names}")
-    return lo, hi, False, False
-
-
-def _inside(rate: float, edges: tuple[float, float, bool, bool]) -> bool:
-    lo, hi, lo_open, hi_open = edges
-    above = rate > lo if lo_open else rate >= lo
-    below = rate < hi if hi_open else rate <= hi
-    return above and below
-
-
 @dataclass
 class Band(Report):
     """What `filter_pass_rate` kept: per split, every measured task's pass rate."""
@@ -358,7 +327,7 @@ def filter_pass_rate(
     from taskpack import passrates
 
     ts = _open(target, registry)
-    edges = band(within)
+    edges = passrates.band(within)
     rows = {name: ts.annotations(name) for name in ts.splits}
     setups = {r["settings"] for n in rows for r in rows[n] if r["model"] == model}
     if settings is not None:
@@ -390,7 +359,11 @@ def filter_pass_rate(
         dropped[name] = [
             i
             for i in ids
-            if (not _inside(rates[name][i], edges) if i in rates[name] else not keep_unmeasured)
+            if (
+                not passrates.inside(rates[name][i], edges)
+                if i in rates[name]
+                else not keep_unmeasured
+            )
         ]
     record = step_record(
         "filter",
@@ -405,26 +378,6 @@ def filter_pass_rate(
         dropped=dropped,
     )
     return Band(ts, dropped, record, rates, unmeasured)
-
-
-def histogram(
-    rates: Sequence[float], edges: tuple[float, float, bool, bool] | None = None, width: int = 40
-) -> list[str]:
-    """Text lines, one per bin (exactly 0, each tenth, exactly 1): its range, how many tasks
-    are in it and, with a band `edges`, how many of them the band keeps; then a bar."""
-    labels = ["0"] + [f"{k / 10:.1f}-{(k + 1) / 10:.1f}" for k in range(10)] + ["1"]
-    counts, kept = [0] * len(labels), [0] * len(labels)
-    for rate in rates:
-        b = 0 if rate == 0 else len(labels) - 1 if rate == 1 else 1 + min(int(rate * 10), 9)
-        counts[b] += 1
-        kept[b] += edges is not None and _inside(rate, edges)
-    top = max(counts) or 1
-    return [
-        f"{label:>7} {n:>7}"
-        + (f" {k:>7} kept" if edges is not None else "")
-        + f"  {'#' * round(width * n / top)}"
-        for label, n, k in zip(labels, counts, kept, strict=True)
-    ]
 
 
 def next_version(version: str) -> str:

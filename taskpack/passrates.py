@@ -96,3 +96,68 @@ def models(rows: Iterable[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]
     """The (model, settings) pairs the rows measure, each once, in order."""
     pairs = dict.fromkeys((r["model"], r["settings"]) for r in rows)
     return [(model, json.loads(settings)) for model, settings in pairs]
+
+
+# --- bands -----------------------------------------------------------------------------------
+
+Edges = tuple[float, float, bool, bool]  # low, high, low open, high open
+
+BANDS: dict[str, Edges] = {  # low, high, low open, high open
+    "unsolved": (0.0, 0.0, False, False),
+    "hard": (0.0, 0.3, True, True),
+    "medium": (0.3, 0.7, False, False),
+    "easy": (0.7, 1.0, True, True),
+    "solved": (1.0, 1.0, False, False),
+}
+
+
+def band(text: str) -> Edges:
+    """A pass-rate band: a name of `BANDS`, or `LOW..HIGH` (both included; `LOW<..` leaves
+    LOW out, `..<HIGH` leaves HIGH out, as the histogram's bins do)."""
+    if text in BANDS:
+        return BANDS[text]
+    low, sep, high = text.partition("..")
+    low_open, high_open = low.endswith("<"), high.startswith("<")
+    try:
+        lo, hi = float(low.removesuffix("<")), float(high.removeprefix("<"))
+    except ValueError:
+        lo = hi = float("nan")
+    if not sep or not 0 <= lo <= hi <= 1:
+        names = ", ".join(BANDS)
+        raise TaskpackError(f"pass-rate band {text!r}: LOW..HIGH within 0..1, or one of {names}")
+    return lo, hi, low_open, high_open
+
+
+def inside(rate: float, edges: Edges) -> bool:
+    lo, hi, lo_open, hi_open = edges
+    above = rate > lo if lo_open else rate >= lo
+    below = rate < hi if hi_open else rate <= hi
+    return above and below
+
+
+BIN_LABELS = ["0"] + [f"{k / 10:.1f}-{(k + 1) / 10:.1f}" for k in range(10)] + ["1"]
+BIN_BANDS = ["0..0", "0<..<0.1"] + [f"{k / 10:.1f}..<{(k + 1) / 10:.1f}" for k in range(1, 10)]
+BIN_BANDS += ["1..1"]  # each bin of BIN_LABELS as a band
+
+
+def bins(rates: Iterable[float], edges: Edges | None = None) -> list[tuple[int, int]]:
+    """Per bin of `BIN_LABELS` (exactly 0, each tenth, exactly 1): how many rates fall in it
+    and how many of those the band `edges` keeps."""
+    counts = [[0, 0] for _ in BIN_LABELS]
+    for rate in rates:
+        b = 0 if rate == 0 else len(BIN_LABELS) - 1 if rate == 1 else 1 + min(int(rate * 10), 9)
+        counts[b][0] += 1
+        counts[b][1] += edges is not None and inside(rate, edges)
+    return [(n, k) for n, k in counts]
+
+
+def histogram(rates: Iterable[float], edges: Edges | None = None, width: int = 40) -> list[str]:
+    """`bins` as text lines: the bin, its tasks, (with a band) how many it keeps, a bar."""
+    counted = bins(rates, edges)
+    top = max(n for n, _ in counted) or 1
+    return [
+        f"{label:>7} {n:>7}"
+        + (f" {k:>7} kept" if edges is not None else "")
+        + f"  {'#' * round(width * n / top)}"
+        for label, (n, k) in zip(BIN_LABELS, counted, strict=True)
+    ]

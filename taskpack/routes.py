@@ -50,7 +50,10 @@ SERVED = (
     Route("diff_json", "/api/v1/diff/{old}/{new}", "tasks added, removed, changed"),
     Route("openapi", "/openapi.json", "this API, as OpenAPI 3.1"),
     Route("home", "/", "the splits", (), _HTML),
-    Route("view_split", "/view/{split}", "a page of tasks", ("page", "q", "where", "col"), _HTML),
+    Route(
+        "view_split", "/view/{split}", "a page of tasks",
+        ("page", "q", "where", "col", "rated", "band"), _HTML,
+    ),
     Route("view_task", "/view/{split}/{id*}", "every field of one task", (), _HTML),
     Route("diff_page", "/diff/{old}/{new}", "the changes between two versions", (), _HTML),
     Route("harbor_registry", "/harbor/registry.json", "the splits as a Harbor registry"),

@@ -116,6 +116,7 @@ class Catalog:
         self._files: dict[str, tuple[str, int]] | None = None
         self._files_lock = threading.Lock()
         self._stats: dict[str, viewer.Stats] = {}
+        self._rates: dict[str, dict[str, dict[str, float]]] = {}
         self._stats_lock = threading.Lock()
 
     def stats(self, name: str) -> viewer.Stats:
@@ -125,6 +126,17 @@ class Catalog:
             if name not in self._stats:
                 self._stats[name] = viewer.Stats.of(split)
             return self._stats[name]
+
+    def rates(self, name: str) -> dict[str, dict[str, float]]:
+        """Split `name`'s pass rates, read once: per "MODEL {settings}", task id -> rate."""
+        with self._stats_lock:
+            if name not in self._rates:
+                found: dict[str, dict[str, float]] = {}
+                for row in self.ts.annotations(name):
+                    label = f"{row['model']} {row['settings']}"
+                    found.setdefault(label, {})[row["id"]] = row["correct"] / row["count"]
+                self._rates[name] = found
+            return self._rates[name]
 
     def served(self) -> Served:
         """What a diff worker opens: this version (its folder, or its exact `NAME@VERSION`)
@@ -346,7 +358,8 @@ class Api:
         if "col" in query:
             shown["cols"] = ",".join(query["col"])
         stats = self.catalog.stats(split)
-        body = viewer.split_page(split, found, stats, shown, partial(_filtered, found))
+        rates = self.catalog.rates(split)
+        body = viewer.split_page(split, found, stats, shown, partial(_filtered, found), rates)
         return self.page(split, body)
 
     def r_view_task(self, query: Query, split: str, id: str) -> Response:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from taskpack import records
+from taskpack import passrates, records
 from taskpack.errors import TaskpackError
 from taskpack.nesting import parse_json
 
@@ -59,7 +59,7 @@ tbody tr:hover{background:#fafbfc}.error{color:#a00;background:#fff0f0;padding:.
 footer{margin-top:2em;color:#666;font-size:.85em}.split{display:flex;gap:2em}
 .split .main{flex:3;min-width:0}.split aside{flex:1;min-width:16em}
 .filter input[name=where]{width:22em}.filter label{font-size:.85em;margin-left:.5em}
-.hist{width:100%;height:auto}.hist rect{fill:#4c8bf5}.hist text{font-size:10px;fill:#666}
+.hist{width:100%;height:auto}.hist rect,.bar rect{fill:#4c8bf5}.hist text{font-size:10px;fill:#666}
 td:first-child{white-space:nowrap}
 details ul{margin:.2em 0 .6em;padding-left:1.2em;font-size:.9em}
 .nav{margin:.8em 0}.files img{display:block;max-width:40em;margin:.4em 0}
@@ -248,6 +248,32 @@ def facets_panel(name: str, stats: Stats, query: Mapping[str, str]) -> str:
     return f'<section class="facets"><h2>facets</h2>{"".join(blocks)}</section>'
 
 
+def passrates_panel(
+    name: str, rates: Mapping[str, Mapping[str, float]], query: Mapping[str, str]
+) -> str:
+    """Per model and settings, the histogram of pass rates (exactly 0, tenths, exactly 1),
+    each bin a link that keeps its tasks."""
+    if not rates:
+        return ""
+    blocks = []
+    for label, mine in rates.items():
+        counted = passrates.bins(mine.values())
+        top = max(n for n, _ in counted) or 1
+        rows = "".join(
+            f"<tr><td>{link(_href(name, query, rated=label, band=b, page='1'), text)}</td>"
+            f'<td>{n}</td><td><svg class="bar" width="100" height="10">'
+            f'<rect width="{round(100 * n / top)}" height="10"/></svg></td></tr>'
+            for text, b, (n, _) in zip(
+                passrates.BIN_LABELS, passrates.BIN_BANDS, counted, strict=True
+            )
+        )
+        blocks.append(
+            f"<details open><summary>{esc(label)}: {len(mine)} tasks</summary>"
+            f"<table>{rows}</table></details>"
+        )
+    return f'<section class="passrates"><h2>pass rates</h2>{"".join(blocks)}</section>'
+
+
 def _href(name: str, query: Mapping[str, str], **changes: str) -> str:
     kept = {k: v for k, v in {**query, **changes}.items() if v}
     return f"/view/{quote(name, safe='')}" + (f"?{urlencode(kept)}" if kept else "")
@@ -259,9 +285,11 @@ def split_page(
     stats: Stats,
     query: Mapping[str, str],
     filtered: Any,
+    rates: Mapping[str, Mapping[str, float]] | None = None,
 ) -> str:
     """The table of a split's tasks. `filtered(where)`: the ids a `where` filter keeps (raises
-    a TaskpackError or ValueError that is shown, not thrown)."""
+    a TaskpackError or ValueError that is shown, not thrown). `rates`: per model and settings,
+    each measured task's pass rate; `rated` and `band` in the query keep a band of one."""
     q, where = query.get("q", ""), query.get("where", "")
     columns = [c for c in query.get("cols", "").split(",") if c in stats.facets]
     ids, problem = split.ids(), ""
@@ -270,6 +298,16 @@ def split_page(
             ids = filtered(where)
         except (TaskpackError, ValueError, KeyError) as e:
             problem = f'<p class="error">filter {esc(where)}: {esc(e)}</p>'
+    rated, wanted = query.get("rated", ""), query.get("band", "")
+    if rated or wanted:
+        try:
+            if rated not in (rates or {}):
+                raise ValueError(f"no pass rates of {rated!r} here")
+            edges = passrates.band(wanted)
+            mine = (rates or {})[rated]
+            ids = [i for i in ids if i in mine and passrates.inside(mine[i], edges)]
+        except (TaskpackError, ValueError) as e:
+            ids, problem = [], problem + f'<p class="error">pass rates: {esc(e)}</p>'
     if q:
         ids = [i for i in ids if q.lower() in i.lower()]
     pages = max(1, -(-len(ids) // PAGE))
@@ -306,7 +344,8 @@ def split_page(
     )
     count = f"<p>{len(ids)} of {len(split)} tasks, page {page} of {pages}</p>"
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    side = stats_panel(stats) + facets_panel(name, stats, query)
+    side = stats_panel(stats) + passrates_panel(name, rates or {}, query)
+    side += facets_panel(name, stats, query)
     return (
         f'<div class="split"><div class="main">{form}{problem}{count}{table}'
         f'<p class="nav">{nav}</p></div><aside>{side}</aside></div>'

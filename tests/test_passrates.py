@@ -247,3 +247,35 @@ def test_later_steps_keep_the_pass_rates_of_the_tasks_they_keep(
     rows: list[dict[str, Any]] = clean.annotations("test")
     assert len(rows) == 1319 - len(report.dropped["test"])
     assert {r["id"] for r in rows} == set(clean.split("test").ids())
+
+
+def test_the_viewer_and_the_hub_card_show_pass_rates(gsm8k: Path, tmp_path: Path) -> None:
+    """The split page's panel: a histogram per model whose bins are links keeping their tasks;
+    a band that is not one shows an error and no tasks, never the unfiltered table."""
+    import re
+    from html import unescape
+    from urllib.parse import parse_qs, urlsplit
+
+    import httpx
+
+    from taskpack.registry.hub import dataset_card
+    from taskpack.serve import Api, App, Catalog, background
+
+    rated = taskpack.open(annotated(gsm8k, tmp_path))
+    with background(App(api=Api(Catalog(rated)))) as url:
+        page = httpx.get(f"{url}/view/test").text
+        assert '<section class="passrates">' in page and "1319 tasks</summary>" in page
+        links = [unescape(h) for h in re.findall(r'href="(/view/test\?rated=[^"]+)"', page)]
+        assert len(links) == 12
+        counts = []
+        for href in links:
+            shown = httpx.get(f"{url}{href}").text
+            counts.append(int(re.search(r"<p>(\d+) of 1319 tasks", shown).group(1)))  # type: ignore[union-attr]
+        assert counts == [264, 0, 0, 264, 0, 0, 264, 0, 264, 0, 0, 263]  # 0, 1/4, 1/2, 3/4, 1
+        label = parse_qs(urlsplit(links[0]).query)["rated"][0]
+        bad = httpx.get(f"{url}/view/test", params={"rated": label, "band": "0.5..0.2"}).text
+        assert "pass rates: pass-rate band" in bad and "<p>0 of 1319 tasks" in bad
+        unknown = httpx.get(f"{url}/view/test", params={"rated": "m9", "band": "hard"}).text
+        assert "no pass rates of &#x27;m9&#x27; here" in unknown
+    card = dataset_card(rated, "me")
+    assert "## Pass rates" in card and 'test, m1 {"n":4,"temperature":0.7}: 1319 tasks' in card

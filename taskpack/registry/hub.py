@@ -499,6 +499,25 @@ def _lineage_section(source: Mapping[str, Any], shown: int = 20) -> str:
     return out
 
 
+def _passrates_section(ts: TaskSet) -> str:
+    """Each annotated split's pass-rate histogram, per model and sampling settings."""
+    from taskpack import passrates
+
+    blocks = []
+    for name in ts.manifest.annotations:
+        rows = ts.annotations(name)
+        for model, settings in passrates.models(rows):
+            key = passrates.settings_key(settings)
+            rates = [
+                r["correct"] / r["count"]
+                for r in rows
+                if (r["model"], r["settings"]) == (model, key)
+            ]
+            lines = "\n".join(passrates.histogram(rates, width=30))
+            blocks.append(f"{name}, {model} {key}: {len(rates)} tasks\n\n```\n{lines}\n```\n")
+    return "## Pass rates\n\n" + "\n".join(blocks) if blocks else ""
+
+
 def dataset_card(ts: TaskSet, owner: str) -> str:
     """README.md, built with huggingface_hub's card classes: the metadata the Hub indexes
     (license, size and task categories, tags, and `configs` that make a plain
@@ -540,7 +559,7 @@ def dataset_card(ts: TaskSet, owner: str) -> str:
 - Content digest of this version: `{m.digest}`
 - Versions are git tags (`1.2.3`, semantic versioning); `main` holds the highest release.
 
-{_lineage_section(m.source)}
+{_lineage_section(m.source)}{_passrates_section(ts)}
 Each row of `data/<split>.parquet` (what the viewer and `datasets` read) is one task: `id`,
 `digest`, `solution`, `files` (path, role, mode, size, sha256, bytes when small), and
 `prompt`, `answer`, `reward`, `rewards`, `tools`, `steps`, `environment`, `limits`, `source`,
