@@ -7,6 +7,7 @@ is counted in a loss report; `strict` makes the first loss an error.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,9 +42,11 @@ def _write_all(
     write_options: Mapping[str, Any] | None,
     progress: Counter | None = None,
     about: tuple[str, str, str] | None = None,
+    pass_rates: Mapping[str, Mapping[str, list[dict[str, Any]]]] | None = None,
 ) -> ExportResult:
     """`about`: the task set's name, version and description, for a format that names
-    them (a registry entry); else the output folder's name."""
+    them (a registry entry); else the output folder's name. `pass_rates`: per split, task id
+    -> its pass rates, for the formats whose rows have a free field for them."""
     target_format = writer(fmt)
     assert target_format.write is not None
     folder = out.resolve().name
@@ -67,6 +70,7 @@ def _write_all(
 
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
+            target.pass_rates = (pass_rates or {}).get(name, {})
             files = target_format.write(counted(tasks, name), tmp, name, target)
             written += [out / p.relative_to(tmp) for p in files]
     # A file every split writes (a package's pyproject.toml) is listed once.
@@ -92,7 +96,26 @@ def export(
     tasks = {n: ts.split(n) for n in names}
     m = ts.manifest
     about = (m.name, m.version, m.description)
-    return _write_all(tasks, fmt, Path(out), strict, overwrite, options, progress, about)
+    rates = {n: _by_task(ts.annotations(n)) for n in names if n in m.annotations}
+    return _write_all(tasks, fmt, Path(out), strict, overwrite, options, progress, about, rates)
+
+
+def _by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Annotation rows as an export carries them: per task, one entry per model and settings,
+    with its pass rate."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(row["id"], []).append(
+            {
+                "model": row["model"],
+                "settings": json.loads(row["settings"]),
+                "rollouts": row["count"],
+                "solved": row["correct"],
+                "mean_reward": row["mean"],
+                "pass_rate": row["correct"] / row["count"],
+            }
+        )
+    return out
 
 
 def convert_format(

@@ -279,3 +279,49 @@ def test_the_viewer_and_the_hub_card_show_pass_rates(gsm8k: Path, tmp_path: Path
         assert "no pass rates of &#x27;m9&#x27; here" in unknown
     card = dataset_card(rated, "me")
     assert "## Pass rates" in card and 'test, m1 {"n":4,"temperature":0.7}: 1319 tasks' in card
+
+
+def test_exports_carry_pass_rates_where_the_framework_reads_extra_fields(
+    gsm8k: Path, tmp_path: Path
+) -> None:
+    from taskpack.exporter import export
+
+    rated = taskpack.open(annotated(gsm8k, tmp_path))
+    export(rated, "verl", tmp_path / "verl", splits=["test"])
+    rows = pq.read_table(tmp_path / "verl" / "test.parquet").to_pylist()
+    assert rows[1]["extra_info"]["pass_rates"] == [
+        {
+            "model": "m1",
+            "settings": SETTINGS,
+            "rollouts": 4,
+            "solved": 1,
+            "mean_reward": 0.25,
+            "pass_rate": 0.25,
+        }
+    ]
+    export(rated, "skyrl", tmp_path / "skyrl", splits=["test"])
+    sky = pq.read_table(tmp_path / "skyrl" / "test.parquet").to_pylist()
+    assert sky[3]["extra_info"]["pass_rates"][0]["pass_rate"] == 0.75
+    export(rated, "verifiers", tmp_path / "vf", splits=["test"])  # the 0.4 taskset package
+    lines = (tmp_path / "vf" / "vf" / "data" / "test.jsonl").read_text().splitlines()
+    assert json.loads(lines[2])["metadata"]["pass_rates"][0]["solved"] == 2
+    export(rated, "verifiers", tmp_path / "vf3", splits=["test"], options={"form": "dataset"})
+    import datasets
+
+    info = json.loads(datasets.load_from_disk(str(tmp_path / "vf3" / "test"))[2]["info"])
+    assert info["pass_rates"][0]["solved"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.conformance
+def test_verl_hands_the_pass_rates_to_its_reward_function(gsm8k: Path, tmp_path: Path) -> None:
+    from taskpack.exporter import export
+
+    from .test_conformance import run_check
+
+    rated = taskpack.open(annotated(gsm8k, tmp_path))
+    export(rated, "verl", tmp_path / "verl", splits=["test"])
+    result = run_check("verl", "check_verl_passrates.py", str(tmp_path / "verl" / "test.parquet"))
+    assert result["rows"] == 1319 and len(result["rated"]) == 1319
+    assert result["rated"]["test-00004"][0]["pass_rate"] == 1.0
+    assert result["rated"]["test-00000"][0]["solved"] == 0

@@ -212,7 +212,7 @@ def test_a_forger_that_hangs_the_verifier_earned_nothing(tmp_path: Path) -> None
     not a task that cannot be checked: only the oracle and no solution must be graded."""
     hangs_on_strangers = (
         "#!/bin/bash\nmkdir -p /logs/verifier\n"
-        "if [ -z \"$(ls -A /app)\" ]; then echo 0 > /logs/verifier/reward.txt\n"
+        'if [ -z "$(ls -A /app)" ]; then echo 0 > /logs/verifier/reward.txt\n'
         "elif grep -qx done /app/out.txt; then echo 1 > /logs/verifier/reward.txt\n"
         "else sleep 600; fi\n"
     )

@@ -8,8 +8,9 @@ through one mechanism (sqlglot's `unsupported`), whose strict mode makes a loss 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,20 @@ class Target:
     set_name: str = "tasks"
     version: str = "0.1.0"
     description: str = ""
+    # the split's pass rates (an annotated version's), task id -> one entry per model
+    pass_rates: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def note_pass_rates(self, row: dict[str, Any], key: str, task: Task) -> None:
+        """Put `task`'s pass rates under `pass_rates` in the row's free field `key` (a dict,
+        or JSON text), where a framework's reward functions and samplers read extra fields."""
+        rates = self.pass_rates.get(task.id)
+        if not rates:
+            return
+        value = row.get(key)
+        if isinstance(value, str):
+            row[key] = json.dumps({**json.loads(value), "pass_rates": rates}, ensure_ascii=False)
+        else:
+            row[key] = {**(value or {}), "pass_rates": rates}
 
 
 Reader = Callable[[str, str, Any], Iterator[Record]]

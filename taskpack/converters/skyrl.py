@@ -168,6 +168,7 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
             if target.options.embed:
                 extra = row.get("extra_info") or {}
                 row["extra_info"] = {**extra, PAYLOAD_KEY: payload_json(task)}
+            target.note_pass_rates(row, "extra_info", task)
             yield parquet_row(row, task, target.losses)
 
     path = out / f"{target.options.file_names.get(split, split)}.parquet"

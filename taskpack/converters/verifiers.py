@@ -165,6 +165,7 @@ def _write_datasets(tasks: Iterable[Task], out: Path, split: str, target: Target
     def rows() -> Iterator[dict[str, Any]]:
         for task in tasks:
             row = write_row(FORMAT, task, to_row, target)
+            target.note_pass_rates(row, "info", task)
             if target.options.embed:
                 row["info"] = payload_json(task)
             yield parquet_row(row, task, target.losses)
@@ -330,6 +331,7 @@ def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target)
     with data.open("w", encoding="utf-8") as f:
         for task in tasks:
             row = write_row(TASKSET, task, taskset_row, target)
+            target.note_pass_rates(row, "metadata", task)  # TaskpackData.metadata
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     converters = resources.files("taskpack.converters")
     files = {

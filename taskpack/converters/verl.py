@@ -156,6 +156,7 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
                     **(row.get("extra_info") or {}),
                     PAYLOAD_KEY: payload_json(task),
                 }
+            target.note_pass_rates(row, "extra_info", task)
             yield parquet_row(row, task, target.losses)
 
     path = out / f"{split}.parquet"
