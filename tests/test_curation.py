@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from click.testing import CliRunner
 
 import taskpack
 from taskpack import overlap
@@ -125,7 +125,7 @@ def test_decontaminate_drops_and_records_what_it_checked(gsm8k: Path, tmp_path: 
 def test_a_step_never_leaves_a_split_empty(gsm8k: Path, tmp_path: Path) -> None:
     report = decontaminate(gsm8k, [f"{gsm8k}:test"], splits=["test"])
     assert len(report.dropped["test"]) == 1319
-    with pytest.raises(TaskpackError, match="split.s. test would be left empty"):
+    with pytest.raises(TaskpackError, match=r"split\(s\) test would be left empty"):
         keep(report.taskset, report.kept(), tmp_path / "out", version="1.1.0", source={})
     assert not (tmp_path / "out").exists()
 
@@ -263,12 +263,13 @@ WHITESPACE = "".join(c for c in map(chr, range(0x3001)) if len(f"a{c}b".split())
 @given(
     st.lists(
         st.text(
-            alphabet=st.sampled_from(list("aAbBİΣσ") + list(WHITESPACE) + ["é", "ß"]), max_size=40
+            alphabet=st.sampled_from([*"aAbB\u0130\u03a3\u03c3\u00e9\u00df", *WHITESPACE]),
+            max_size=40,
         ),
         max_size=6,
     ),
     st.lists(
-        st.text(alphabet=st.sampled_from(list("aAbBİΣσ ") + ["\u3000", "\x85"]), max_size=40),
+        st.text(alphabet=st.sampled_from([*"aAbB\u0130\u03a3\u03c3 \u3000\x85"]), max_size=40),
         max_size=6,
     ),
     st.integers(1, 4),

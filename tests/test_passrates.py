@@ -179,7 +179,7 @@ def test_filter_keeps_a_band_and_says_what_it_left(gsm8k: Path, tmp_path: Path) 
     assert 1319 - len(hard.dropped["test"]) == 264
     with pytest.raises(TaskpackError, match="no pass rates of 'm9'"):
         filter_pass_rate(rated, "hard", model="m9")
-    with pytest.raises(TaskpackError, match="LOW..HIGH within 0..1"):
+    with pytest.raises(TaskpackError, match=r"LOW\.\.HIGH within 0\.\.1"):
         filter_pass_rate(rated, "0.9..0.1", model="m1")
     out = tmp_path / "middle"
     m = keep(middle.taskset, middle.kept(), out, version="1.2.0", source=middle.record)

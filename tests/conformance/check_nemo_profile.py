@@ -16,7 +16,7 @@ from nemo_gym.global_config import ROLLOUT_INDEX_KEY_NAME, TASK_INDEX_KEY_NAME
 from nemo_gym.reward_profile import RewardProfiler
 
 rows_path, rewards_path, out_base = sys.argv[1:4]
-rows = [json.loads(line) for line in open(rows_path)]
+rows = [json.loads(line) for line in Path(rows_path).read_text().splitlines()]
 rewards = json.loads(Path(rewards_path).read_text())
 inputs, results = [], []
 for task, values in rewards.items():
