@@ -1354,6 +1354,84 @@ def filter_command(
 
 
 @main.command()
+@click.argument("name")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--seed", default=0, show_default=True, help="Seed of the mixed order.")
+@click.option(
+    "--size",
+    type=int,
+    help="Tasks to draw (default: until a source runs out; more repeats sources, ids ~2, ~3).",
+)
+@click.option(
+    "--env", "envs", multiple=True, help="SOURCE_REF=ENV: the environment a source's tasks run in."
+)
+@click.option(
+    "--eval-only",
+    "evals",
+    multiple=True,
+    help="REF[:SPLIT]: a source for evaluation only (split `eval`).",
+)
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
+@click.option("--version", "version", default="1.0.0", show_default=True)
+@click.option("--description", default="")
+@click.option("--publish", is_flag=True, help="Also publish it to --registry.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+@registry_option
+@_user_errors
+def mix(
+    name: str,
+    sources: tuple[str, ...],
+    seed: int,
+    size: int | None,
+    envs: tuple[str, ...],
+    evals: tuple[str, ...],
+    output: Path,
+    version: str,
+    description: str,
+    publish: bool,
+    force: bool,
+    registry: str | None,
+) -> None:
+    """Mix task sets by weight into one versioned set NAME: SOURCES are REF[:SPLIT]:WEIGHT
+    (`gsm8k@1:0.7 math@2:0.3`). Split `train` is a seeded draw by weight until a source runs
+    out (or --size tasks), ids prefixed by their source; each source is pinned by digest. Its
+    verl export also writes verl's data config; `taskpack.mixture.sampler` keeps drawing."""
+    from dataclasses import replace
+
+    from taskpack.curation import Part
+    from taskpack.curation import mix as make
+
+    env_of = dict(pair.split("=", 1) for pair in envs if "=" in pair)
+    parts = [Part.parse(text) for text in sources]
+    parts += [replace(Part.parse(f"{text}:0"), evaluation_only=True) for text in evals]
+    parts = [replace(p, env=env_of.get(p.ref)) for p in parts]
+    m = make(
+        name,
+        parts,
+        output,
+        version=version,
+        seed=seed,
+        size=size,
+        description=description,
+        overwrite=force,
+        registry=registry,
+    )
+    if publish:
+        from taskpack.registry.client import publish as publish_taskset
+
+        publish_taskset(output, registry=registry)
+    from taskpack.provenance import entries
+
+    for entry in entries(m.source, "mixture"):
+        use = "evaluation only" if entry["evaluation_only"] else f"weight {entry['weight']:g}"
+        click.echo(
+            f"{entry['label']}: {entry['ref']} {entry['split']}, {entry['tasks']} tasks, {use}"
+        )
+    counts = ", ".join(f"{n}: {s.rows}" for n, s in m.splits.items())
+    click.echo(f"wrote {m.ref} ({counts}), digest {m.digest}, to {output}")
+
+
+@main.command()
 @click.argument("target")
 @registry_option
 @json_option

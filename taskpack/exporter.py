@@ -43,10 +43,12 @@ def _write_all(
     progress: Counter | None = None,
     about: tuple[str, str, str] | None = None,
     pass_rates: Mapping[str, Mapping[str, list[dict[str, Any]]]] | None = None,
+    mixture: list[dict[str, Any]] | None = None,
 ) -> ExportResult:
     """`about`: the task set's name, version and description, for a format that names
     them (a registry entry); else the output folder's name. `pass_rates`: per split, task id
-    -> its pass rates, for the formats whose rows have a free field for them."""
+    -> its pass rates, for the formats whose rows have a free field for them. `mixture`: a
+    mixture's sources, for a format that writes its trainer's data config for one."""
     target_format = writer(fmt)
     assert target_format.write is not None
     folder = out.resolve().name
@@ -68,11 +70,17 @@ def _write_all(
             counts[name] += 1
             yield task
 
+    by_split: dict[str, list[Path]] = {}
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
             target.pass_rates = (pass_rates or {}).get(name, {})
             files = target_format.write(counted(tasks, name), tmp, name, target)
+            by_split[name] = [out.absolute() / p.relative_to(tmp) for p in files]
             written += [out / p.relative_to(tmp) for p in files]
+        if mixture and target_format.mixture_config is not None:
+            file_name, text = target_format.mixture_config(by_split, mixture)
+            (tmp / file_name).write_text(text, encoding="utf-8")
+            written.append(out / file_name)
     # A file every split writes (a package's pyproject.toml) is listed once.
     return ExportResult(out, list(dict.fromkeys(written)), target.losses.report(), counts)
 
@@ -97,7 +105,13 @@ def export(
     m = ts.manifest
     about = (m.name, m.version, m.description)
     rates = {n: _by_task(ts.annotations(n)) for n in names if n in m.annotations}
-    return _write_all(tasks, fmt, Path(out), strict, overwrite, options, progress, about, rates)
+    mixture = m.source.get("mixture") if m.source else None
+    sources = (
+        [dict(e) for e in mixture if isinstance(e, dict)] if isinstance(mixture, list) else None
+    )
+    return _write_all(
+        tasks, fmt, Path(out), strict, overwrite, options, progress, about, rates, sources
+    )
 
 
 def _by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -115,6 +115,11 @@ class Format:
     # the split the match names): "file" (`<split>.parquet`), "folder" (`<split>/index.json`:
     # its folder), "root" (a package whose `*/data/<split>.jsonl` the reader picks by split).
     split_globs: tuple[tuple[str, str], ...] = ()
+    # For an export of a mixture (`taskpack mix`): the trainer's data config naming the files
+    # written, as (file name, its text) from ({split: files}, the mixture's sources).
+    mixture_config: (
+        Callable[[Mapping[str, list[Path]], list[dict[str, Any]]], tuple[str, str]] | None
+    ) = None
 
     def carried(self, task: Task) -> frozenset[str]:
         return self.carries(task) if callable(self.carries) else self.carries

@@ -20,7 +20,7 @@ from, for a custom reward function, and are reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +177,24 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     )
 
 
+def mixture_config(
+    files: Mapping[str, list[Path]], sources: list[dict[str, Any]]
+) -> tuple[str, str]:
+    """verl's `data` section for the mixture: its training split is the weighted mix (verl
+    0.9 has no per-file weights; the proportions are in the rows), the evaluation-only
+    sources its validation files; kept in the mixture's order unless the trainer shuffles."""
+    import yaml
+
+    data: dict[str, Any] = {"train_files": [str(p) for p in files.get("train", [])]}
+    if files.get("eval"):
+        data["val_files"] = [str(p) for p in files["eval"]]
+    data["shuffle"] = False
+    weights = {s["label"]: s["weight"] for s in sources if not s.get("evaluation_only")}
+    note = "# taskpack mix: the train files hold the sources in these proportions: "
+    note += ", ".join(f"{k} {v:g}" for k, v in weights.items())
+    return "verl_data.yaml", note + "\n" + yaml.safe_dump({"data": data}, sort_keys=False)
+
+
 FORMAT = Format(
     name="verl",
     summary="verl RL Parquet: data_source, prompt, ability, reward_model, extra_info.",
@@ -184,6 +202,7 @@ FORMAT = Format(
     write=write,
     split_globs=(("*.parquet", "file"),),
     write_options=VerlWriteOptions,
+    mixture_config=mixture_config,
     # A reward kind verl has no scorer for is reported by `to_row`, naming the kind.
     carries=frozenset({"prompt", "answer", "solution", "reward", "metadata"}),
 )
