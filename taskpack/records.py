@@ -473,6 +473,13 @@ class Manifest(Record):
         splits: Mapping[str, SplitInfo]
         annotations: Mapping[str, Annotations]
 
+    def _fields(self) -> dict[str, Any]:
+        # As the model serializes it: a version without annotations has no such key.
+        fields = super()._fields()
+        if not fields.get("annotations"):
+            fields.pop("annotations", None)
+        return fields
+
     def expected_digest(self) -> str:
         """The digest this manifest's splits and annotations chain to (its `digest`, if whole)."""
         from taskpack.digests import version_digest
