@@ -36,6 +36,7 @@ from common import ROOT, machine  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from taskpack.overlap import contamination  # noqa: E402
+from tests.openr1_rule import plain_hits  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 
@@ -51,25 +52,6 @@ import pathlib
 hits = sum(1 for p in pathlib.Path(out).rglob("*.jsonl") for line in p.open() if line.strip())
 print(json.dumps({"seconds": seconds, "hits": hits}))
 """
-
-
-def plain(texts: dict[Any, str], refs: dict[Any, str], n: int) -> set[tuple[Any, Any]]:
-    """open-r1's rule as a user writes it: normalise, join each n-gram, look it up."""
-
-    def grams(text: str) -> list[str]:
-        words = " ".join(text.lower().strip().split()).split()
-        return [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
-
-    lookup: dict[str, list[Any]] = {}
-    for key, text in refs.items():
-        for gram in grams(text):
-            lookup.setdefault(gram, []).append(key)
-    hits = set()
-    for key, text in texts.items():
-        for gram in grams(text):
-            for ref in lookup.get(gram, ()):
-                hits.add((key, ref))
-    return hits
 
 
 def documents(copies: int, refs: dict[str, str], planted: int) -> dict[str, str]:
@@ -146,7 +128,7 @@ def main() -> None:
         ours = contamination(docs, refs, args.ngram)
         times["taskpack"].append(time.perf_counter() - start)
         start = time.perf_counter()
-        theirs = plain(docs, refs, args.ngram)
+        theirs = set(plain_hits(docs, refs, args.ngram))
         times["plain Python"].append(time.perf_counter() - start)
         assert {(h.key, h.ref) for h in ours} == theirs, "taskpack and plain Python disagree"
         found["taskpack"] = found["plain Python"] = len(ours)

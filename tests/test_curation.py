@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -23,31 +22,12 @@ from taskpack.importer import import_sources
 from taskpack.overlap import contamination, task_text
 
 from .conftest import DATA, make_task
+from .openr1_rule import plain_hits
 
 GSM8K = {
     "train": [str(DATA / "gsm8k" / "train.jsonl")],
     "test": [str(DATA / "gsm8k" / "test.jsonl")],
 }
-
-
-def plain_hits(texts: dict[Any, str], refs: dict[Any, str], n: int) -> dict[tuple[Any, Any], str]:
-    """open-r1's decontaminate.py, written plainly: normalise, every word n-gram as a string,
-    a lookup of the references' n-grams; (text, ref) -> the text's first shared n-gram."""
-
-    def grams(text: str) -> list[str]:
-        words = " ".join(text.lower().strip().split()).split()
-        return [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
-
-    lookup: dict[str, list[Any]] = {}
-    for key, text in refs.items():
-        for gram in grams(text):
-            lookup.setdefault(gram, []).append(key)
-    hits: dict[tuple[Any, Any], str] = {}
-    for key, text in texts.items():
-        for gram in grams(text):
-            for ref in lookup.get(gram, ()):
-                hits.setdefault((key, ref), gram)
-    return hits
 
 
 @pytest.fixture(scope="module")
