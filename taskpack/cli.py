@@ -178,6 +178,20 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
             for model, settings in models(ts.annotations(name))
         )
         click.echo(f"pass rates of {name}: {m.annotations[name].rows} rows, {measured}")
+    root = getattr(ts.objects, "root", None)
+    if root is not None:  # a folder: its split files are there, at the size listed
+        parts = [p for info in m.splits.values() for p in info.files()]
+        damaged = [
+            p.path
+            for p in parts
+            if not (Path(root) / p.path).is_file()
+            or (Path(root) / p.path).stat().st_size != p.bytes
+        ]
+        if damaged:
+            raise click.ClickException(
+                f"{target} is damaged: {', '.join(damaged[:3])} missing or not the size listed; "
+                "`taskpack validate` is the health check (every byte, every row)"
+            )
 
 
 def _where(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -301,6 +315,12 @@ def show(target: str, task_id: str, split_name: str | None, registry: str | None
     names = [split_name] if split_name is not None else ts.splits  # any split holding the id
     task = next((t for n in names if (t := ts.split(n).get(task_id)) is not None), None)
     if task is None:
+        elsewhere = [n for n in ts.splits if n not in names and ts.split(n).get(task_id)]
+        if elsewhere:
+            raise click.ClickException(
+                f"split {', '.join(names)}: no task {task_id!r}; it is in split "
+                f"{elsewhere[0]} (--split {elsewhere[0]})"
+            )
         ids = [i for n in names for i in ts.split(n).ids()]
         raise unknown("task", task_id, ids, f"split {', '.join(names)}")
     shown = _readable(task, every=_nulls())
@@ -378,14 +398,17 @@ def example(target: Path, force: bool) -> None:
 
 
 def _progress(
-    quiet: bool, sources: dict[str, list[str]] | None = None
+    quiet: bool,
+    sources: dict[str, list[str]] | None = None,
+    known: dict[str, int] | None = None,
 ) -> Callable[[Iterator[Task], str], Iterator[Task]]:
     """A live task count on stderr while rows stream in (see taskpack.progress), with its
-    total, rate and ETA when the sources' rows can be counted up front (local files)."""
+    total, rate and ETA when the split sizes are `known` or the sources' rows can be counted
+    up front (local files)."""
     from taskpack.converters._source import rows_hint
     from taskpack.progress import counted
 
-    totals: dict[str, int | None] = {}
+    totals: dict[str, int | None] = dict(known or {})
     if not quiet:
         for split, uris in (sources or {}).items():
             hints = [rows_hint(uri) for uri in uris]
@@ -914,7 +937,13 @@ def lock(refs: tuple[str, ...], registry: str | None, output: Path) -> None:
     "--registry http://HOST:PORT, and each object is fetched from REGISTRY once.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8000, show_default=True, help="Port (0: any free port).")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port (0: any free port).",
+)
 @click.option("--workers", default=1, show_default=True, help="Processes serving (2 on 2 cores).")
 @click.option(
     "--allow-host", multiple=True, help="Another name clients reach this server by (Host)."
@@ -1064,7 +1093,7 @@ def export_cmd(
             strict=strict,
             overwrite=force,
             options=options,
-            progress=_progress(quiet),
+            progress=_progress(quiet, known={n: s.rows for n, s in ts.manifest.splits.items()}),
         )
     )
 

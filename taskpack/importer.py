@@ -31,13 +31,13 @@ _SPLIT_WORDS = ("train", "test", "validation", "valid", "dev")
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-def split_of(uri: str) -> str:
-    """The split a file's name suggests (`gsm8k_test.jsonl` -> test), else `train`."""
+def split_of(uri: str, default: str = "train") -> str:
+    """The split a file's name suggests (`gsm8k_test.jsonl` -> test), else `default`."""
     stem = uri.rstrip("/").rsplit("/", 1)[-1].split(".")[0].lower()
     for split in _SPLIT_WORDS:
         if stem == split or stem.endswith(("_" + split, "-" + split)):
             return split
-    return "train"
+    return default
 
 
 def sources_by_split(
@@ -45,7 +45,8 @@ def sources_by_split(
 ) -> dict[str, list[str]]:
     """`SPLIT=URI` or a plain `URI`: into `split` when given; else, for an output folder of
     `fmt`'s writer, every split it holds under its name (what taskpack wrote, it reads back
-    whole); else the split the URI's name suggests (`split_of`)."""
+    whole); else the split the URI's name suggests (`split_of`), else the split the format's
+    data always is (HumanEval's is `test`), else `train`."""
     from taskpack.converters import export_splits
 
     out: dict[str, list[str]] = {}
@@ -57,7 +58,8 @@ def sources_by_split(
                 out.setdefault(found, []).extend(uris)
             if whole:
                 continue
-            name, uri = split or split_of(spec), spec
+            default = reader(fmt).default_split if fmt is not None else "train"
+            name, uri = split or split_of(spec, default), spec
         out.setdefault(name, []).append(uri)
     return out
 

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import taskpack
 from taskpack.cli import main
 from taskpack.errors import TaskpackError
 
@@ -136,7 +138,6 @@ def test_typos_get_a_did_you_mean_and_show_finds_an_id_in_any_split(example: Pat
 
 
 def test_an_unknown_version_lists_the_versions(tmp_path: Path) -> None:
-    import taskpack
 
     for version in ("1.0.0", "1.2.0"):
         taskpack.write(
@@ -150,8 +151,6 @@ def test_an_unknown_version_lists_the_versions(tmp_path: Path) -> None:
 def test_optional_adapters_name_their_extra(example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`to_pandas` and `to_torch` without their package say which extra installs it."""
     import importlib.util
-
-    import taskpack
 
     real = importlib.util.find_spec
     hidden = {"pandas", "torch"}
@@ -316,3 +315,71 @@ def test_diff_shows_the_changed_region_of_a_long_text() -> None:
     assert old != new and "the end" in old and "THE end" in new
     assert len(old) <= 60 and len(new) <= 60
     assert _around_change("short", "shorter") == ("'short'", "'shorter'")
+
+
+def test_messages_say_what_is_true(tmp_path: Path, data_dir: Path, example: Path) -> None:
+    """Issue 39's list: each mistake gets one line naming the real problem and the way out."""
+    import shutil
+
+    runner = CliRunner()
+
+    def said(*args: str) -> str:
+        result = runner.invoke(main, list(args))
+        assert result.exit_code != 0, result.output
+        assert "Traceback" not in result.output
+        return result.output
+
+    stray = tmp_path / "rows.json"
+    stray.write_text("{}")
+    assert "is a file, not a task-set folder" in said("info", str(stray))
+    assert f"taskpack convert {stray} --from FORMAT" in said("info", str(stray))
+    near = tmp_path / "gsm8k.taskset"
+    shutil.copytree(example, near)
+    assert f"did you mean the folder {near}?" in said("info", str(tmp_path / "gsm8k.tasket"))
+    assert "a bucket name is 3 to 63 characters, not 1" in said("ls", "--registry", "s3://b/x")
+    assert "nothing after '@'" in said("show", "example@", "x")
+    moved = said("show", str(example), "--split", "train", "choice-0000")
+    assert "it is in split test (--split test)" in moved
+    assert "99999 is not in the range" in said("serve", str(example), "--port", "99999")
+    corrupt = tmp_path / "c.parquet"
+    corrupt.write_bytes(b"PAR1garbage")
+    out = said("convert", str(corrupt), "--from", "verl", "-o", str(tmp_path / "c"))
+    assert "c.parquet: not a readable Parquet file" in out and len(out.strip().splitlines()) == 1
+    damaged = tmp_path / "damaged"
+    shutil.copytree(example, damaged)
+    next((damaged / "splits").glob("*.parquet")).unlink()
+    assert "`taskpack validate` is the health check" in said("info", str(damaged))
+    human = runner.invoke(
+        main,
+        [
+            "convert",
+            str(data_dir / "humaneval" / "HumanEval.jsonl.gz"),
+            "--from",
+            "humaneval",
+            "-o",
+            str(tmp_path / "he"),
+            "-q",
+        ],
+    )
+    assert "(test: 164)" in human.output  # the split the catalog names
+
+
+def test_export_progress_knows_its_total(
+    example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[int | None] = []
+    import taskpack.progress
+
+    real = taskpack.progress.counted
+
+    def spy(items: Any, label: str, total: int | None = None, quiet: bool = False) -> Any:
+        seen.append(total)
+        return real(items, label, total=total, quiet=quiet)
+
+    monkeypatch.setattr(taskpack.progress, "counted", spy)
+    result = CliRunner().invoke(
+        main, ["export", str(example), "--to", "nemo", "-o", str(tmp_path / "n")]
+    )
+    assert result.exit_code == 0, result.output
+    sizes = {n: s.rows for n, s in taskpack.open(example).manifest.splits.items()}
+    assert sorted(t for t in seen if t is not None) == sorted(sizes.values())

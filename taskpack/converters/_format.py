@@ -115,6 +115,9 @@ class Format:
     # the split the match names): "file" (`<split>.parquet`), "folder" (`<split>/index.json`:
     # its folder), "root" (a package whose `*/data/<split>.jsonl` the reader picks by split).
     split_globs: tuple[tuple[str, str], ...] = ()
+    # The split a source of this format is when nothing says otherwise: `test` for a set
+    # published as a benchmark only (HumanEval), as the catalog names it.
+    default_split: str = "train"
     # For an export of a mixture (`taskpack mix`): the trainer's data config naming the files
     # written, as (file name, its text) from ({split: files}, the mixture's sources).
     mixture_config: (

@@ -258,9 +258,13 @@ def rows_hint(uri: str) -> int | None:
     Lines file's lines, a CSV's lines but its header, a Parquet file's rows; None otherwise."""
     suffix = base_suffix(uri)
     if suffix == ".parquet" and "://" not in uri and Path(uri).is_file():
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        return int(pq.ParquetFile(uri).metadata.num_rows)
+        try:
+            return int(pq.ParquetFile(uri).metadata.num_rows)
+        except (pa.ArrowInvalid, OSError):
+            return None  # the reader says what is wrong with it, in one line
     if suffix in (".jsonl", ".csv", ".tsv"):
         lines = line_count(uri)
         return None if lines is None else max(0, lines - (suffix != ".jsonl"))
@@ -323,9 +327,13 @@ def _object(row: Any, where: str, line: int) -> Record:
 
 
 def _parquet_rows(stream: IO[bytes], where: str) -> Iterator[Record]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    yield from arrow_records(pq.ParquetFile(stream).iter_batches(batch_size=1024), where)
+    try:
+        yield from arrow_records(pq.ParquetFile(stream).iter_batches(batch_size=1024), where)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise TaskpackError(f"{where}: not a readable Parquet file ({e})") from None
 
 
 def arrow_records(

@@ -86,4 +86,5 @@ FORMAT = Format(
     summary="HumanEval JSONL: function stub, canonical body, check(candidate) tests.",
     read=read,
     read_columns=read_columns,
+    default_split="test",  # a benchmark: its one split is `test`, as the catalog names it
 )

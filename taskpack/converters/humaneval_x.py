@@ -217,4 +217,5 @@ FORMAT = Format(
     name="humaneval-x",
     summary="HumanEval-X in Python, C++, Java, JavaScript, Go and Rust (task ids CPP/0, ...).",
     read=read,
+    default_split="test",  # a benchmark: its one split is `test`, as the catalog names it
 )

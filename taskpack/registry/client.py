@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
 from taskpack.nesting import parse_json
-from taskpack.objects import Progress, object_key
+from taskpack.objects import MANIFEST, Progress, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
@@ -241,9 +241,34 @@ def open(
     if path.is_dir():
         return open_folder(path)
     text = os.fspath(target)
+    if path.is_file():
+        raise TaskpackError(
+            f"{text} is a file, not a task-set folder; to read it as tasks: taskpack convert "
+            f"{text} --from FORMAT -o FOLDER (`taskpack formats` lists the formats)"
+        )
     if "/" in text or os.sep in text or text.endswith(".taskset"):
-        raise TaskpackError(f"{text}: no such task-set folder")
-    return resolve(text, registry=registry, lockfile=lockfile, offline=offline)
+        raise TaskpackError(f"{text}: no such task-set folder" + _near_folder(path))
+    try:
+        return resolve(text, registry=registry, lockfile=lockfile, offline=offline)
+    except TaskpackError as e:
+        near = _near_folder(path) if "@" not in text else ""
+        if not near:
+            raise
+        raise TaskpackError(f"{e}{near}") from None
+
+
+def _near_folder(path: Path) -> str:
+    """ "; did you mean the folder X?" when a task-set folder beside `path` is named like it
+    (a typo in a local name is then not sent to the registry as a set's name)."""
+    import difflib
+
+    parent = path.parent
+    try:
+        folders = [p.name for p in parent.iterdir() if (p / MANIFEST).is_file()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, folders, n=1, cutoff=0.75)
+    return f"; did you mean the folder {parent / close[0]}?" if close else ""
 
 
 def load(

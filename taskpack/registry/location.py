@@ -78,7 +78,12 @@ class Location:
         host, _, rest = text[match.end() :].partition("/")
         if scheme == "s3":
             if not _BUCKET.match(host):
-                raise TaskpackError(f"registry {text!r}: expected s3://BUCKET[/PREFIX]")
+                why = (
+                    f"a bucket name is 3 to 63 characters, not {len(host)}"
+                    if host and not 3 <= len(host) <= 63
+                    else "a bucket name is lower-case letters, digits, dots and hyphens"
+                )
+                raise TaskpackError(f"registry {text!r}: expected s3://BUCKET[/PREFIX] ({why})")
             return cls("s3", bucket=host, prefix=rest.strip("/"))
         if scheme == "hf":
             if not _OWNER.match(host) or rest.strip("/"):

@@ -41,7 +41,9 @@ class Ref:
 
 
 def parse_ref(text: str) -> Ref:
-    name, _, spec = text.partition("@")
+    name, at, spec = text.partition("@")
+    if at and not spec:
+        raise TaskpackError(f"{text!r}: nothing after '@' (NAME@1, NAME@1.2.3, NAME@latest)")
     if not is_name(name):
         raise TaskpackError(f"invalid task-set reference {text!r}: expected NAME[@VERSION|TAG]")
     return Ref(name, spec or "latest")

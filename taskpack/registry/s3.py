@@ -68,6 +68,12 @@ class S3Store(Store):
             )
         if code in ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError"):
             return TaskpackError(f"registry {self.url}: cannot connect ({code})")
+        if code in ("NoCredentialsError", "PartialCredentialsError"):
+            return TaskpackError(
+                f"registry {self.url}: no AWS credentials found; set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), and AWS_ENDPOINT_URL_S3 for a server "
+                "that is not AWS"
+            )
         if code == "NoSuchBucket":
             return TaskpackError(f"registry {self.url}: bucket {self.bucket!r} does not exist")
         return TaskpackError(f"{where}: S3 error {code}")
