@@ -21,7 +21,7 @@ import re
 import shlex
 import shutil
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -687,17 +687,19 @@ def check_export(
     adversarial: bool = True,
     sample: int = 1,
     sources: Iterable[Task] | None = None,
+    limit: int | None = None,
+    ids: Collection[str] | None = None,
 ) -> list[TaskCheck]:
-    """Check every task folder below `root`, `jobs` at a time (default: one per CPU). The
-    forgers (with `adversarial`) and, with `sources`, the comparison with the source task of
-    the same id run on every `sample`-th task (1: on all)."""
+    """Check every task folder below `root` (see `planned` for `limit` and `ids`), `jobs` at
+    a time (default: one per CPU). The forgers (with `adversarial`) and, with `sources`, the
+    comparison with the source task of the same id run on every `sample`-th task (1: all)."""
     from concurrent.futures import ThreadPoolExecutor
 
     try:  # once, so that a machine without bubblewrap or user namespaces says so once
         attempt(Side({}, {}, {}, {}), None, Limits(timeout=10), verify=False)
     except SandboxError as e:
         raise TaskpackError(f"the sandbox cannot start on this machine: {e}") from None
-    folders = _with_ids(Path(root))
+    folders = planned(root, limit, ids)
     by_id = {task.id: task for task in sources} if sources is not None else None
     if by_id is not None:
         missing = sorted(task_id for task_id, _ in folders if task_id not in by_id)
@@ -713,6 +715,31 @@ def check_export(
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
         results = pool.map(one, range(len(folders)), folders)
         return list(progress(results, len(folders)) if progress else results)
+
+
+SECONDS_PER_RUN = 0.35  # one sandbox run of a small task, per job (GSM8K: 33 min for 10,552)
+
+
+def planned(
+    root: str | os.PathLike[str], limit: int | None = None, ids: Collection[str] | None = None
+) -> list[tuple[str, Path]]:
+    """(task id, folder) of the tasks a check runs: those of `ids` (all by default), the
+    first `limit` of them."""
+    folders = _with_ids(Path(root))
+    if ids is not None:
+        wanted = set(ids)
+        missing = sorted(wanted - {task_id for task_id, _ in folders})
+        if missing:
+            raise TaskpackError(f"{root}: no exported task {', '.join(missing[:5])}")
+        folders = [pair for pair in folders if pair[0] in wanted]
+    return folders[:limit] if limit is not None else folders
+
+
+def runs(tasks: int, adversarial: bool, sample: int, against: bool) -> int:
+    """How many sandbox runs a check makes: oracle and no solution per task, every forger on
+    every `sample`-th, all twice with a source to compare against."""
+    deep = -(-tasks // max(1, sample)) if adversarial else 0
+    return (2 * tasks + len(FORGERS) * deep) * (2 if against else 1)
 
 
 def _with_ids(root: Path) -> list[tuple[str, Path]]:

@@ -670,6 +670,8 @@ def formats(as_json: bool) -> None:
     show_default=True,
     help="Also run the battery of forgers (reward hacks); any that scores above 0 fails.",
 )
+@click.option("--limit", type=click.IntRange(1), help="Check only the first N tasks.")
+@click.option("--ids", "ids", multiple=True, help="Check only these task ids (ID[,ID...]).")
 @click.option(
     "--sample",
     default=1,
@@ -696,6 +698,8 @@ def check(
     split_name: str | None,
     registry: str | None,
     adversarial: bool,
+    limit: int | None,
+    ids: tuple[str, ...],
     sample: int,
     timeout: float,
     memory: int,
@@ -707,7 +711,17 @@ def check(
     """Run each exported task in a bubblewrap sandbox: its reference solution must score 1,
     no solution 0, and each forger of the battery 0; with --against, the source task's own
     verifier must score the same candidates the same. Exit 1 if any task fails."""
-    from taskpack.check import Limits, TaskCheck, check_export, summary
+    import os
+
+    from taskpack.check import (
+        SECONDS_PER_RUN,
+        Limits,
+        TaskCheck,
+        check_export,
+        planned,
+        runs,
+        summary,
+    )
     from taskpack.progress import counted
 
     def count(results: Iterator[TaskCheck], total: int) -> Iterator[TaskCheck]:
@@ -717,6 +731,17 @@ def check(
     if source is not None:
         sources = list(_source_tasks(source, source_format, pairs, split_name, registry))
     limits = Limits(timeout=timeout, disk=disk << 20, memory=memory << 20)
+    chosen = [i for text in ids for i in text.split(",") if i] or None
+    tasks = len(planned(export_dir, limit, chosen))
+    workers = jobs or os.cpu_count() or 1
+    seconds = runs(tasks, adversarial, sample, sources is not None) * SECONDS_PER_RUN / workers
+    if seconds > 120 and not quiet:
+        click.echo(
+            f"{tasks} tasks: about {runs(tasks, adversarial, sample, sources is not None)} "
+            f"sandbox runs, roughly {seconds / 60:.0f} min on {workers} jobs; --sample K runs "
+            "the forgers on every K-th task only, --limit N or --ids checks fewer",
+            err=True,
+        )
     results = check_export(
         export_dir,
         limits,
@@ -725,6 +750,8 @@ def check(
         adversarial=adversarial,
         sample=sample,
         sources=sources,
+        limit=limit,
+        ids=chosen,
     )
     for r in results:
         if as_json:

@@ -383,3 +383,42 @@ def test_export_progress_knows_its_total(
     assert result.exit_code == 0, result.output
     sizes = {n: s.rows for n, s in taskpack.open(example).manifest.splits.items()}
     assert sorted(t for t in seen if t is not None) == sorted(sizes.values())
+
+
+def test_check_estimates_a_long_run_and_takes_limit_and_ids(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before all forgers on 164 tasks it says how long, and how to sample; --limit and --ids
+    pick the tasks (the checks themselves are stubbed: this is about what is asked)."""
+    import taskpack.check
+    from taskpack.check import FORGERS, planned, runs
+
+    out = tmp_path / "h"
+    convert = [
+        "convert",
+        str(data_dir / "humaneval" / "HumanEval.jsonl.gz"),
+        "--from",
+        "humaneval",
+        "--to",
+        "harbor",
+        "-o",
+        str(out),
+        "-q",
+    ]
+    assert CliRunner().invoke(main, convert).exit_code == 0
+    asked: dict[str, Any] = {}
+
+    def stub(root: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        asked.update(kwargs)
+        return []
+
+    monkeypatch.setattr(taskpack.check, "check_export", stub)
+    result = CliRunner().invoke(main, ["check", str(out), "-j", "2"])
+    assert f"164 tasks: about {164 * (2 + len(FORGERS))} sandbox runs" in result.stderr
+    assert "--sample K" in result.stderr
+    quick = CliRunner().invoke(main, ["check", str(out), "--limit", "3", "--ids", "HumanEval/1"])
+    assert "sandbox runs" not in quick.stderr and asked["limit"] == 3
+    assert asked["ids"] == ["HumanEval/1"]
+    assert [i for i, _ in planned(out, 2)] == ["HumanEval/0", "HumanEval/1"]
+    assert [i for i, _ in planned(out, ids=["HumanEval/9"])] == ["HumanEval/9"]
+    assert runs(10, True, 5, True) == (20 + 2 * len(FORGERS)) * 2
