@@ -732,7 +732,10 @@ def check(
         sources = list(_source_tasks(source, source_format, pairs, split_name, registry))
     limits = Limits(timeout=timeout, disk=disk << 20, memory=memory << 20)
     chosen = [i for text in ids for i in text.split(",") if i] or None
-    tasks = len(planned(export_dir, limit, chosen))
+    try:
+        tasks = len(planned(export_dir, limit, chosen))
+    except TaskpackError:
+        tasks = 0  # check_export says what is wrong, after whether the sandbox starts at all
     workers = jobs or os.cpu_count() or 1
     seconds = runs(tasks, adversarial, sample, sources is not None) * SECONDS_PER_RUN / workers
     if seconds > 120 and not quiet:
