@@ -171,11 +171,11 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
     blobs = {sha for s in m.splits.values() for sha in s.blobs}
     click.echo(f"large files: {len(blobs)} (stored once each, fetched when materialized)")
     for name in m.annotations:
-        from taskpack.passrates import models
+        from taskpack.passrates import rates
 
         measured = ", ".join(
-            f"{model} {json.dumps(settings, sort_keys=True)}"
-            for model, settings in models(ts.annotations(name))
+            f"{model} {json.dumps(json.loads(key), sort_keys=True)}"
+            for model, key in rates(ts.annotations(name))
         )
         click.echo(f"pass rates of {name}: {m.annotations[name].rows} rows, {measured}")
     root = getattr(ts.objects, "root", None)
@@ -194,13 +194,14 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
             )
 
 
-def _where(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """--where KEY=VALUE pairs; a VALUE that parses as JSON (3, true, null) is taken as such."""
+def _pairs(pairs: tuple[str, ...], hint: str) -> dict[str, Any]:
+    """KEY=VALUE pairs of option `hint` (--where, -S); a VALUE that parses as JSON (3, true,
+    null) is taken as such."""
     where: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--where")
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint=hint)
         try:
             where[key] = parse_json(value)
         except ValueError:
@@ -237,7 +238,7 @@ def ls(
     """
     from taskpack.registry.client import listing, versions
 
-    where = _where(where_pairs)
+    where = _pairs(where_pairs, "--where")
     if target is None:
         names = listing(registry)
         if as_json:
@@ -1284,19 +1285,8 @@ def dedup(target: str, exact: bool, threshold: float, **step: Any) -> None:
 
 
 def _settings(pairs: tuple[str, ...]) -> dict[str, Any] | None:
-    """-S KEY=VALUE pairs (a value is JSON where it parses: n=16, temperature=0.7)."""
-    if not pairs:
-        return None
-    settings: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.UsageError(f"-S {pair!r}: expected KEY=VALUE")
-        try:
-            settings[key] = json.loads(value)
-        except ValueError:
-            settings[key] = value
-    return settings
+    """-S KEY=VALUE pairs (n=16, temperature=0.7); None when none is given."""
+    return _pairs(pairs, "-S") or None
 
 
 settings_option = click.option(
@@ -1336,7 +1326,7 @@ def annotate(
     reward profile. With -o, writes them into a new version: per task, model and settings, the
     rollouts, the solved ones and the mean reward (the tasks and their digests unchanged)."""
     from taskpack.curation import annotate as measure
-    from taskpack.passrates import histogram, settings_key
+    from taskpack.passrates import histogram, rates, settings_key
 
     report = measure(
         target,
@@ -1352,13 +1342,13 @@ def annotate(
         f"{counted['rollouts']} rollouts of {model} for {counted['tasks']} tasks"
         + (f"; {len(report.unmatched)} names matched no task" if report.unmatched else "")
     ]
-    setup = report.record["options"]["settings"]
+    setup = (model, settings_key(report.record["options"]["settings"]))
     for split, rows in report.rows.items():
-        mine = [r for r in rows if (r["model"], r["settings"]) == (model, settings_key(setup))]
+        mine = rates(rows).get(setup)
         if mine:
             total = report.taskset.manifest.splits[split].rows
             lines.append(f"{split}: {len(mine)} of {total} tasks measured; pass rates:")
-            lines += histogram([r["correct"] / r["count"] for r in mine])
+            lines += histogram(mine.values())
     _finish_step(report, lines, **step)
 
 
@@ -1460,9 +1450,16 @@ def mix(
     from taskpack.curation import Part
     from taskpack.curation import mix as make
 
-    env_of = dict(pair.split("=", 1) for pair in envs if "=" in pair)
     parts = [Part.parse(text) for text in sources]
     parts += [replace(Part.parse(f"{text}:0"), evaluation_only=True) for text in evals]
+    env_of: dict[str, str] = {}
+    for pair in envs:  # an environment name is text, never JSON
+        ref, sep, env = pair.partition("=")
+        if not sep or ref not in {p.ref for p in parts}:
+            raise click.BadParameter(
+                f"{pair!r}: expected REF=ENV for a source's REF", param_hint="--env"
+            )
+        env_of[ref] = env
     parts = [replace(p, env=env_of.get(p.ref)) for p in parts]
     m = make(
         name,

@@ -37,8 +37,9 @@ def made_from(ts: TaskSet) -> dict[str, Any]:
     from when it is one (a folder's name@version need not be published)."""
     m = ts.manifest
     entry: dict[str, Any] = {"ref": m.ref, "digest": m.digest}
-    if not ts.where.startswith(m.ref):
-        entry["path"] = os.path.abspath(ts.where)
+    folder = getattr(ts.objects, "root", None)  # as `serve` and `info` tell a folder
+    if folder is not None:
+        entry["path"] = os.path.abspath(folder)
     return entry
 
 
@@ -253,17 +254,20 @@ def annotate(
 
     ts = _open(target, registry)
     by_id: dict[str, list[Key]] = {}
-    by_text: dict[str, list[Key]] = {}
     for name in ts.splits:
-        for task in ts.split(name):
-            by_id.setdefault(task.id, []).append((name, task.id))
-            by_text.setdefault(" ".join(words(task_text(task))), []).append((name, task.id))
+        for task_id in ts.split(name).ids():
+            by_id.setdefault(task_id, []).append((name, task_id))
+    by_text: dict[str, list[Key]] | None = None  # built only if a record names a task by text
     found: dict[Key, list[float]] = {}
     unmatched: list[str] = []
     count = 0
     for kind, label, values in rewards(rollouts, key):
         count += len(values)
-        keys = by_id.get(label) if kind == "id" else by_text.get(" ".join(words(label)))
+        if kind == "text" and by_text is None:
+            by_text = {}
+            for (name, task_id), text in _texts(ts).items():
+                by_text.setdefault(" ".join(words(text)), []).append((name, task_id))
+        keys = by_id.get(label) if kind == "id" else (by_text or {}).get(" ".join(words(label)))
         if not keys:
             unmatched.append(label if kind == "id" else label[:60])
         for k in keys or ():
@@ -328,14 +332,14 @@ def filter_pass_rate(
 
     ts = _open(target, registry)
     edges = passrates.band(within)
-    rows = {name: ts.annotations(name) for name in ts.splits}
-    setups = {r["settings"] for n in rows for r in rows[n] if r["model"] == model}
+    measured = {name: passrates.rates(ts.annotations(name)) for name in ts.splits}
+    setups = {key for n in measured for m, key in measured[n] if m == model}
     if settings is not None:
         setup = passrates.settings_key(settings)
     elif len(setups) == 1:
         setup = next(iter(setups))
     elif not setups:
-        known = sorted({r["model"] for n in rows for r in rows[n]})
+        known = sorted({m for n in measured for m, _ in measured[n]})
         raise TaskpackError(
             f"{ts.manifest.ref} has no pass rates of {model!r} (it has: {known or 'none'})"
         )
@@ -347,13 +351,9 @@ def filter_pass_rate(
     dropped: dict[str, list[str]] = {}
     unmeasured: dict[str, int] = {}
     for name in ts.splits:
-        if not any(r["model"] == model for r in rows[name]):
+        if not any(m == model for m, _ in measured[name]):
             continue  # a split the model was not measured on is not filtered
-        rates[name] = {
-            r["id"]: r["correct"] / r["count"]
-            for r in rows[name]
-            if (r["model"], r["settings"]) == (model, setup)
-        }
+        rates[name] = measured[name].get((model, setup), {})
         ids = ts.split(name).ids()
         unmeasured[name] = sum(i not in rates[name] for i in ids)
         dropped[name] = [

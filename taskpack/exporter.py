@@ -19,6 +19,7 @@ from taskpack.converters import reader, writer
 from taskpack.converters._format import Losses, Target
 from taskpack.importer import split_tasks
 from taskpack.model import Task
+from taskpack.passrates import rate
 from taskpack.taskset import TaskSet, staged_output
 
 
@@ -126,7 +127,7 @@ def _by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
                 "rollouts": row["count"],
                 "solved": row["correct"],
                 "mean_reward": row["mean"],
-                "pass_rate": row["correct"] / row["count"],
+                "pass_rate": rate(row),
             }
         )
     return out

@@ -8,7 +8,6 @@ A row holds counts, not rates: the pass rate is `correct / count`, and pass@k fo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from math import comb
 from pathlib import Path
@@ -92,10 +91,17 @@ def problems(rows: list[dict[str, Any]], expected: str, ids: Iterable[str]) -> l
     return found
 
 
-def models(rows: Iterable[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    """The (model, settings) pairs the rows measure, each once, in order."""
-    pairs = dict.fromkeys((r["model"], r["settings"]) for r in rows)
-    return [(model, json.loads(settings)) for model, settings in pairs]
+def rate(row: Mapping[str, Any]) -> float:
+    """A row's pass rate: the share of its rollouts that succeeded."""
+    return float(row["correct"] / row["count"])
+
+
+def rates(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, float]]:
+    """Per (model, settings key), in the order the rows name them: task id -> pass rate."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for row in rows:
+        out.setdefault((row["model"], row["settings"]), {})[row["id"]] = rate(row)
+    return out
 
 
 # --- bands -----------------------------------------------------------------------------------

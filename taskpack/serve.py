@@ -129,13 +129,12 @@ class Catalog:
 
     def rates(self, name: str) -> dict[str, dict[str, float]]:
         """Split `name`'s pass rates, read once: per "MODEL {settings}", task id -> rate."""
+        from taskpack.passrates import rates
+
         with self._stats_lock:
             if name not in self._rates:
-                found: dict[str, dict[str, float]] = {}
-                for row in self.ts.annotations(name):
-                    label = f"{row['model']} {row['settings']}"
-                    found.setdefault(label, {})[row["id"]] = row["correct"] / row["count"]
-                self._rates[name] = found
+                measured = rates(self.ts.annotations(name)).items()
+                self._rates[name] = {f"{m} {key}": found for (m, key), found in measured}
             return self._rates[name]
 
     def served(self) -> Served:

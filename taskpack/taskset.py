@@ -119,12 +119,12 @@ class _SplitWriter:
 
         wanted = None if keep is None else np.asarray(keep, dtype=np.int64)
         blobs: set[str] = set()
-        first = 0
+        end = 0  # the row after the current row group, in the split
         for table in split.row_groups():
             if wanted is not None:
-                lo, hi = np.searchsorted(wanted, [first, first + table.num_rows])
-                first += table.num_rows
-                table = table.take(wanted[lo:hi] - (first - table.num_rows))
+                start, end = end, end + table.num_rows
+                lo, hi = np.searchsorted(wanted, [start, end])
+                table = table.take(wanted[lo:hi] - start)
                 blobs.update(_large_files(table))
             if table.num_rows:
                 self.add_table(table.select(SCHEMA.names).cast(SCHEMA))

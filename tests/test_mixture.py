@@ -149,3 +149,12 @@ def test_verl_reads_the_mixtures_data_config(sets: Path, tmp_path: Path) -> None
     assert result["train_files"] == {"openai/gsm8k": ours["gsm8k"], "humaneval": 164}
     assert result["val_files"] == {"openai/gsm8k": 1319}
     assert result["shuffle"] is False
+
+
+def test_an_env_for_no_source_is_refused(sets: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["mix", "m", f"{sets / 'gsm8k'}:1", "--env", "other@1=code", "-o", str(tmp_path / "m")],
+    )
+    assert result.exit_code == 2 and "expected REF=ENV for a source's REF" in result.output
+    assert not (tmp_path / "m").exists()

@@ -505,16 +505,9 @@ def _passrates_section(ts: TaskSet) -> str:
 
     blocks = []
     for name in ts.manifest.annotations:
-        rows = ts.annotations(name)
-        for model, settings in passrates.models(rows):
-            key = passrates.settings_key(settings)
-            rates = [
-                r["correct"] / r["count"]
-                for r in rows
-                if (r["model"], r["settings"]) == (model, key)
-            ]
-            lines = "\n".join(passrates.histogram(rates, width=30))
-            blocks.append(f"{name}, {model} {key}: {len(rates)} tasks\n\n```\n{lines}\n```\n")
+        for (model, key), found in passrates.rates(ts.annotations(name)).items():
+            lines = "\n".join(passrates.histogram(found.values(), width=30))
+            blocks.append(f"{name}, {model} {key}: {len(found)} tasks\n\n```\n{lines}\n```\n")
     return "## Pass rates\n\n" + "\n".join(blocks) if blocks else ""
 
 
