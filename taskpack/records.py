@@ -505,6 +505,13 @@ class Manifest(Record):
                 found[self.annotations[name].sha256] = self.annotations[name].path
         return dict(sorted(found.items()))
 
+    def sizes(self) -> dict[str, int]:
+        """Bytes hash -> size, of every object the manifest lists a size for (split files and
+        annotations; large files are listed by hash only): what a reader reads at most."""
+        found = {p.sha256: p.bytes for info in self.splits.values() for p in info.files()}
+        found.update({a.sha256: a.bytes for a in self.annotations.values()})
+        return found
+
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.version}"

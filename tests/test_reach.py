@@ -398,6 +398,32 @@ def test_an_http_registry_bounds_every_answer(tmp_path: Path) -> None:
     assert biggest <= max(size, len(manifest))
 
 
+def test_an_http_registry_bounds_pass_rates_by_their_listed_size(tmp_path: Path) -> None:
+    """An annotations file is listed with its size too: never read past it."""
+    from taskpack.taskset import TaskSetWriter
+
+    with TaskSetWriter(tmp_path / "ts", name="rated", version="1.0.0") as writer:
+        writer.write_split("train", [make_task(0)])
+        row = {"id": "t0", "model": "m", "settings": "{}", "count": 2, "correct": 1, "mean": 0.5}
+        writer.annotate("train", [row])
+    m = taskpack.open(tmp_path / "ts").manifest
+    split = m.splits["train"]
+    files = {split.sha256: (tmp_path / "ts" / str(split.path)).read_bytes()}
+
+    def answer(path: str) -> Iterator[bytes]:
+        if path.endswith("/versions/1.0.0"):
+            yield reply((tmp_path / "ts" / "manifest.json").read_bytes())
+        elif path.rsplit("/", 1)[-1] in files:
+            yield reply(files[path.rsplit("/", 1)[-1]])
+        else:  # the annotations: far more than their listed size, no length given
+            yield from endless(b"HTTP/1.1 200 OK\r\n\r\n")
+
+    with Hostile(answer) as liar:
+        size = m.annotations["train"].bytes
+        with pytest.raises(TaskpackError, match=f"more than the {size} bytes"):
+            taskpack.pull("rated@1.0.0", registry=liar.url)
+
+
 # --- the server's own bounds ----------------------------------------------------------------
 
 

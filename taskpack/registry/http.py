@@ -145,7 +145,7 @@ class HttpRegistry(Registry):
     def fetch(
         self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
     ) -> None:
-        sizes = {p.sha256: p.bytes for info in manifest.splits.values() for p in info.files()}
+        sizes = manifest.sizes()
         with dest.open("wb") as out:
 
             def sink(chunk: bytes) -> None:
