@@ -170,6 +170,20 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
         click.echo(f"{name:<16}{s.rows:>10}{s.bytes:>14}  {s.digest}")
     blobs = {sha for s in m.splits.values() for sha in s.blobs}
     click.echo(f"large files: {len(blobs)} (stored once each, fetched when materialized)")
+    root = getattr(ts.objects, "root", None)
+    if root is not None:  # a folder: each file with a listed size is there, at that size
+        paths = m.objects(blobs=False)
+        damaged = [
+            paths[sha]
+            for sha, size in m.sizes().items()
+            if not (Path(root) / paths[sha]).is_file()
+            or (Path(root) / paths[sha]).stat().st_size != size
+        ]
+        if damaged:
+            raise click.ClickException(
+                f"{target} is damaged: {', '.join(damaged[:3])} missing or not the size listed; "
+                "`taskpack validate` is the health check (every byte, every row)"
+            )
     for name in m.annotations:
         from taskpack.passrates import rates
 
@@ -178,20 +192,6 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
             for model, key in rates(ts.annotations(name))
         )
         click.echo(f"pass rates of {name}: {m.annotations[name].rows} rows, {measured}")
-    root = getattr(ts.objects, "root", None)
-    if root is not None:  # a folder: its split files are there, at the size listed
-        parts = [p for info in m.splits.values() for p in info.files()]
-        damaged = [
-            p.path
-            for p in parts
-            if not (Path(root) / p.path).is_file()
-            or (Path(root) / p.path).stat().st_size != p.bytes
-        ]
-        if damaged:
-            raise click.ClickException(
-                f"{target} is damaged: {', '.join(damaged[:3])} missing or not the size listed; "
-                "`taskpack validate` is the health check (every byte, every row)"
-            )
 
 
 def _pairs(pairs: tuple[str, ...], hint: str) -> dict[str, Any]:

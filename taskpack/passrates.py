@@ -69,7 +69,10 @@ def write(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def read(path: Path) -> list[dict[str, Any]]:
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise TaskpackError(f"{path}: pass rates do not read ({e}); taskpack validate") from None
     if table.schema.names != list(FIELDS):
         raise TaskpackError(f"{path}: not a taskpack annotations file")
     rows: list[dict[str, Any]] = table.to_pylist()

@@ -325,3 +325,16 @@ def test_verl_hands_the_pass_rates_to_its_reward_function(gsm8k: Path, tmp_path:
     assert result["rows"] == 1319 and len(result["rated"]) == 1319
     assert result["rated"]["test-00004"][0]["pass_rate"] == 1.0
     assert result["rated"]["test-00000"][0]["solved"] == 0
+
+
+def test_an_unreadable_pass_rates_file_is_one_line(gsm8k: Path, tmp_path: Path) -> None:
+    """Its size kept, its bytes garbage: `info` and `validate` say so in a line each."""
+    rated = annotated(gsm8k, tmp_path)
+    path = rated / "annotations" / "test.parquet"
+    path.write_bytes(b"PAR1" + b"x" * (path.stat().st_size - 4))
+    runner = CliRunner()
+    info = runner.invoke(main, ["info", str(rated)])
+    assert info.exit_code == 1 and "pass rates do not read" in info.output
+    assert "Traceback" not in info.output
+    checked = runner.invoke(main, ["validate", str(rated)])
+    assert checked.exit_code == 1 and "annotations" in checked.output
