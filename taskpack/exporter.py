@@ -49,7 +49,7 @@ def _write_all(
     """`about`: the task set's name, version and description, for a format that names
     them (a registry entry); else the output folder's name. `pass_rates`: per split, task id
     -> its pass rates, for the formats whose rows have a free field for them. `mixture`: a
-    mixture's sources, for a format that writes its trainer's data config for one."""
+    mixture's sources, for a format that writes its trainers' data configs for one."""
     target_format = writer(fmt)
     assert target_format.write is not None
     folder = out.resolve().name
@@ -61,6 +61,7 @@ def _write_all(
         set_name,
         version,
         description,
+        mixture=mixture or [],
     )
     written: list[Path] = []
     counts: dict[str, int] = {}
@@ -78,10 +79,10 @@ def _write_all(
             files = target_format.write(counted(tasks, name), tmp, name, target)
             by_split[name] = [out.absolute() / p.relative_to(tmp) for p in files]
             written += [out / p.relative_to(tmp) for p in files]
-        if mixture and target_format.mixture_config is not None:
-            file_name, text = target_format.mixture_config(by_split, mixture)
-            (tmp / file_name).write_text(text, encoding="utf-8")
-            written.append(out / file_name)
+        if mixture and target_format.mixture_configs is not None:
+            for file_name, text in target_format.mixture_configs(by_split, mixture, target).items():
+                (tmp / file_name).write_text(text, encoding="utf-8")
+                written.append(out / file_name)
     # A file every split writes (a package's pyproject.toml) is listed once.
     return ExportResult(out, list(dict.fromkeys(written)), target.losses.report(), counts)
 

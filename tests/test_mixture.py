@@ -149,6 +149,65 @@ def test_verl_reads_the_mixtures_data_config(sets: Path, tmp_path: Path) -> None
     assert result["train_files"] == {"openai/gsm8k": ours["gsm8k"], "humaneval": 164}
     assert result["val_files"] == {"openai/gsm8k": 1319}
     assert result["shuffle"] is False
+    # TRL's parser and loader read the same rows, in the mixture's order
+    trl = run_check("trl", "check_trl_mixture.py", str(tmp_path / "verl" / "trl_datasets.yaml"))
+    named = {"gsm8k": "openai/gsm8k", "humaneval": "humaneval"}
+    assert trl["data_sources"] == [named[i.split("/")[0]] for i in ts.split("train").ids()]
+    assert "prompt" in trl["columns"]
+
+
+@pytest.fixture(scope="module")
+def enved(sets: Path, tmp_path_factory: pytest.TempPathFactory) -> taskpack.TaskSet:
+    """A mixture whose sources name the environments they run in."""
+    parts = [
+        Part(str(sets / "gsm8k"), 0.7, env="math"),
+        Part(str(sets / "humaneval"), 0.3, env="code"),
+        Part(str(sets / "gsm8k"), 0, "test", env="math-eval", evaluation_only=True),
+    ]
+    target = tmp_path_factory.mktemp("enved") / "mix"
+    mix("arith", parts, target)
+    return taskpack.open(target)
+
+
+@pytest.mark.slow
+@pytest.mark.conformance
+def test_nemo_gym_reads_the_rows_nemo_rl_is_pointed_at(
+    enved: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    from taskpack.exporter import export
+
+    from .test_conformance import run_check
+
+    export(enved, "nemo", tmp_path / "nemo")
+    result = run_check(
+        "nemo", "check_nemo_mixture.py", str(tmp_path / "nemo" / "nemo_rl_data.yaml")
+    )
+    ours = Counter(i.split("/")[0] for i in enved.split("train").ids())
+    train = result["train_jsonl_fpath"]
+    assert train == {"agents": {"math": ours["gsm8k"], "code": 164}, "offending": []}
+    assert result["validation_jsonl_fpath"] == {"agents": {"math-eval": 1319}, "offending": []}
+    assert result["shuffle"] is False
+
+
+@pytest.mark.slow
+@pytest.mark.conformance
+def test_each_prime_rl_env_loads_its_sources_tasks(enved: taskpack.TaskSet, tmp_path: Path) -> None:
+    from taskpack.exporter import export
+
+    from .test_conformance import installed, run_check
+
+    export(enved, "verifiers", tmp_path / "vf", options={"package": "arith_tp"})
+    env = installed(tmp_path / "vf", tmp_path)
+    out = run_check(
+        "verifiers04", "check_prime_rl_envs.py", str(tmp_path / "vf" / "prime_rl.toml"), env=env
+    )
+    assert out["env_ratios"] == [0.7, 0.3]
+    train = [i for i in enved.split("train").ids()]
+    assert out["env"] == {
+        "gsm8k": [i for i in train if i.startswith("gsm8k/")],
+        "humaneval": [i for i in train if i.startswith("humaneval/")],
+    }
+    assert out["eval"] == {"gsm8k-test": enved.split("eval").ids()}
 
 
 def test_an_env_for_no_source_is_refused(sets: Path, tmp_path: Path) -> None:

@@ -76,6 +76,13 @@ class Target:
     description: str = ""
     # the split's pass rates (an annotated version's), task id -> one entry per model
     pass_rates: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # a mixture's sources (`taskpack.mixture.sources`): each task's id starts with its label
+    mixture: list[dict[str, Any]] = field(default_factory=list)
+
+    def environment(self, task: Task) -> str | None:
+        """The environment a mixture's task runs in, as `mix --env` named it for its source."""
+        label = task.id.split("/", 1)[0]
+        return next((e.get("env") for e in self.mixture if e.get("label") == label), None)
 
     def note_pass_rates(self, row: dict[str, Any], key: str, task: Task) -> None:
         """Put `task`'s pass rates under `pass_rates` in the row's free field `key` (a dict,
@@ -118,10 +125,11 @@ class Format:
     # The split a source of this format is when nothing says otherwise: `test` for a set
     # published as a benchmark only (HumanEval), as the catalog names it.
     default_split: str = "train"
-    # For an export of a mixture (`taskpack mix`): the trainer's data config naming the files
-    # written, as (file name, its text) from ({split: files}, the mixture's sources).
-    mixture_config: (
-        Callable[[Mapping[str, list[Path]], list[dict[str, Any]]], tuple[str, str]] | None
+    # For an export of a mixture (`taskpack mix`): the data configs of the trainers that read
+    # this format, naming the files written: {file name: its text}, from ({split: files},
+    # the mixture's sources, the target).
+    mixture_configs: (
+        Callable[[Mapping[str, list[Path]], list[dict[str, Any]], Target], dict[str, str]] | None
     ) = None
 
     def carried(self, task: Task) -> frozenset[str]:
@@ -146,6 +154,15 @@ CHECKED_FIELDS = (
     "limits",
     "metadata",
 )
+
+
+def mixture_note(sources: list[dict[str, Any]]) -> str:
+    """The comment a mixture's trainer config opens with: the weights its training file holds
+    its sources in (drawn by `taskpack mix`, so no trainer needs to weigh them again)."""
+    weights = ", ".join(
+        f"{s['label']} {s['weight']:g}" for s in sources if not s.get("evaluation_only")
+    )
+    return f"# taskpack mix: the train files hold the sources in these proportions: {weights}\n"
 
 
 def report_uncarried(fmt: Format, task: Task, losses: Losses) -> None:

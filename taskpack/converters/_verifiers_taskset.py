@@ -9,7 +9,8 @@ by its `verifiers` writer as the `__init__.py` of an installable package, beside
 
 `load()` yields one task per line of one split's file: the config's `split`
 (`TaskpackConfig(id=..., split="train")`, `--env.taskset.split train`), else `test` or,
-failing that, the first of validation, eval, train and the rest by name. The tasks come from
+failing that, the first of validation, eval, train and the rest by name (and of a mixture's,
+the config's `source` only). The tasks come from
 the package's own files, so a training node needs neither taskpack nor a registry, and the
 tasks are exactly the ones exported. Each task scores its reply by the reward kind it
 declares (exact, numeric, math and multiple-choice answers; Python unit tests run against the
@@ -80,14 +81,20 @@ def score(data: TaskpackData, reply: str) -> float:
 class TaskpackConfig(vf.TasksetConfig):  # type: ignore[misc]
     split: str | None = None
     """The split to load (`--env.taskset.split train`); unset: `default_split()`."""
+    source: str | None = None
+    """Of a mixture's split, only the tasks of this source (ids `SOURCE/...`): one trainer
+    environment per source, weighted as the mixture was (its `prime_rl.toml`)."""
 
 
 class TaskpackTaskset(vf.Taskset[TaskpackTask, TaskpackConfig]):  # type: ignore[misc]
     def load(self) -> Iterator[TaskpackTask]:
         split = getattr(self.config, "split", None) or default_split()
+        source = getattr(self.config, "source", None)
         with resources.files(__name__).joinpath("data").joinpath(f"{split}.jsonl").open("rb") as f:
             for line in f:
-                yield TaskpackTask(TaskpackData(**json.loads(line)), self.config.task)
+                data = TaskpackData(**json.loads(line))
+                if source is None or str(data.id).startswith(f"{source}/"):
+                    yield TaskpackTask(data, self.config.task)
 
 
 def splits() -> list[str]:

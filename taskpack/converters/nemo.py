@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from pydantic import Field
 
 from taskpack import records
 from taskpack.converters._columnar import (
@@ -45,7 +46,7 @@ from taskpack.converters._columnar import (
     text,
     without,
 )
-from taskpack.converters._format import Format, Options, Target, WriteOptions
+from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
 from taskpack.converters._rows import Hints, native_template, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows
@@ -66,7 +67,11 @@ _PARTS: dict[str, tuple[str, dict[str, str]]] = {
 
 
 class NemoWriteOptions(WriteOptions):
-    agent_ref: dict[str, Any] | None = None  # issue 10 fills this in
+    agent_ref: dict[str, Any] | None = Field(
+        default=None,
+        description="The `agent_ref` of every row ({type, name}); a mixture's rows otherwise "
+        "name their source's environment (`mix --env`).",
+    )
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -231,8 +236,12 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         row["question"] = task.instruction
     if task.answer is not None:
         row["expected_answer"] = task.answer
-    if target.options.agent_ref is not None:
-        row["agent_ref"] = target.options.agent_ref
+    agent = target.options.agent_ref
+    if agent is None and (env := target.environment(task)):
+        # as NeMo Gym's data preparation marks each row of a collated file with its agent
+        agent = {"type": "responses_api_agents", "name": env}
+    if agent is not None:
+        row["agent_ref"] = agent
     return row
 
 
@@ -245,6 +254,24 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
                 row[PAYLOAD_KEY] = task_payload(task)
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return [path]
+
+
+def mixture_configs(
+    files: Mapping[str, list[Path]], sources: list[dict[str, Any]], target: Target
+) -> dict[str, str]:
+    """NeMo RL's `data` section for its NeMo Gym environments: the training file is already the
+    weighted mix, each row's `agent_ref` naming its source's environment, as `ng_prepare_data`
+    collates several environments' data into one file; validation is the evaluation-only
+    sources."""
+    import yaml
+
+    data: dict[str, Any] = {"train_jsonl_fpath": str(files["train"][0])}
+    if files.get("eval"):
+        data["validation_jsonl_fpath"] = str(files["eval"][0])
+    data["shuffle"] = False
+    return {
+        "nemo_rl_data.yaml": mixture_note(sources) + yaml.safe_dump({"data": data}, sort_keys=False)
+    }
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
@@ -385,5 +412,6 @@ FORMAT = Format(
     write=write,
     split_globs=(("*.jsonl", "file"),),
     write_options=NemoWriteOptions,
+    mixture_configs=mixture_configs,
     carries=frozenset({"prompt", "answer", "tools"}),
 )

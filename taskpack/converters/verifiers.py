@@ -32,12 +32,13 @@ import json
 import keyword
 import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
+import tomli_w
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
@@ -58,7 +59,7 @@ from taskpack.converters._columnar import (
     table_chunks,
     text_columns,
 )
-from taskpack.converters._format import Format, Options, Target, WriteOptions
+from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, native_template, read_rows, write_row
@@ -344,6 +345,32 @@ def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target)
     return [data, *files]
 
 
+def mixture_configs(
+    files: Mapping[str, list[Path]], sources: list[dict[str, Any]], target: Target
+) -> dict[str, str]:
+    """prime-rl's environments for a taskset export: one per source of the mixture, this
+    package's taskset limited to the source's tasks (`source`), sampled in the mixture's
+    weights (`buffer.env_ratios`, in the order of `[[env]]`); the evaluation-only sources are
+    its eval environments. The 0.3 dataset form has no taskset config to limit, so none."""
+    if target.options.form != "taskset":
+        return {}
+    name = package_name(target)
+
+    def env(source: dict[str, Any], split: str) -> dict[str, Any]:
+        taskset = {"split": split, "source": source["label"]}
+        return {"id": name, "name": source["label"], "taskset": taskset}
+
+    mixed = [s for s in sources if not s.get("evaluation_only")]
+    config: dict[str, Any] = {
+        "env": [env(s, "train") for s in mixed],
+        "buffer": {"env_ratios": [float(s["weight"]) for s in mixed]},
+    }
+    evaluation = [env(s, "eval") for s in sources if s.get("evaluation_only")]
+    if evaluation:
+        config["eval"] = {"env": evaluation}
+    return {"prime_rl.toml": mixture_note(sources) + tomli_w.dumps(config)}
+
+
 def _mb_to_gb(mb: int | None) -> float | None:
     return None if mb is None else mb / 1024
 
@@ -485,6 +512,7 @@ FORMAT = Format(
     write=write,
     split_globs=(("*/data/*.jsonl", "root"), ("*.parquet", "file")),
     write_options=VerifiersWriteOptions,
+    mixture_configs=mixture_configs,
     carries=lambda task: _CARRIES | ({"files"} if _only_test_file(task) else set()),
 )
 # The taskset form's record: the same format, carrying what TaskData holds (losses of the

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import Field
 
 from taskpack.converters._chat import read_messages, text_messages
-from taskpack.converters._format import Format, Options, Target, WriteOptions
+from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
@@ -177,22 +177,27 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     )
 
 
-def mixture_config(
-    files: Mapping[str, list[Path]], sources: list[dict[str, Any]]
-) -> tuple[str, str]:
-    """verl's `data` section for the mixture: its training split is the weighted mix (verl
-    0.9 has no per-file weights; the proportions are in the rows), the evaluation-only
-    sources its validation files; kept in the mixture's order unless the trainer shuffles."""
+def mixture_configs(
+    files: Mapping[str, list[Path]], sources: list[dict[str, Any]], target: Target
+) -> dict[str, str]:
+    """verl's `data` section and TRL's `datasets` mixture for the exported files. The training
+    split is already the weighted mix (verl 0.9 has no per-file weights, and TRL's `fraction`
+    would take each dataset's first rows rather than a draw by weight), so both name the one
+    training file, kept in the mixture's order unless the trainer shuffles; verl's validation
+    files are the evaluation-only sources."""
     import yaml
 
-    data: dict[str, Any] = {"train_files": [str(p) for p in files.get("train", [])]}
+    train = [str(p) for p in files.get("train", [])]
+    data: dict[str, Any] = {"train_files": train}
     if files.get("eval"):
         data["val_files"] = [str(p) for p in files["eval"]]
     data["shuffle"] = False
-    weights = {s["label"]: s["weight"] for s in sources if not s.get("evaluation_only")}
-    note = "# taskpack mix: the train files hold the sources in these proportions: "
-    note += ", ".join(f"{k} {v:g}" for k, v in weights.items())
-    return "verl_data.yaml", note + "\n" + yaml.safe_dump({"data": data}, sort_keys=False)
+    note = mixture_note(sources)
+    trl = [{"path": "parquet", "data_files": path, "split": "train"} for path in train]
+    return {
+        "verl_data.yaml": note + yaml.safe_dump({"data": data}, sort_keys=False),
+        "trl_datasets.yaml": note + yaml.safe_dump({"datasets": trl}, sort_keys=False),
+    }
 
 
 FORMAT = Format(
@@ -202,7 +207,7 @@ FORMAT = Format(
     write=write,
     split_globs=(("*.parquet", "file"),),
     write_options=VerlWriteOptions,
-    mixture_config=mixture_config,
+    mixture_configs=mixture_configs,
     # A reward kind verl has no scorer for is reported by `to_row`, naming the kind.
     carries=frozenset({"prompt", "answer", "solution", "reward", "metadata"}),
 )

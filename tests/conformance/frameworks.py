@@ -74,6 +74,13 @@ FRAMEWORKS = {
     "harbor": Framework(
         "3.12", ("harbor==0.26.0",), check="from harbor.models.task.task import Task"
     ),
+    # TRL's own config parser and dataset-mixture loader, on the same CPU-only torch wheel as
+    # verl's (accelerate, a TRL dependency, needs torch)
+    "trl": Framework(
+        "3.11",
+        ("torch==2.13.0", "trl==1.16.0"),
+        check="from trl import DatasetMixtureConfig, TrlParser, get_dataset",
+    ),
     # decon's Python bindings (Rust; Python 3.12 and later): bench/decontaminate.py's rival
     "decon": Framework("3.12", ("decontaminate==0.3.0.post4",), check="import decon"),
     # The Hub backend under huggingface_hub 0.x, installed beside transformers 4.x (whose
