@@ -132,7 +132,8 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
     reward = task.reward
     if graded(task):
         grader = _grader()
-        spec = json.dumps(expected(task, test_name), ensure_ascii=False, indent=2) + "\n"
+        # one line: json's C encoder (an indented dump is its Python one, 3x slower)
+        spec = json.dumps(expected(task, test_name), ensure_ascii=False) + "\n"
         return {
             "test.sh": (_GRADE_TEST.encode(), 0o755),
             "grade.py": (grader, 0o644),

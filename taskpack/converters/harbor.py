@@ -416,7 +416,9 @@ REGISTRY = "registry.json"
 # What Harbor's packager leaves out of a task's digest when the task has no .gitignore
 # (`harbor.publisher.packager.DEFAULT_IGNORES`).
 _IGNORED_DIRS = ("__pycache__",)
-_IGNORED_FILES = ("*.pyc", ".DS_Store", "*.swp", "*.swo", "*~")
+_IGNORED_FILES = re.compile(  # file names Harbor's packager leaves out, as one pattern
+    "|".join(fnmatch.translate(p) for p in ("*.pyc", ".DS_Store", "*.swp", "*.swo", "*~"))
+)
 _DIGESTED_FILES = ("task.toml", "instruction.md", "README.md", "trajectory.json")
 _DIGESTED_DIRS = ("environment", "tests", "solution", "steps")
 _OWN_IGNORES = (".gitignore", ".harborignore")
@@ -449,10 +451,9 @@ def harbor_digest(files: Mapping[str, bytes]) -> str | None:
     for rel in sorted(files):
         parts = rel.split("/")
         top = rel in _DIGESTED_FILES or (len(parts) > 1 and parts[0] in _DIGESTED_DIRS)
-        ignored = any(p in _IGNORED_DIRS for p in parts[:-1]) or any(
-            fnmatch.fnmatchcase(parts[-1], pattern) for pattern in _IGNORED_FILES
-        )
-        if top and not ignored:
+        if top and not (
+            any(p in _IGNORED_DIRS for p in parts[:-1]) or _IGNORED_FILES.match(parts[-1])
+        ):
             outer.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
     return "sha256:" + outer.hexdigest()
 
