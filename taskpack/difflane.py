@@ -38,6 +38,7 @@ from taskpack.registry.refs import Ref, is_digest, is_version
 
 if TYPE_CHECKING:
     from taskpack.taskset import TaskSet
+    from taskpack.viewer import About
 
 AT_ONCE = 1  # diffs computed at once (each in a process of its own)
 WAITING = 16  # distinct pairs in flight before a new one is refused
@@ -59,6 +60,7 @@ class Served:
     registry: str | None
     name: str
     digest: str
+    about: About | None = None  # what the page's head names (`viewer.About`)
 
 
 def checked_ref(text: str) -> str:
@@ -104,11 +106,18 @@ def render(served: Served, old: str, new: str, folder: Path) -> Rendered:
             return ts
         return resolve(Ref(served.name, ref), registry=served.registry)
 
-    changes = diff(version(old), version(new))
+    before, after = version(old), version(new)
+    changes = diff(before, after)
+    # each side's task pages: the served version's own, or the same pages `?at=` that version
+    at = tuple(
+        "" if ts.manifest.digest == served.digest else ref
+        for ts, ref in ((before, old), (after, new))
+    )
     title = f"changes {old} → {new}"
     key = hashlib.sha256(f"{old} {new}".encode()).hexdigest()[:32]
     done = Rendered(folder / f"{key}.html", folder / f"{key}.json")
-    write_atomic(done.page, viewer.page(title, viewer.diff_page(old, new, changes), served.digest))
+    body = viewer.diff_page(old, new, changes, (at[0], at[1]))
+    write_atomic(done.page, viewer.page(title, body, served.digest, served.about))
     head = {"old": old, "new": new, "digest": served.digest, "splits": viewer.diff_json(changes)}
     write_atomic(done.api, json.dumps(head, ensure_ascii=False).encode())
     return done

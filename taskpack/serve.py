@@ -51,7 +51,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,36 @@ class Catalog:
         m = self.ts.manifest
         folder = getattr(self.ts.objects, "root", None)
         target = str(Path(folder).absolute()) if folder is not None else f"{m.name}@{m.version}"
-        return Served(target, self.registry, m.name, m.digest)
+        return Served(target, self.registry, m.name, m.digest, self.about)
+
+    @cached_property
+    def about(self) -> viewer.About:
+        """The set as every page names it, with the versions of it the registry holds (none
+        when it has none, or cannot be read: the pages still work)."""
+        from taskpack.registry.client import versions
+
+        m = self.ts.manifest
+        found: tuple[str, ...] = ()
+        if self.registry is not None:
+            try:
+                found = tuple(versions(m.name, registry=self.registry))
+            except (TaskpackError, OSError):
+                found = ()
+        return viewer.About(m.name, m.version, m.description, m.license, found)
+
+    def version(self, ref: str) -> TaskSet:
+        """Another version of the served set, by version or digest, from its registry."""
+        from taskpack.registry.client import resolve
+        from taskpack.registry.refs import Ref
+
+        if checked_ref(ref) == "this" or ref in (self.ts.manifest.version, self.digest):
+            return self.ts
+        if self.registry is None:
+            raise HttpError(HTTPStatus.NOT_FOUND, "no registry here to find other versions in")
+        try:
+            return resolve(Ref(self.ts.manifest.name, ref), registry=self.registry)
+        except TaskpackError as e:
+            raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
 
     def split(self, name: str) -> Split:
         if name not in self.ts.manifest.splits:
@@ -240,9 +269,26 @@ class Api:
         data = json.dumps(body, ensure_ascii=False).encode()
         return Response(status, "application/json", data, cacheable=cacheable)
 
-    def page(self, title: str, body: str) -> Response:
-        page = viewer.page(title, body, self.catalog.digest)
-        return Response(HTTPStatus.OK, "text/html; charset=utf-8", page)
+    def page(self, title: str, body: str, status: int = HTTPStatus.OK) -> Response:
+        page = viewer.page(title, body, self.catalog.digest, self.catalog.about)
+        return Response(status, "text/html; charset=utf-8", page)
+
+    def error_page(self, status: int, message: str, params: Mapping[str, str]) -> Response:
+        """An error on a page, as a page: what went wrong, what to try, the way back."""
+        m = self.catalog.ts.manifest
+        back = [("/", f"{m.name}@{m.version}: its splits")]
+        split = params.get("split")
+        if split in m.splits:
+            back.insert(0, (f"/view/{quote(split, safe='')}", f"split {split}"))
+        if status == HTTPStatus.NOT_FOUND:
+            hint = "It is not in this version: the splits and their tasks are listed from home."
+        elif "old" in params:
+            known = ", ".join(self.catalog.about.versions) or "none here"
+            hint = f"A diff takes two versions of this set or 'this'; versions: {known}."
+        else:
+            hint = "Check the address; the pages link to every task they list."
+        title = f"{status} {HTTPStatus(status).phrase}"
+        return self.page(title, viewer.error_body(message, hint, back), status)
 
     def handle(self, route: Route, params: dict[str, str], query: dict[str, list[str]]) -> Response:
         handler: Callable[..., Response] = getattr(self, f"r_{route.name}")
@@ -362,10 +408,18 @@ class Api:
         return self.page(split, body)
 
     def r_view_task(self, query: Query, split: str, id: str) -> Response:
-        found = self.catalog.split(split)
+        at = query.get("at", [""])[0]
+        ts = self.catalog.version(at) if at else self.catalog.ts
+        if ts is self.catalog.ts:
+            at, found = "", self.catalog.split(split)
+        elif split in ts.manifest.splits:
+            found = ts.split(split)
+        else:
+            raise HttpError(HTTPStatus.NOT_FOUND, f"version {at} has no split {split!r}")
         index = self._position(found, split, id)
         task = found[index]
-        return self.page(f"{split} / {task.id}", viewer.task_page(split, found, task, index))
+        body = viewer.task_page(split, found, task, index, at)
+        return self.page(f"{split} / {task.id}" + (f" at {at}" if at else ""), body)
 
     # --- diffs, on their lane (`taskpack.difflane`) -------------------------------------------
 
@@ -510,6 +564,7 @@ class App:
         """The response to a request `ready` had none for, built on a thread lane (a `where`
         filter on a lane of its own, a diff on the diff lane); never raises: an error is a
         JSON 4xx or 5xx (an ORS verb's in ORS's shape). `body` reads a POST's body."""
+        found = None
         try:
             found = routes.match(path, self.routes, method)
             if found is None:
@@ -528,6 +583,9 @@ class App:
                 response = await asyncio.get_running_loop().run_in_executor(lane, answer)
         except Exception as e:  # noqa: BLE001 - every failure is an answer, never a crash
             response = self._failure(e)
+            if found is not None and found[0].kind.startswith("text/html") and self.api:
+                message = json.loads(response.body)["error"]
+                response = self.api.error_page(response.status, message, found[1])
         if response.cacheable and response.path is None and method != "POST":
             self._keep(path + "?" + query_string, response)
         return response

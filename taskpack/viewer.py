@@ -2,13 +2,19 @@
 changed between two versions. Plain HTML and one inline SVG per split; no script runs (the
 server's Content-Security-Policy allows none), and every value from a task is escaped.
 
-Pages (bodies; `serve` wraps them and answers the HTTP):
-    /view/SPLIT?page=&q=&where=&cols=   a table of tasks (id, prompt, answer, reward kind, chosen
-                                        metadata columns), a filter, facet counts, split stats
-    /view/SPLIT/ID                      every field of one task, its files (text as text,
-                                        images shown), previous and next
-    /diff/OLD/NEW                       tasks added, removed and changed between two versions,
-                                        each changed field old and new side by side
+Pages (bodies; `serve` wraps them and answers the HTTP), each under the set's name, version,
+description, license and its other versions with a link to what changed:
+    /view/SPLIT?q=&where=&col=&sort=&order=&page=
+                        a table of tasks (id, prompt, answer, reward kind, any chosen metadata
+                        or environment field), searched (ids, prompts, answers), filtered,
+                        sorted by any column; rows open in place; facet counts of the tasks
+                        the search and filter keep; split stats
+    /view/SPLIT/ID[?at=VERSION]
+                        every field of one task (prompts as Markdown, patches coloured), its
+                        files (text as text, images shown), previous and next
+    /diff/OLD/NEW       tasks added and removed (each a link) and changed between two
+                        versions, each changed field old and new, the changed words marked
+An error on a page is a page: what went wrong, what to try, and the way back.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from urllib.parse import quote, urlencode
 from taskpack import passrates, records
 from taskpack.errors import TaskpackError
 from taskpack.nesting import parse_json
+from taskpack.richtext import esc, is_patch, markdown, patch, words
 
 if TYPE_CHECKING:
     from taskpack.changes import SplitDiff
@@ -33,7 +40,7 @@ if TYPE_CHECKING:
 PAGE = 50
 PREVIEW = 140  # characters of a prompt shown in the table
 TEXT_MAX = 64 << 10  # a file shown inline as text up to this size
-FACET_VALUES = 12  # a metadata field is a facet when it takes at most this many values
+FACET_VALUES = 12  # values a facet lists (the most common; the rest counted)
 IMAGES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 FIELDS = (  # a task page's sections, in this order (files and prompt apart)
     "answer",
@@ -64,22 +71,69 @@ td:first-child{white-space:nowrap}
 details ul{margin:.2em 0 .6em;padding-left:1.2em;font-size:.9em}
 .nav{margin:.8em 0}.files img{display:block;max-width:40em;margin:.4em 0}
 table.diff td{width:33%}.ids{font-family:monospace;font-size:.9em}
+.about{color:#444;margin:-.6em 0 1em}.about span{margin-right:1.2em}
+pre.patch .add,pre.patch .del,pre.patch .hunk,pre.patch .file{display:inline-block;width:100%}
+.add{background:#e6ffec}.del{background:#ffebe9}.hunk{color:#0550ae}.file{font-weight:bold}
+ins{background:#abf2bc;text-decoration:none}del{background:#ffc1c0}
+td details summary{cursor:pointer}td details .md{max-width:60em}
+th a{color:inherit}.more{color:#666;font-size:.85em}
 """
 
 
-def page(title: str, body: str, digest: str) -> bytes:
-    """A whole HTML page: `body` under the title, the version digest in the footer."""
+@dataclass(frozen=True)
+class About:
+    """The served set as every page names it: its name, version, description and license, and
+    the versions of it the registry holds (lowest first)."""
+
+    name: str
+    version: str
+    description: str = ""
+    license: str | None = None
+    versions: tuple[str, ...] = ()
+
+    def html(self) -> str:
+        others = [v for v in self.versions if v != self.version]
+        older = [v for v in others if _version_key(v) < _version_key(self.version)]
+        parts = [f"<span><b>{esc(self.name)}@{esc(self.version)}</b></span>"]
+        if self.license:
+            parts.append(f"<span>license {esc(self.license)}</span>")
+        if older:
+            parts.append(
+                f"<span>{link(_diff_href(older[-1], 'this'), 'changes since ' + older[-1])}</span>"
+            )
+        if others:
+            shown = ", ".join(link(_diff_href(v, "this"), v) for v in others[-12:])
+            parts.append(f"<span>other versions: {shown}</span>")
+        text = f"<p>{esc(self.description)}</p>" if self.description else ""
+        return f'<div class="about">{"".join(parts)}{text}</div>'
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    core = version.split("+")[0].split("-")[0]
+    return tuple(int(p) if p.isdigit() else -1 for p in core.split("."))
+
+
+def _diff_href(old: str, new: str) -> str:
+    return f"/diff/{quote(old, safe='')}/{quote(new, safe='')}"
+
+
+def page(title: str, body: str, digest: str, about: About | None = None) -> bytes:
+    """A whole HTML page: `body` under the title and the set's name, version and other
+    versions, the version digest in the footer."""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"
         '<link rel="stylesheet" href="/assets/style.css"></head><body>'
-        f'<p><a href="/">home</a></p><h1>{html.escape(title)}</h1>{body}'
+        f'<p><a href="/">home</a></p><h1>{html.escape(title)}</h1>'
+        f"{about.html() if about else ''}{body}"
         f"<footer><p>version digest <code>{html.escape(digest)}</code></p></footer></body></html>"
     ).encode()
 
 
-def esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+def error_body(message: str, suggestion: str, back: Sequence[tuple[str, str]]) -> str:
+    """An error as a page's body: what went wrong, what to try, the way back (href, text)."""
+    ways = " · ".join(link(href, text) for href, text in back)
+    return f'<p class="error">{esc(message)}</p><p>{esc(suggestion)}</p><p class="nav">{ways}</p>'
 
 
 def link(href: str, text: Any) -> str:
@@ -102,19 +156,28 @@ class Stats:
     rows: int
     prompt_chars: list[int]
     reward_kinds: Counter[str] = field(default_factory=Counter)
-    facets: dict[str, Counter[str]] = field(default_factory=dict)  # `metadata.k` -> counts
+    # `metadata.k` / `environment.k` -> counts of each scalar value it takes
+    values: dict[str, Counter[str]] = field(default_factory=dict)
     roles: dict[str, tuple[int, int]] = field(default_factory=dict)  # role -> (files, bytes)
 
+    @property
+    def facets(self) -> dict[str, Counter[str]]:
+        """The fields that tell tasks apart (more than one value, however many), and the repo."""
+        return {k: c for k, c in self.values.items() if len(c) > 1 or _repo(k)}
+
     @classmethod
-    def of(cls, split: Split) -> Stats:
+    def of(cls, split: Split, positions: Sequence[int] | None = None) -> Stats:
+        """The split's stats, or those of the tasks at `positions` (a search's or filter's)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
         table = split.columns(["prompt", "reward", "metadata", "environment", "files"])
+        if positions is not None:
+            table = table.take(pa.array(positions, pa.int64()))
         # A prompt's length as the characters of its stored JSON: counted by Arrow, no row
         # decoded (a plain question's JSON adds about 40 to its text).
         lengths = pc.utf8_length(table.column("prompt").fill_null(""))
-        stats = cls(rows=len(split), prompt_chars=lengths.to_pylist())
+        stats = cls(rows=len(table), prompt_chars=lengths.to_pylist())
         for text, n in _counts(table.column("reward")):
             reward = _decoded(text)
             stats.reward_kinds[reward.get("kind", "?") if isinstance(reward, dict) else "none"] += n
@@ -125,9 +188,7 @@ class Stats:
                 for key, value in item.items() if isinstance(item, dict) else ():
                     if isinstance(value, (str, int, float, bool)):
                         values.setdefault(f"{column}.{key}", Counter())[str(value)] += n
-        stats.facets = {
-            k: c for k, c in sorted(values.items()) if 1 < len(c) <= FACET_VALUES or _repo(k)
-        }
+        stats.values = dict(sorted(values.items()))
         files = pc.list_flatten(table.column("files"))
         if len(files):
             flat = pa.table(
@@ -236,15 +297,21 @@ def _size(n: int) -> str:
     raise AssertionError
 
 
-def facets_panel(name: str, stats: Stats, query: Mapping[str, str]) -> str:
+def facets_panel(name: str, split: Stats, kept: Stats, query: Mapping[str, str]) -> str:
+    """The split's facets, each counting the tasks the page's search and filter keep."""
     blocks = []
-    groups = {"reward.kind": stats.reward_kinds, **stats.facets}
+    groups = {"reward.kind": kept.reward_kinds}
+    groups |= {key: kept.values.get(key, Counter()) for key in split.facets}
     for key, counts in groups.items():
         items = "".join(
             f"<li>{link(_href(name, query, where=f'{key}={value}', page='1'), value)} {n}</li>"
             for value, n in counts.most_common(FACET_VALUES)
         )
-        blocks.append(f"<details open><summary>{esc(key)}</summary><ul>{items}</ul></details>")
+        rest = len(counts) - FACET_VALUES
+        more = f'<p class="more">and {rest} more values</p>' if rest > 0 else ""
+        blocks.append(
+            f"<details open><summary>{esc(key)}</summary><ul>{items}</ul>{more}</details>"
+        )
     return f'<section class="facets"><h2>facets</h2>{"".join(blocks)}</section>'
 
 
@@ -279,6 +346,9 @@ def _href(name: str, query: Mapping[str, str], **changes: str) -> str:
     return f"/view/{quote(name, safe='')}" + (f"?{urlencode(kept)}" if kept else "")
 
 
+SORTS = ("id", "prompt", "answer", "reward")  # the table's own columns, each sortable
+
+
 def split_page(
     name: str,
     split: Split,
@@ -288,16 +358,18 @@ def split_page(
     rates: Mapping[str, Mapping[str, float]] | None = None,
 ) -> str:
     """The table of a split's tasks. `filtered(where)`: the ids a `where` filter keeps (raises
-    a TaskpackError or ValueError that is shown, not thrown). `rates`: per model and settings,
-    each measured task's pass rate; `rated` and `band` in the query keep a band of one."""
-    q, where = query.get("q", ""), query.get("where", "")
-    columns = [c for c in query.get("cols", "").split(",") if c in stats.facets]
-    ids, problem = split.ids(), ""
+    a TaskpackError or ValueError that is shown, not thrown: the table is then empty, never
+    the unfiltered split). `rates`: per model and settings, each measured task's pass rate;
+    `rated` and `band` in the query keep a band of one."""
+    q, where = query.get("q", "").strip(), query.get("where", "")
+    columns = [c for c in query.get("cols", "").split(",") if c in stats.values]
+    ids, problems = split.ids(), []
     if where:
         try:
             ids = filtered(where)
         except (TaskpackError, ValueError, KeyError) as e:
-            problem = f'<p class="error">filter {esc(where)}: {esc(e)}</p>'
+            ids = []
+            problems.append((f"filter {where}: {e}", "where", "a filter is KEY=VALUE"))
     rated, wanted = query.get("rated", ""), query.get("band", "")
     if rated or wanted:
         try:
@@ -307,32 +379,49 @@ def split_page(
             mine = (rates or {})[rated]
             ids = [i for i in ids if i in mine and passrates.inside(mine[i], edges)]
         except (TaskpackError, ValueError) as e:
-            ids, problem = [], problem + f'<p class="error">pass rates: {esc(e)}</p>'
+            ids = []
+            problems.append((f"pass rates: {e}", "band", "a band is LOW..HIGH or a name"))
     if q:
-        ids = [i for i in ids if q.lower() in i.lower()]
+        found = search(split, q)
+        ids = [i for i in ids if i in found]
+    sort, descending = query.get("sort", ""), query.get("order", "") == "desc"
+    if sort and sort not in (*SORTS, *stats.values):
+        ids = []
+        problems.append((f"no column {sort!r} to sort by", "sort", "sort by a column's heading"))
+    elif sort:
+        ids = sorted_ids(split, ids, sort, descending)
     pages = max(1, -(-len(ids) // PAGE))
     page = min(max(1, _number(query.get("page", "1"))), pages)
     shown = ids[(page - 1) * PAGE : page * PAGE]
+    keep = "".join(
+        f'<input type="hidden" name="{k}" value="{esc(query[k])}">'
+        for k in ("sort", "order", "rated", "band")
+        if query.get(k)
+    )
     form = (
-        '<form method="get" class="filter">'
-        f'<input name="q" value="{esc(q)}" placeholder="id contains">'
+        f'<form method="get" class="filter">{keep}'
+        f'<input name="q" value="{esc(q)}" placeholder="search ids, prompts, answers">'
         f' <input name="where" value="{esc(where)}" placeholder="{esc(stats.example_filter())}">'
         + "".join(
             f' <label><input type="checkbox" name="col" value="{esc(c)}"'
             f"{' checked' if c in columns else ''}> {esc(c)}</label>"
-            for c in stats.facets
+            for c in stats.values
         )
-        + ' <button type="submit">filter</button></form>'
+        + ' <button type="submit">search</button></form>'
     )
-    head = "".join(f"<th>{esc(c)}</th>" for c in ("id", "prompt", "answer", "reward", *columns))
+    head = "".join(
+        f"<th>{_sort_link(name, query, c, sort, descending)}</th>" for c in (*SORTS, *columns)
+    )
     rows = []
     for tid in shown:
         task = split.get(tid)
         assert task is not None
+        text = task.instruction or _prompt_text(task.canonical()["prompt"])
+        answer = task.answer if task.answer is not None else ""
         cells = [
             link(f"/view/{quote(name, safe='')}/{quote(tid, safe='')}", tid),
-            esc(_preview(task.instruction or _prompt_text(task.canonical()["prompt"]))),
-            esc(_preview(task.answer if task.answer is not None else "")),
+            _opening(text, markdown(text)),
+            _opening(answer, pre(answer)),
             esc(task.reward.kind if task.reward is not None else ""),
             *(esc(_dig(task, c)) for c in columns),
         ]
@@ -342,14 +431,100 @@ def split_page(
         for p, label in ((1, "first"), (page - 1, "previous"), (page + 1, "next"), (pages, "last"))
         if 1 <= p <= pages and p != page
     )
+    problem = "".join(
+        error_body(
+            message,
+            f"Nothing is listed until it is fixed: {hint}.",
+            [
+                (_href(name, query, **{key: "", "page": "1"}), f"drop the {key}"),
+                (_href(name, {}), f"all of {name}"),
+            ],
+        )
+        for message, key, hint in problems
+    )
     count = f"<p>{len(ids)} of {len(split)} tasks, page {page} of {pages}</p>"
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    kept = stats if len(ids) == len(split) else Stats.of(split, _positions(split, ids))
     side = stats_panel(stats) + passrates_panel(name, rates or {}, query)
-    side += facets_panel(name, stats, query)
+    side += facets_panel(name, stats, kept, query)
     return (
         f'<div class="split"><div class="main">{form}{problem}{count}{table}'
         f'<p class="nav">{nav}</p></div><aside>{side}</aside></div>'
     )
+
+
+def _opening(value: Any, whole: str) -> str:
+    """A cell's preview that opens in place to `whole` when the value is longer than it."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    short = _preview(value)
+    if short == " ".join(text.split()):
+        return esc(short)
+    return f"<details><summary>{esc(short)}</summary>{whole}</details>"
+
+
+def _sort_link(name: str, query: Mapping[str, str], column: str, sort: str, desc: bool) -> str:
+    again = column == sort and not desc  # a second click on the sorted column reverses it
+    mark = (" ▼" if desc else " ▲") if column == sort else ""
+    href = _href(name, query, sort=column, order="desc" if again else "", page="1")
+    return link(href, column + mark)
+
+
+def _positions(split: Split, ids: Sequence[str]) -> list[int]:
+    where = {tid: i for i, tid in enumerate(split.ids())}
+    return [where[tid] for tid in ids]
+
+
+def search(split: Split, text: str) -> set[str]:
+    """The ids of the tasks whose id, prompt or answer holds `text`, ignoring case (Arrow
+    matches the stored columns; no task is built)."""
+    import pyarrow.compute as pc
+
+    table = split.columns(["id", "prompt", "answer"])
+    hit = None
+    for column in table.columns:
+        found = pc.match_substring(column.fill_null(""), text, ignore_case=True)
+        hit = found if hit is None else pc.or_(hit, found)
+    return set(pc.filter(table.column("id"), hit).to_pylist()) if hit is not None else set()
+
+
+def sorted_ids(split: Split, ids: Sequence[str], column: str, descending: bool) -> list[str]:
+    """`ids` ordered by `column` (one of `SORTS` or a `metadata.`/`environment.` field): numbers
+    as numbers, text ignoring case; tasks with no value last either way."""
+    top = column.split(".", 1)[0]
+    table = split.columns(["id"] if top == "id" else ["id", top])
+    every = table.column("id").to_pylist()
+    raw = every if top == "id" else table.column(top).to_pylist()
+    wanted = set(ids)
+    keys: dict[str, tuple[int, float, str]] = {}
+    for tid, value in zip(every, raw, strict=True):
+        if tid in wanted:
+            keys[tid] = _sort_key(_sort_value(column, value, top in split.json_columns))
+    have = sorted((i for i in ids if keys[i][0] < 2), key=keys.__getitem__, reverse=descending)
+    return have + [i for i in ids if keys[i][0] == 2]
+
+
+def _sort_value(column: str, value: Any, stored_json: bool) -> Any:
+    if stored_json and isinstance(value, str):
+        value = _decoded(value)
+    if column == "prompt":
+        return _prompt_text(value)
+    if column == "reward":
+        return value.get("kind") if isinstance(value, dict) else None
+    for part in column.split(".")[1:]:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _sort_key(value: Any) -> tuple[int, float, str]:
+    if value is None or value == "":
+        return (2, 0.0, "")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text.casefold())
 
 
 def _number(text: str) -> int:
@@ -375,32 +550,41 @@ def _dig(task: Task, key: str) -> Any:
 # --- one task ---------------------------------------------------------------------------------
 
 
-def task_page(name: str, split: Split, task: Task, index: int) -> str:
+def task_page(name: str, split: Split, task: Task, index: int, at: str = "") -> str:
+    """Every field of one task; `at`: the version it is of, when not the served one."""
     split_url = f"/view/{quote(name, safe='')}"
+    version = f"?at={quote(at, safe='')}" if at else ""
     ids = split.ids()
     around = " ".join(
-        f"{label} " + link(split_url + "/" + quote(ids[i], safe=""), ids[i])
+        f"{label} " + link(split_url + "/" + quote(ids[i], safe="") + version, ids[i])
         for i, label in ((index - 1, "previous"), (index + 1, "next"))
         if 0 <= i < len(ids)
     )
+    of = f" of version {esc(at)}" if at else ""
     parts = [
-        f'<p class="nav">{link(split_url, f"split {name}")} · task {index + 1} of {len(ids)} · '
-        f"{around}</p>",
+        f'<p class="nav">{link(split_url, f"split {name}")} · task {index + 1} of {len(ids)}'
+        f"{of} · {around}</p>",
         "<h2>prompt</h2>",
     ]
     for item in task.prompt:
         if isinstance(item, records.Message):
-            parts.append(f"<h3>{esc(item.role)}</h3>{pre(item.text)}")
+            text = item.text
+            parts.append(
+                f"<h3>{esc(item.role)}</h3>{markdown(text)}"
+                f"<details><summary>as text</summary>{pre(text)}</details>"
+            )
         else:
             parts.append(f"<h3>{esc(item.type)}</h3>{pre(item.model_dump(mode='json'))}")
     shown = task.model_dump(mode="json", exclude_none=True, exclude={"files", "prompt", "id"})
-    for key in FIELDS:
-        value = shown.pop(key, None)
-        if value not in (None, {}, []):
-            parts.append(f"<h2>{esc(key)}</h2>{pre(value)}")
-    for key, value in shown.items():  # a field added to the model later still shows
-        if value not in (None, {}, []):
-            parts.append(f"<h2>{esc(key)}</h2>{pre(value)}")
+    ordered = [(k, shown.pop(k, None)) for k in FIELDS]
+    for key, value in [*ordered, *shown.items()]:  # a field added to the model later shows too
+        if value in (None, {}, []):
+            continue
+        parts.append(f"<h2>{esc(key)}</h2>{patch(value) if is_patch(value) else pre(value)}")
+        if isinstance(value, dict):  # a patch among the metadata (SWE-bench's test_patch)
+            parts += [
+                f"<h3>{esc(key)}.{esc(k)}</h3>{patch(v)}" for k, v in value.items() if is_patch(v)
+            ]
     parts += _files(task)
     return "".join(parts)
 
@@ -431,29 +615,47 @@ def _files(task: Task) -> list[str]:
 # --- two versions -----------------------------------------------------------------------------
 
 
-def diff_page(old_ref: str, new_ref: str, changes: Mapping[str, SplitDiff]) -> str:
+def diff_page(
+    old_ref: str, new_ref: str, changes: Mapping[str, SplitDiff], at: tuple[str, str] = ("", "")
+) -> str:
+    """`at`: for each side, the version its task pages are viewed at ('' for the served one),
+    so every added and removed id is a link to its task."""
     parts = [f"<p>from <b>{esc(old_ref)}</b> to <b>{esc(new_ref)}</b></p>"]
     for name, d in changes.items():
         parts.append(
             f"<h2>{esc(name)}</h2><p>{len(d.added)} added, {len(d.removed)} removed, "
             f"{len(d.changed)} changed</p>"
         )
-        for title, ids in (("added", d.added), ("removed", d.removed)):
+        for title, ids, side in (("added", d.added, at[1]), ("removed", d.removed, at[0])):
             if ids:
-                shown = ", ".join(esc(i) for i in ids[:200])
+                shown = ", ".join(link(_task_href(name, i, side), i) for i in ids[:200])
                 more = f" and {len(ids) - 200} more" if len(ids) > 200 else ""
                 parts.append(f"<h3>{title}</h3><p class='ids'>{shown}{more}</p>")
         for tid in d.changed[:200]:
             rows = "".join(
-                f"<tr><td>{esc(c.path)}</td><td>{_cell(c.old)}</td><td>{_cell(c.new)}</td></tr>"
+                f"<tr><td>{esc(c.path)}</td>{_changed(c.old, c.new)}</tr>"
                 for c in d.fields.get(tid, [])
             )
             parts.append(
-                f"<h3>changed: {esc(tid)}</h3><table class='diff'><thead><tr><th>field</th>"
+                f"<h3>changed: {link(_task_href(name, tid, at[1]), tid)}</h3>"
+                f"<table class='diff'><thead><tr><th>field</th>"
                 f"<th>{esc(old_ref)}</th><th>{esc(new_ref)}</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>"
             )
     return "".join(parts)
+
+
+def _task_href(split: str, tid: str, at: str) -> str:
+    version = f"?at={quote(at, safe='')}" if at else ""
+    return f"/view/{quote(split, safe='')}/{quote(tid, safe='')}{version}"
+
+
+def _changed(old: Any, new: Any) -> str:
+    """A changed field's two cells: two texts with the words that changed marked."""
+    if isinstance(old, str) and isinstance(new, str):
+        before, after = words(old, new)
+        return f"<td><pre>{before}</pre></td><td><pre>{after}</pre></td>"
+    return f"<td>{_cell(old)}</td><td>{_cell(new)}</td>"
 
 
 def _cell(value: Any) -> str:

@@ -129,7 +129,7 @@ def test_a_task_id_holding_a_slash_opens_through_the_viewers_own_links(
     site: tuple[str, Api],
 ) -> None:
     url, _ = site
-    status, page = _raw(url, "/view/train?q=a")
+    status, page = _raw(url, "/view/train?q=the+one+with+a")  # their prompts
     assert status == 200
     hrefs = [h for h in re.findall(r'href="(/view/train/[^"?]+)"', page) if "%2" in h]
     assert sorted(hrefs) == ["/view/train/a%252Fb", "/view/train/a%2Fb"]

@@ -105,8 +105,6 @@ def test_the_api_serves_the_version(served: tuple[str, Path]) -> None:
         ("/api/v1/files/" + "0" * 64, 404, "no task file"),
         ("/api/v1/nothing/here", 404, "no such path"),
         ("/elsewhere", 404, "no such path"),
-        ("/view/train/missing", 404, "no task"),
-        ("/view/nope", 404, "no split"),
     ],
 )
 def test_bad_requests_get_a_json_error(
@@ -118,6 +116,26 @@ def test_bad_requests_get_a_json_error(
     body = response.json()
     assert says in body["error"] and "Traceback" not in response.text
     assert body["digest"].startswith("sha256:")
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "says"),
+    [
+        ("/view/train/missing", 404, "no task"),
+        ("/view/nope", 404, "no split"),
+        ("/view/train/missing?at=..%2Fx", 400, "expected a version"),
+        ("/view/train/missing?at=9.9.9", 404, "no registry here"),
+    ],
+)
+def test_a_bad_page_request_gets_an_error_page(
+    served: tuple[str, Path], path: str, status: int, says: str
+) -> None:
+    url, _ = served
+    response = httpx.get(url + path)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("text/html")
+    assert says in response.text and "Traceback" not in response.text
+    assert '<a href="/">' in response.text and "version digest" in response.text
 
 
 def test_a_published_version_is_served_the_same(tmp_path: Path) -> None:

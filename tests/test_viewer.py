@@ -30,13 +30,20 @@ PNG = base64.b64decode(
 )
 
 
+# A prompt in Markdown, with what must not become markup: raw HTML and a script link.
+MARKDOWN = (
+    "## Plot the data\n\nUse **matplotlib** and see [the docs](https://matplotlib.org).\n\n"
+    "<script>alert(1)</script> [bad](javascript:alert(1))\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+)
+
+
 def _write(path: Path, gsm8k: list[dict[str, Any]], picture: str) -> None:
     """A set with real tasks: GSM8K rows, SWE-bench Lite rows, the Harbor cookbook, and one
     task with an image."""
     gsm = path.parent / f"{path.name}-gsm8k.jsonl"
     gsm.write_text("".join(json.dumps(r) + "\n" for r in gsm8k))
     swe = path.parent / f"{path.name}-swe.jsonl"
-    lines = (DATA / "swebench" / "swebench_lite_test.jsonl").read_text().splitlines()[:6]
+    lines = (DATA / "swebench" / "swebench_lite_test.jsonl").read_text().splitlines()[:20]
     swe.write_text("\n".join(lines) + "\n")
     parts = []
     for fmt, split, source in (
@@ -47,7 +54,7 @@ def _write(path: Path, gsm8k: list[dict[str, Any]], picture: str) -> None:
         part = path.parent / f"{path.name}-{split}"
         import_sources(part, {split: [source]}, fmt, name="viewed", overwrite=True)
         parts.append(part)
-    image = make_task(0, id=picture, files=[{"path": "plot.png", "data": PNG}])
+    image = make_task(0, id=picture, prompt=MARKDOWN, files=[{"path": "plot.png", "data": PNG}])
     taskpack.write(path.parent / f"{path.name}-img", {"images": [image]}, name="x", overwrite=True)
     parts.append(path.parent / f"{path.name}-img")
     taskpack.merge(parts, path, name="viewed", version=path.name.split("-")[-1], overwrite=True)
@@ -161,7 +168,7 @@ def test_facets_of_swe_tasks_and_chosen_columns(site: tuple[str, Path], browser:
         tr.find_elements(By.TAG_NAME, "td")[-1].text
         for tr in browser.find_elements(By.CSS_SELECTOR, "tbody tr")
     ]
-    assert all("/" in v for v in values) and len(values) == 6
+    assert all("/" in v for v in values) and len(values) == 20
 
 
 def test_every_field_of_real_tasks(site: tuple[str, Path], browser: Any, tmp_path: Path) -> None:
@@ -222,6 +229,153 @@ def test_the_changes_between_two_versions(
 
 def test_a_diff_with_an_unknown_version_is_one_error(site: tuple[str, Path]) -> None:
     url, _ = site
-    answer = httpx.get(url + "/diff/1.0.0/9.9.9")
+    answer = httpx.get(url + "/api/v1/diff/1.0.0/9.9.9")
     assert answer.status_code == 400 and "9.9.9" in answer.json()["error"]
     assert "Traceback" not in answer.text
+    page = httpx.get(url + "/diff/1.0.0/9.9.9")  # the page's error is a page
+    assert page.status_code == 400 and page.headers["content-type"].startswith("text/html")
+    assert "9.9.9" in page.text and "versions: 1.0.0, 1.1.0" in page.text
+    assert "Traceback" not in page.text
+
+
+def _cells(browser: Any, column: int) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr")
+    return [tr.find_elements(By.TAG_NAME, "td")[column].text for tr in rows]
+
+
+def test_browsing_sorts_searches_and_counts_what_it_keeps(
+    site: tuple[str, Path], browser: Any, tmp_path: Path
+) -> None:
+    """Sort by any column (a heading's link, again to reverse), search ids, prompts and
+    answers, facet counts of what the search keeps, any metadata field as a column or facet
+    however many values it takes, rows that open in place, the set named on every page."""
+    from selenium.webdriver.common.by import By
+
+    url, root = site
+    split = taskpack.open(root / "viewed-1.1.0").split("gsm8k")
+    browser.get(url + "/view/gsm8k")
+    browser.find_element(By.LINK_TEXT, "answer").click()
+    answers = [float(a) for a in _cells(browser, 2)]
+    assert answers == sorted(answers) and len(answers) == 50
+    assert answers[0] == min(float(t.answer) for t in split)
+    browser.find_element(By.LINK_TEXT, "answer ▲").click()  # again: the other way
+    answers = [float(a) for a in _cells(browser, 2)]
+    assert answers == sorted(answers, reverse=True)
+    assert answers[0] == max(float(t.answer) for t in split)
+    browser.get(url + "/view/gsm8k?sort=id&order=desc")
+    assert _cells(browser, 0)[:3] == sorted(split.ids(), reverse=True)[:3]
+
+    # search: ids, prompts and answers, case ignored
+    browser.get(url + "/view/gsm8k?q=EGGS")
+    expected = [t.id for t in split if "eggs" in (t.instruction or "").lower()]
+    assert 0 < len(expected) < 50 and _cells(browser, 0) == expected
+    assert f"{len(expected)} of 121 tasks" in _text(browser, ".main")
+    browser.get(url + f"/view/gsm8k?q={split[7].answer}")
+    assert split[7].id in _cells(browser, 0)
+    # a prompt longer than its preview opens in place, whole, as Markdown
+    browser.get(url + "/view/gsm8k?q=EGGS")
+    cell = browser.find_elements(By.CSS_SELECTOR, "tbody tr td:nth-child(2) details")[0]
+    cell.find_element(By.TAG_NAME, "summary").click()
+    assert cell.get_attribute("open") is not None
+    whole = next(t for t in split if t.id == expected[0]).instruction or ""
+    assert " ".join(whole.split())[-40:] in " ".join(cell.text.split())
+    _shot(browser, "split-searched", tmp_path)
+
+    # every page names the set, its other versions and what changed since the last
+    about = _text(browser, ".about")
+    assert "viewed@1.1.0" in about and "changes since 1.0.0" in about
+    href = browser.find_element(By.LINK_TEXT, "changes since 1.0.0").get_attribute("href")
+    assert href.endswith("/diff/1.0.0/this")
+
+    # facets count what the search keeps; a field of 20 values is a facet and a column
+    swe = taskpack.open(root / "viewed-1.1.0").split("swe")
+    repo = swe[0].environment.repo
+    browser.get(url + f"/view/swe?q={repo}")
+    kept = len(_cells(browser, 0))
+    facets = _text(browser, ".facets")
+    assert f"{repo} {kept}" in facets and kept < 20
+    browser.get(url + "/view/swe")
+    assert "and 8 more values" in _text(browser, ".facets")  # created_at: 20 values, 12 listed
+    browser.get(url + "/view/swe?col=metadata.created_at&sort=metadata.created_at")
+    created = _cells(browser, 4)
+    assert created == sorted(str(t.metadata["created_at"]) for t in swe)
+
+
+def test_a_bad_filter_or_address_lists_nothing_and_shows_the_way_back(
+    site: tuple[str, Path], browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    url, _ = site
+    browser.get(url + "/view/gsm8k?where=nothing")
+    assert not browser.find_elements(By.CSS_SELECTOR, "tbody tr")  # never the unfiltered table
+    assert "0 of 121 tasks" in _text(browser, ".main")
+    browser.find_element(By.LINK_TEXT, "drop the where").click()
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tbody tr")) == 50
+    browser.get(url + "/view/gsm8k?sort=nope")
+    assert "no column 'nope'" in _text(browser, ".error")
+    assert not browser.find_elements(By.CSS_SELECTOR, "tbody tr")
+    for path, status in (("/view/gsm8k/no-such-task", 404), ("/view/nosplit", 404)):
+        answer = httpx.get(url + path)
+        assert answer.status_code == status and "text/html" in answer.headers["content-type"]
+        browser.get(url + path)
+        assert _text(browser, ".error") and browser.find_element(
+            By.LINK_TEXT, "viewed@1.1.0: its splits"
+        )
+    browser.get(url + "/view/gsm8k/no-such-task")
+    browser.find_element(By.LINK_TEXT, "split gsm8k").click()
+    assert len(browser.find_elements(By.CSS_SELECTOR, "tbody tr")) == 50
+    browser.get(url + "/view/gsm8k/no-such-task")
+    _shot(browser, "error", tmp_path)
+
+
+def test_prompts_as_markdown_and_patches_coloured(
+    site: tuple[str, Path], browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    url, root = site
+    browser.get(url + "/view/images/plot")
+    rendered = browser.find_element(By.CSS_SELECTOR, ".md")
+    assert rendered.find_element(By.TAG_NAME, "h2").text == "Plot the data"
+    assert rendered.find_element(By.TAG_NAME, "strong").text == "matplotlib"
+    assert len(rendered.find_elements(By.CSS_SELECTOR, "table td")) == 2
+    assert "<script>alert(1)</script>" in rendered.text  # shown as text, never run
+    hrefs = [a.get_attribute("href") for a in rendered.find_elements(By.TAG_NAME, "a")]
+    assert hrefs == ["https://matplotlib.org/"]  # the javascript: link is no link
+    assert browser.execute_script("return document.scripts.length") == 0
+    swe = taskpack.open(root / "viewed-1.1.0").split("swe")[0]
+    browser.get(url + f"/view/swe/{swe.id}")
+    added = browser.find_elements(By.CSS_SELECTOR, "pre.patch .add")
+    removed = browser.find_elements(By.CSS_SELECTOR, "pre.patch .del")
+    wanted = [
+        x
+        for x in (swe.solution or "").splitlines()
+        if x[:1] in "+-" and x[:3] not in ("+++", "---")
+    ]
+    assert len(added) + len(removed) == len(wanted)
+    assert added[0].value_of_css_property("background-color") != removed[0].value_of_css_property(
+        "background-color"
+    )
+    browser.execute_script("arguments[0].scrollIntoView()", removed[0])
+    _shot(browser, "swe-task", tmp_path)
+
+
+def test_a_diffs_ids_link_to_their_tasks_and_words_are_marked(
+    site: tuple[str, Path], browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    url, _ = site
+    browser.get(url + "/diff/1.0.0/1.1.0")
+    marked = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "table.diff ins")]
+    assert any("checked" in m for m in marked)
+    assert not browser.find_elements(By.CSS_SELECTOR, "table.diff del")  # only words were added
+    browser.find_element(By.LINK_TEXT, "plot").click()  # added: a task of the served version
+    assert browser.current_url.endswith("/view/images/plot")
+    browser.get(url + "/diff/1.0.0/1.1.0")
+    browser.find_element(By.LINK_TEXT, "picture").click()  # removed: at its own version
+    assert browser.current_url.endswith("/view/images/picture?at=1.0.0")
+    assert "of version 1.0.0" in _text(browser, ".nav") and "picture" in _text(browser, "h1")
