@@ -58,6 +58,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from taskpack import routes, viewer
+from taskpack.browsing import Stats
 from taskpack.difflane import Busy, DiffLane, Served, checked_ref
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
@@ -115,16 +116,16 @@ class Catalog:
         self._mine = threading.local()
         self._files: dict[str, tuple[str, int]] | None = None
         self._files_lock = threading.Lock()
-        self._stats: dict[str, viewer.Stats] = {}
+        self._stats: dict[str, Stats] = {}
         self._rates: dict[str, dict[str, dict[str, float]]] = {}
         self._stats_lock = threading.Lock()
 
-    def stats(self, name: str) -> viewer.Stats:
+    def stats(self, name: str) -> Stats:
         """What split `name` holds, read once (a pass over four columns)."""
         split = self.split(name)
         with self._stats_lock:
             if name not in self._stats:
-                self._stats[name] = viewer.Stats.of(split)
+                self._stats[name] = Stats.of(split)
             return self._stats[name]
 
     def rates(self, name: str) -> dict[str, dict[str, float]]:
