@@ -148,6 +148,22 @@ def test_a_published_version_is_served_the_same(tmp_path: Path) -> None:
         assert got.json()["digest"] == taskpack.open(path).manifest.digest
 
 
+def test_every_page_names_the_set_and_its_versions(tmp_path: Path) -> None:
+    registry = str(tmp_path / "registry")
+    for version, about in (("1.0.0", "first"), ("1.1.0", "a <b>second</b> look")):
+        meta = {"description": about, "license": "CC-BY-4.0"}
+        taskpack.write(tmp_path / version, {"train": _tasks()}, name="srv", version=version, **meta)
+        taskpack.publish(tmp_path / version, registry=registry)
+    served = Catalog(taskpack.open("srv@1.1.0", registry=registry), registry)
+    with background(App(api=Api(served))) as url:
+        for path in ("/", "/view/train", "/view/train/t3", "/view/train/missing"):
+            page = httpx.get(url + path).text
+            head = page.split('<div class="about">', 1)[1].split("</div>", 1)[0]
+            assert "<b>srv@1.1.0</b>" in head and "license CC-BY-4.0" in head, path
+            assert "a &lt;b&gt;second&lt;/b&gt; look" in head  # escaped
+            assert 'href="/diff/1.0.0/this">changes since 1.0.0<' in head
+
+
 def test_only_its_own_host_names_are_answered(served: tuple[str, Path]) -> None:
     """A page on another site that DNS-rebinds its name to 127.0.0.1 sends its own Host."""
     url, _ = served
