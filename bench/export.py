@@ -82,7 +82,7 @@ def _runner(base: Path, name: str, argv: list[str]) -> Callable[[], float]:
         code, *rest = argv
         if code == PLAIN:
             return fresh_process(code, str(out), *rest)
-        return fresh_process(code, *rest, str(out))
+        return fresh_process(code, *rest, str(out), quiet=True)  # not its loss report
 
     return run
 
