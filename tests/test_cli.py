@@ -309,7 +309,7 @@ def test_an_option_typo_names_the_nearest_option(tmp_path: Path, data_dir: Path)
 def test_diff_shows_the_changed_region_of_a_long_text() -> None:
     """Not the same 60-character prefix twice (issue 39): both sides around the first
     difference."""
-    from taskpack.cli import _around_change
+    from taskpack.cli.inspect import _around_change
 
     old, new = _around_change("x" * 200 + " the end", "x" * 200 + " THE end")
     assert old != new and "the end" in old and "THE end" in new

@@ -1,0 +1,85 @@
+"""`taskpack serve`: the task server, the viewer and the mirror."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:  # each command imports what it uses: `taskpack --help` loads neither
+    # pydantic nor pyarrow
+    pass
+from taskpack.cli._common import (
+    _user_errors,
+    registry_option,
+)
+
+
+@click.command()
+@click.argument("target", required=False)
+@registry_option
+@click.option(
+    "--mirror",
+    metavar="REGISTRY",
+    help="Serve a pull-through mirror of REGISTRY (instead of a TARGET): clients use "
+    "--registry http://HOST:PORT, and each object is fetched from REGISTRY once.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port (0: any free port).",
+)
+@click.option("--workers", default=1, show_default=True, help="Processes serving (2 on 2 cores).")
+@click.option(
+    "--allow-host", multiple=True, help="Another name clients reach this server by (Host)."
+)
+@click.option(
+    "--ttl",
+    default=10.0,
+    show_default=True,
+    help="Mirror: seconds a listing or tag is reused before upstream is asked again.",
+)
+@_user_errors
+def serve(
+    target: str | None,
+    registry: str | None,
+    mirror: str | None,
+    host: str,
+    port: int,
+    workers: int,
+    allow_host: tuple[str, ...],
+    ttl: float,
+) -> None:
+    """Serve one version (a folder or NAME@VERSION) over HTTP: a JSON API with an OpenAPI
+    document at /openapi.json, and a read-only HTML view at /. With --mirror, serve a
+    registry's versions instead, for a cluster's nodes to share one fetch."""
+    from taskpack.errors import require
+    from taskpack.serve import Config, address, allowed_hosts, run
+
+    if (target is None) == (mirror is None):
+        raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY")
+    if workers < 1:
+        raise click.BadParameter("at least 1", param_hint="--workers")
+    require("granian", "serve")
+    ip, port = address(host, port)
+    hosts = allowed_hosts(host, port, allow_host)
+    config = Config(
+        target=target,
+        registry=registry,
+        mirror=mirror,
+        ttl=ttl,
+        hosts=tuple(sorted(hosts)) if hosts is not None else None,
+    )
+    app = config.app()  # opens the version (or the upstream) here: errors are one line
+    shown = f"[{host}]" if ":" in host else host
+    if app.api is not None:
+        m = app.api.catalog.ts.manifest
+        click.echo(f"serving {m.ref} ({m.digest}) on http://{shown}:{port}/", err=True)
+    else:
+        click.echo(f"mirroring {mirror} on http://{shown}:{port}/", err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        run(config, ip, port, workers)
