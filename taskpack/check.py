@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from taskpack.converters._folders import task_folders
+from taskpack.converters import task_folders
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json, parse_toml
@@ -262,8 +262,7 @@ def task_side(task: Task, like: Side) -> Side:
     """A source task as it runs: its own environment and verifier files where it has them
     (read from its folder by taskpack's reader, byte for byte), else `like`'s environment and
     taskpack's reference grader for its reward spec."""
-    from taskpack.converters._format import Losses, Target, WriteOptions
-    from taskpack.converters._verifier import graded, tests_files
+    from taskpack.converters import Losses, Target, WriteOptions, graded, tests_files
 
     def role(name: str) -> Tree:
         return {f.path: (f.read_bytes(), f.mode) for f in task.files_of(name) if f.step is None}

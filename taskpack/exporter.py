@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from taskpack.converters import Losses, Target, reader, writer
 from taskpack.converters import options as format_options
-from taskpack.converters import reader, writer
-from taskpack.converters._format import Losses, Target
 from taskpack.importer import split_tasks
 from taskpack.model import Task
 from taskpack.passrates import rate

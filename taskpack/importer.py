@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from taskpack._fs import write_atomic
+from taskpack.converters import Record, read_records, reader
 from taskpack.converters import options as checked_options
-from taskpack.converters import read_records, reader
-from taskpack.converters._source import Record
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, SplitInfo, Task
 from taskpack.objects import file_sha256
@@ -221,7 +220,7 @@ def _write_columns(
     path (see `_columnar.mapped`); None when there is no such reader, it gives up on the
     source, or a row is invalid (the partial split is dropped, for the row path to write the
     whole source and name the row as it always does)."""
-    from taskpack.converters._columnar import Batch, NotColumnar
+    from taskpack.converters import Batch, NotColumnar
 
     form = reader(fmt)
     read_columns = form.read_columns
@@ -252,7 +251,7 @@ def _write_columns(
             if not count:
                 raise NotColumnar("no rows")  # the row path names the empty source
 
-    from taskpack.converters._columnar import LINES
+    from taskpack.converters import LINES
 
     kept = LINES.set(lines)
     try:

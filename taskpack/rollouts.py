@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from taskpack.converters._source import iter_table_rows
+from taskpack.converters import iter_table_rows
 from taskpack.errors import TaskpackError
 
 ID_FIELDS = ("id", "task_id", "instance_id", "key")

@@ -367,7 +367,7 @@ class Api:
     def r_harbor_registry(self, query: Query) -> Response:
         """The served set as a Harbor registry.json (a `DatasetSpec` per split, its tasks by
         the paths `export --to harbor` gives them), for `harbor dataset list --registry-url`."""
-        from taskpack.converters._folders import folder_name
+        from taskpack.converters import folder_name
         from taskpack.converters.harbor import registry_entry
 
         m = self.catalog.ts.manifest

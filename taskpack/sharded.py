@@ -23,7 +23,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from taskpack.converters._source import base_suffix, line_count
+from taskpack.converters import base_suffix, line_count
 from taskpack.errors import TaskpackError, require
 from taskpack.importer import import_sources
 from taskpack.merging import merge

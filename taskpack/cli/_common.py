@@ -147,7 +147,7 @@ def _progress(
     """A live task count on stderr while rows stream in (see taskpack.progress), with its
     total, rate and ETA when the split sizes are `known` or the sources' rows can be counted
     up front (local files)."""
-    from taskpack.converters._source import rows_hint
+    from taskpack.converters import rows_hint
     from taskpack.progress import counted
 
     totals: dict[str, int | None] = dict(known or {})
@@ -159,18 +159,11 @@ def _progress(
 
 
 def _options(pairs: tuple[str, ...], mapping: Path | None, preset: str | None) -> dict[str, Any]:
-    from taskpack.converters._source import RowError
-    from taskpack.converters._yaml import load_yaml
+    from taskpack.converters import options_file
 
     options: dict[str, Any] = {}
     if mapping is not None:
-        try:
-            loaded = load_yaml(mapping.read_text(encoding="utf-8"), str(mapping))
-        except RowError as e:
-            raise TaskpackError(str(e)) from None
-        if not isinstance(loaded, dict):
-            raise TaskpackError(f"{mapping}: expected a mapping of options")
-        options.update(loaded)
+        options.update(options_file(mapping))
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:

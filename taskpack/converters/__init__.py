@@ -12,13 +12,70 @@ import importlib
 import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from taskpack.converters._format import Format
-from taskpack.converters._source import Record
+from taskpack.converters._format import Format, Losses, Target, WriteOptions
+from taskpack.converters._source import (
+    Record,
+    RowError,
+    base_suffix,
+    iter_table_rows,
+    line_count,
+    rows_hint,
+)
 from taskpack.errors import TaskpackError, describe_error, unknown
+
+if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
+    from taskpack.converters._columnar import LINES, Batch, NotColumnar
+    from taskpack.converters._folders import folder_name, task_folders
+    from taskpack.converters._verifier import graded, tests_files
+
+# What the jobs (importer, exporter, check, the CLI...) use of this package: its face. The
+# modules behind it are the formats' own; an import-linter contract keeps the jobs off them.
+__all__ = [
+    "LINES",
+    "Batch",
+    "Format",
+    "Losses",
+    "NotColumnar",
+    "Record",
+    "RowError",
+    "Target",
+    "WriteOptions",
+    "base_suffix",
+    "export_splits",
+    "folder_name",
+    "get",
+    "graded",
+    "iter_table_rows",
+    "line_count",
+    "names",
+    "options",
+    "options_file",
+    "read_records",
+    "reader",
+    "rows_hint",
+    "task_folders",
+    "tests_files",
+    "writer",
+]
+_LAZY = {
+    "LINES": "_columnar",
+    "Batch": "_columnar",
+    "NotColumnar": "_columnar",
+    "folder_name": "_folders",
+    "task_folders": "_folders",
+    "graded": "_verifier",
+    "tests_files": "_verifier",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def names() -> list[str]:
@@ -80,6 +137,19 @@ def export_splits(uri: str, fmt: str) -> dict[str, list[str]] | None:
             given = {"file": match, "folder": match.parent, "root": root}[what]
             found.setdefault(split, [str(given)])
     return found or None
+
+
+def options_file(path: Path) -> dict[str, Any]:
+    """Reader options from a YAML mapping file (`convert --mapping`)."""
+    from taskpack.converters._yaml import load_yaml
+
+    try:
+        loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
+    except RowError as e:
+        raise TaskpackError(str(e)) from None
+    if not isinstance(loaded, dict):
+        raise TaskpackError(f"{path}: expected a mapping of options")
+    return loaded
 
 
 def read_records(uri: str, fmt: str, split: str, values: dict[str, Any]) -> Iterator[Record]:
