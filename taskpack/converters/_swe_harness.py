@@ -58,9 +58,9 @@ def available() -> bool:
 
 def instance(task: Task) -> dict[str, Any]:
     """The SWE-bench instance record the task was read from."""
-    from taskpack.converters import swebench
+    from taskpack.converters._swe_rules import source_row
 
-    return swebench.source_row(task)
+    return source_row(task)
 
 
 def _lists(record: dict[str, Any], key: str) -> list[str]:
@@ -215,7 +215,7 @@ def files(task: Task) -> dict[str, tuple[bytes, int]]:
     """Dockerfile, verifier and oracle of a SWE-bench task, as folder paths; `Unsupported`
     when the instance has no eval script here. Multi-SWE-bench's pull requests are verified
     by that benchmark's harness (`_multi_files`)."""
-    from taskpack.converters.multi_swebench import is_multi_swebench
+    from taskpack.converters._swe_rules import is_multi_swebench
 
     if is_multi_swebench(task.metadata):
         return _multi_files(task)
@@ -290,7 +290,7 @@ _MULTI_KEYS = (
 
 
 def _multi_files(task: Task) -> dict[str, tuple[bytes, int]]:
-    from taskpack.converters.multi_swebench import TEST_PATCH
+    from taskpack.converters._swe_rules import TEST_PATCH
 
     reward = task.reward
     assert reward is not None and reward.kind == "swe_tests"

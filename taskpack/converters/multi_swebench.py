@@ -82,13 +82,6 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
     }
 
 
-def is_multi_swebench(metadata: dict[str, Any]) -> bool:
-    """Whether a swe_tests task's metadata is a Multi-SWE-bench row's (its harness grades it)."""
-    return all(k in metadata for k in ("org", "repo", "number", "base")) and all(
-        isinstance(metadata.get(k), dict) for k in ("f2p_tests", "p2p_tests")
-    )
-
-
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     return map_rows(iter_table_rows(uri), lambda row, n: to_task(row, split, n))
 

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from taskpack import records
 from taskpack.converters import _swe_harness as swe_harness
-from taskpack.converters import swebench
+from taskpack.converters import _swe_rules
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
     Batch,
@@ -74,7 +74,7 @@ class SkyrlWriteOptions(WriteOptions):
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
     instance = row.get("instance")
     if isinstance(instance, dict) and "instance_id" in instance:  # mini-swe-agent rows
-        task = swebench.to_task(instance, split, ordinal)
+        task = _swe_rules.to_task(instance, split, ordinal)
         task["prompt"] = read_messages(row.get("prompt"), "prompt")
         return task, {}
     spec = row.get("reward_spec") or {}
@@ -125,7 +125,7 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         )
     source = (task.source.format if task.source else None) or "taskpack"
     if isinstance(task.reward, records.SweTests):
-        instance = swebench.source_row(task)
+        instance = _swe_rules.source_row(task)
         instance |= _mini_swe_agent(task, instance, target)
         row = {"data_source": "swe-bench", "prompt": _prompt(task, target), "env_class": "null"}
         return {**row, "instance": instance, **instance}

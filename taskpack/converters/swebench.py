@@ -35,67 +35,10 @@ from taskpack.converters._columnar import (
     text_columns,
 )
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
-from taskpack.model import Task
-from taskpack.nesting import parse_json, too_deep
-
-TEST_PATCH = "test.patch"
-_TEST_LISTS = {"FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}
-_MAPPED = {
-    "instance_id",
-    "problem_statement",
-    "repo",
-    "base_commit",
-    "environment_setup_commit",
-    "test_patch",
-    "patch",
-    *_TEST_LISTS,
-}
-
-
-def _test_list(row: dict[str, Any], key: str) -> tuple[list[str], bool]:
-    """The list of test names, and whether the raw value must be kept to rebuild it exactly."""
-    raw = row.get(key, "[]")
-    value = raw
-    if isinstance(raw, str):
-        try:
-            value = parse_json(raw)
-        except ValueError as e:
-            raise RowError(f"field {key!r}: not a JSON list ({e})") from None
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise RowError(f"field {key!r}: expected a list of test names")
-    return value, not isinstance(raw, str) or json.dumps(value) != raw
-
-
-def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
-    """The task of one SWE-bench instance record (also inside other formats' rows)."""
-    metadata = {k: v for k, v in row.items() if k not in _MAPPED}
-    reward: dict[str, Any] = {"kind": "swe_tests", "test_patch": TEST_PATCH}
-    for key, field in _TEST_LISTS.items():
-        reward[field], keep_raw = _test_list(row, key)
-        if keep_raw and key in row:
-            metadata[key] = row[key]
-    setup_commit = row.get("environment_setup_commit")
-    return {
-        "id": need(row, "instance_id"),
-        "prompt": need(row, "problem_statement"),
-        "solution": need(row, "patch"),
-        "reward": reward,
-        "files": [
-            {
-                "path": TEST_PATCH,
-                "role": "tests",
-                "data": need(row, "test_patch").encode("utf-8"),
-            }
-        ],
-        "environment": {
-            "repo": need(row, "repo"),
-            "commit": need(row, "base_commit"),
-            "setup_commit": setup_commit,
-        },
-        "source": {"format": "swebench", "split": split, "row": ordinal},
-        "metadata": metadata,
-    }
+from taskpack.converters._source import Record, iter_table_rows, map_rows
+from taskpack.converters._swe_rules import TEST_LISTS, to_task
+from taskpack.converters._swe_rules import source_row as source_row  # the format's own face
+from taskpack.nesting import too_deep
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
@@ -121,18 +64,18 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         if names not in (None, table.schema.names):
             raise NotColumnar("fields that change between rows")
         names = table.schema.names
-        if not {*_TEXT, *_TEST_LISTS} <= set(names):
+        if not {*_TEXT, *TEST_LISTS} <= set(names):
             raise NotColumnar(f"columns {names}")
         own_names(names)
         if template is None:
             row: dict[str, Any] = {n: json_slot(n) for n in names}
             row |= {n: slot(n) for n in _TEXT}
-            row |= {key: json.dumps([json_slot(f"#{key}")]) for key in _TEST_LISTS}
+            row |= {key: json.dumps([json_slot(f"#{key}")]) for key in TEST_LISTS}
             template = Template(to_task(row, split, ROW))
         columns = dict(zip(_TEXT, text_columns(table, _TEXT), strict=True))
-        for key in _TEST_LISTS:
+        for key in TEST_LISTS:
             columns[f"#{key}"] = _test_names(text_columns(table, [key])[0])
-        others = [n for n in names if n not in _TEXT and n not in _TEST_LISTS]
+        others = [n for n in names if n not in _TEXT and n not in TEST_LISTS]
         values, hashed = json_columns(table, others, parsed)
         columns |= values
         ids = task_ids(columns["instance_id"])
@@ -174,25 +117,6 @@ def _test_names(raw: pa.Array) -> pa.Array:
     if len(items) and not pc.all(pc.string_is_ascii(items)).as_py():
         raise NotColumnar("a test name that is not plain ASCII")
     return json_items(names)
-
-
-def source_row(task: Task) -> dict[str, Any]:
-    reward, env = task.reward, task.environment
-    assert reward is not None and reward.kind == "swe_tests" and env is not None
-    row: dict[str, Any] = {
-        "repo": env.repo,
-        "instance_id": task.id,
-        "base_commit": env.commit,
-        "patch": task.solution,
-        "test_patch": task.file(TEST_PATCH).read_bytes().decode("utf-8"),
-        "problem_statement": task.instruction,
-        "FAIL_TO_PASS": json.dumps(reward.fail_to_pass),
-        "PASS_TO_PASS": json.dumps(reward.pass_to_pass),
-    }
-    if env.setup_commit is not None:
-        row["environment_setup_commit"] = env.setup_commit
-    row.update(task.metadata)
-    return row
 
 
 FORMAT = Format(
