@@ -18,6 +18,7 @@ from its reference solution. Tests and solutions never go into environment/.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import re
@@ -405,8 +406,24 @@ def _task_files(task: Task, target: Target) -> Files:
     if not native:
         config = {**_DEFAULTS, **config}
     config = apply(config, extra)
-    files[MARKER] = (tomli_w.dumps(config).encode("utf-8"), modes.get(MARKER, 0o644))
+    files[MARKER] = (_toml(config), modes.get(MARKER, 0o644))
     return files
+
+
+def _toml(config: dict[str, Any]) -> bytes:
+    """task.toml's bytes. Most tasks of a set share one config (the defaults, a timeout), so
+    each distinct config, told apart by its JSON (key order, ints and floats kept), is written
+    by tomli_w once; a config JSON cannot hold (a date) is written every time."""
+    try:
+        key = json.dumps(config, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return tomli_w.dumps(config).encode("utf-8")
+    return _toml_of(key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _toml_of(key: str) -> bytes:
+    return tomli_w.dumps(json.loads(key)).encode("utf-8")
 
 
 # --- Harbor's own registries: dataset.toml (tasks pinned by digest) and registry.json --------
