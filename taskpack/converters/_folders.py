@@ -262,7 +262,9 @@ def write_split(
     finally:
         writing.stop()
     path = split_dir / INDEX
-    path.write_text(json.dumps({"tasks": entries}, indent=2, ensure_ascii=False) + "\n")
+    # one task a line, each through json's C encoder (an indented dump runs its Python one)
+    lines = ",\n".join(f"  {json.dumps(e, ensure_ascii=False)}" for e in entries)
+    path.write_text(f'{{"tasks": [\n{lines}\n]}}\n')
     return WrittenSplit(path, [e["folder"] for e in entries], writing.digests)
 
 
