@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-
+from taskpack._lazy import lazy
 from taskpack.errors import InvalidTask, TaskpackError
 
 # Not `typing.TYPE_CHECKING`: importing typing costs a worker's fresh process 4 ms it never uses.
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 __all__ = [
     "InvalidTask",
     "Manifest",
@@ -60,12 +56,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(import_module(f"taskpack.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'taskpack' has no attribute {name!r}")
+__getattr__ = lazy(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

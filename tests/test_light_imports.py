@@ -50,6 +50,7 @@ print(json.dumps({"id": task.id, "instruction": task.instruction, "modules": sor
 EPISODE_MODULES = [
     "taskpack",
     "taskpack._fs",
+    "taskpack._lazy",
     "taskpack.digests",
     "taskpack.errors",
     "taskpack.nesting",
@@ -140,7 +141,11 @@ def test_import_taskpack_loads_each_public_name_on_first_use() -> None:
     code = "import json, sys, taskpack; print(json.dumps(sorted(sys.modules)))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     modules = json.loads(proc.stdout)
-    assert [m for m in modules if m.startswith("taskpack")] == ["taskpack", "taskpack.errors"]
+    assert [m for m in modules if m.startswith("taskpack")] == [
+        "taskpack",
+        "taskpack._lazy",
+        "taskpack.errors",
+    ]
     assert not [m for m in modules if m.split(".")[0] in ("pyarrow", "pydantic", "numpy")]
     from taskpack import changes, integrity, merging, model, taskset
     from taskpack.registry import client

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from taskpack._lazy import lazy
 from taskpack.converters._format import Format, Losses, Target, WriteOptions
 from taskpack.converters._source import (
     Record,
@@ -71,11 +72,7 @@ _LAZY = {
     "tests_files": "_verifier",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy(__name__, _LAZY)
 
 
 def names() -> list[str]:
