@@ -111,11 +111,6 @@ def prompt_text(prompt: Any) -> str:
     return "\n".join(parts)
 
 
-def positions(split: Split, ids: Sequence[str]) -> list[int]:
-    where = {tid: i for i, tid in enumerate(split.ids())}
-    return [where[tid] for tid in ids]
-
-
 def search(split: Split, text: str) -> set[str]:
     """The ids of the tasks whose id, prompt or answer holds `text`, ignoring case (Arrow
     matches the stored columns; no task is built)."""

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from taskpack import passrates, records
-from taskpack.browsing import Stats, positions, prompt_text, search, sorted_ids
+from taskpack.browsing import Stats, prompt_text, search, sorted_ids
 from taskpack.errors import TaskpackError
+from taskpack.registry.refs import version_key
 from taskpack.richtext import esc, is_patch, markdown, patch, words
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class About:
 
     def html(self) -> str:
         others = [v for v in self.versions if v != self.version]
-        older = [v for v in others if _version_key(v) < _version_key(self.version)]
+        older = [v for v in others if version_key(v) < version_key(self.version)]
         parts = [f"<span><b>{esc(self.name)}@{esc(self.version)}</b></span>"]
         if self.license:
             parts.append(f"<span>license {esc(self.license)}</span>")
@@ -106,11 +107,6 @@ class About:
             parts.append(f"<span>other versions: {shown}</span>")
         text = f"<p>{esc(self.description)}</p>" if self.description else ""
         return f'<div class="about">{"".join(parts)}{text}</div>'
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    core = version.split("+")[0].split("-")[0]
-    return tuple(int(p) if p.isdigit() else -1 for p in core.split("."))
 
 
 def _diff_href(old: str, new: str) -> str:
@@ -349,7 +345,9 @@ def split_page(
     )
     count = f"<p>{len(ids)} of {len(split)} tasks, page {page} of {pages}</p>"
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    kept = stats if len(ids) == len(split) else Stats.of(split, positions(split, ids))
+    # the tasks kept, by row: the split's own id index (read once per split)
+    places = [row for tid in ids if (row := split.position(tid)) is not None]
+    kept = stats if len(ids) == len(split) else Stats.of(split, places)
     side = stats_panel(stats) + passrates_panel(name, rates or {}, query)
     side += facets_panel(name, stats, kept, query)
     return (
