@@ -583,10 +583,7 @@ class App:
                 answer = partial(self._answer, route, params, parse_qs(query_string))
                 response = await asyncio.get_running_loop().run_in_executor(lane, answer)
         except Exception as e:  # noqa: BLE001 - every failure is an answer, never a crash
-            response = self._failure(e)
-            if found is not None and found[0].kind.startswith("text/html") and self.api:
-                message = json.loads(response.body)["error"]
-                response = self.api.error_page(response.status, message, found[1])
+            response = self._failure(e, found)
         if response.cacheable and response.path is None and method != "POST":
             self._keep(path + "?" + query_string, response)
         return response
@@ -619,12 +616,17 @@ class App:
         assert self.api is not None
         return self.api.handle(route, params, query)
 
-    def _failure(self, e: Exception) -> Response:
+    def _failure(self, e: Exception, found: tuple[Route, dict[str, str]] | None) -> Response:
+        """The error's answer: an error page for a page's route, else JSON."""
         if isinstance(e, HttpError):
-            return self._error(e.status, str(e))
-        if isinstance(e, (TaskpackError, ValueError, KeyError, IndexError)):
-            return self._error(HTTPStatus.BAD_REQUEST, str(e))
-        return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}")
+            status, message = int(e.status), str(e)
+        elif isinstance(e, (TaskpackError, ValueError, KeyError, IndexError)):
+            status, message = HTTPStatus.BAD_REQUEST, str(e)
+        else:
+            status, message = HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}"
+        if found is not None and found[0].kind.startswith("text/html") and self.api is not None:
+            return self.api.error_page(status, message, found[1])
+        return self._error(status, message)
 
     def close(self) -> None:
         """Stop the diff workers: a worker process exits only once its children have."""
