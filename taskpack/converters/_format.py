@@ -81,6 +81,8 @@ class Target:
 
     def environment(self, task: Task) -> str | None:
         """The environment a mixture's task runs in, as `mix --env` named it for its source."""
+        if not self.mixture:  # not a mixture: nothing to look up for each row
+            return None
         label = task.id.split("/", 1)[0]
         return next((e.get("env") for e in self.mixture if e.get("label") == label), None)
 
