@@ -14,6 +14,7 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 MANIFEST = "manifest.json"
 Progress = Callable[[int], None]  # called with each chunk's byte count
@@ -47,6 +48,43 @@ def decoded_path(sha: str) -> Path:
     """Where the cache keeps the decoded copy (Arrow IPC, memory-mapped for random access) of
     the split file whose bytes hash to `sha`."""
     return default_cache_dir() / "decoded" / f"{sha256_relpath(sha)}.arrow"
+
+
+class Sink(Protocol):
+    """Where a download writes: a file, or a buffer, that can start over from its beginning
+    (a retried transfer rewinds it)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+
+    def truncate(self, size: int | None = None, /) -> int: ...
+
+
+class HashedFile:
+    """A file being downloaded, hashed as its bytes are written: an object is hashed once, as
+    it streams in, never read back for it. A retry that starts over (`seek(0)`) starts the
+    hash over too."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._hash = hashlib.sha256()
+
+    def write(self, data: bytes, /) -> int:
+        self._hash.update(data)
+        return self._file.write(data)
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        if (offset, whence) != (0, 0):
+            raise ValueError("a download only starts over from its beginning")
+        self._hash = hashlib.sha256()
+        return self._file.seek(0)
+
+    def truncate(self, size: int | None = None, /) -> int:
+        return self._file.truncate(size)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
 
 
 def file_sha256(path: Path) -> str:

@@ -88,7 +88,9 @@ def file_mode(value: int) -> int:
     return value
 
 
-def inline_problem(data: bytes | None, sha256: str | None, size: int | None) -> str | None:
+def inline_problem(
+    data: bytes | memoryview | None, sha256: str | None, size: int | None
+) -> str | None:
     """Why a stored file's inline bytes are not the content its hash names, if they are not.
 
     A task's digest covers each file's sha256, not its bytes: only this check, made on every

@@ -9,7 +9,7 @@ these rules; each rule is written here once.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -253,7 +253,7 @@ def check_split(
             files = schema.field("files").type.value_type
             leaves = [n for n in schema.names if n != "files"]
             leaves += [f"files.list.element.{f.name}" for f in files]
-            for batch in pf.iter_batches(batch_size=1024, columns=leaves):
+            for batch in pf.iter_batches(batch_size=128, columns=leaves, use_threads=False):
                 problems += batch_problems(batch, where, format_version, chain, row_no)
                 row_no += batch.num_rows
                 if len(problems) >= limit:
@@ -273,14 +273,76 @@ def batch_problems(
     first_row: int | None = None,
 ) -> list[str]:
     """Problems of some stored rows (see `check_split`), their digests added to `chain`;
-    rows named by number from `first_row` when known, else by id alone."""
+    rows named by number from `first_row` when known, else by id alone. Inline bytes are
+    hashed where Arrow holds them; only the rest of each row becomes Python values."""
     problems: list[str] = []
     chain = chain if chain is not None else SplitDigest()
-    for k, row in enumerate(batch.to_pylist()):
+    inline: dict[int, list[str]] = {}
+    files = batch.column("files") if "files" in batch.schema.names else None
+    rows = batch.to_pylist() if files is None else batch.drop_columns(["files"]).to_pylist()
+    if files is not None:
+        for k, path, why in inline_mismatches(files, where):
+            inline.setdefault(k, []).append(f"file {path!r}: {why}")
+        for row, row_files in zip(rows, _files_without_bytes(files), strict=True):
+            row["files"] = row_files
+    for k, row in enumerate(rows):
         at = f" row {first_row + k}" if first_row is not None else ""
         label = f"{where}{at} (id {row.get('id')!r})"
         problems += _row_problems(row, label, format_version, chain)
+        problems += [f"{label}: {why}" for why in inline.get(k, ())]
     return problems
+
+
+def _chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+
+
+def _files_without_bytes(files: pa.Array | pa.ChunkedArray) -> list[list[dict[str, Any]] | None]:
+    """Each row's file entries without their inline bytes (which the row rules never read)."""
+    import pyarrow.compute as pc
+
+    out: list[list[dict[str, Any]] | None] = []
+    for chunk in _chunks(files):
+        kind = chunk.type.value_type
+        if not isinstance(kind, pa.StructType) or kind.get_field_index("data") < 0:
+            out += chunk.to_pylist()
+            continue
+        flat = chunk.flatten()
+        names = [f.name for f in kind if f.name != "data"]
+        entries = pa.StructArray.from_arrays([flat.field(n) for n in names], names).to_pylist()
+        rows: list[list[dict[str, Any]] | None] = [
+            None if null else [] for null in chunk.is_null().to_pylist()
+        ]
+        for parent, entry in zip(pc.list_parent_indices(chunk).to_pylist(), entries, strict=True):
+            cast("list[dict[str, Any]]", rows[parent]).append(entry)
+        out += rows
+    return out
+
+
+def inline_mismatches(
+    files: pa.Array | pa.ChunkedArray, where: str
+) -> Iterator[tuple[int, str, str]]:
+    """(row, path, why) for each inline file whose bytes are not the content its hash names
+    (`records.inline_problem`). Each file is hashed in Arrow's own buffer: a copy into Python
+    bytes of every inline file would cost as much as the hashing."""
+    import pyarrow.compute as pc
+
+    first = 0
+    for chunk in _chunks(files):
+        kind = chunk.type.value_type
+        if isinstance(kind, pa.StructType) and kind.get_field_index("data") >= 0:
+            flat = chunk.flatten()
+            if any(kind.get_field_index(n) < 0 for n in ("sha256", "size", "path")):
+                raise TaskpackError(f"{where}: file bytes read without their hashes")
+            data = flat.field("data")
+            listed = (flat.field(n).to_pylist() for n in ("sha256", "size", "path"))
+            parents = pc.list_parent_indices(chunk).to_pylist()
+            for k, (sha, size, path) in enumerate(zip(*listed, strict=True)):
+                held = data[k].as_buffer()
+                problem = inline_problem(None if held is None else memoryview(held), sha, size)
+                if problem:
+                    yield first + parents[k], path, problem
+        first += len(chunk)
 
 
 def _row_problems(
@@ -296,9 +358,6 @@ def _row_problems(
         if not isinstance(mode, int) or not 0 <= mode <= 0o777:
             shown = f"{mode:o}" if isinstance(mode, int) else repr(mode)
             problems.append(f"{where}: files: mode {shown} is not permission bits")
-        inline = inline_problem(f.get("data"), f.get("sha256"), f.get("size"))
-        if inline:
-            problems.append(f"{where}: file {f['path']!r}: {inline}")
     stored = row.get("digest")
     try:
         digest = row_digest(decoded(row, format_version))

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from taskpack import records
 from taskpack._fs import check_regular, copy_atomic, remove_tree, sweep, temp_beside, write_atomic
 from taskpack.digests import FORMAT_VERSION, SplitDigest, chains_to, version_digest
 from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
@@ -38,6 +37,7 @@ from taskpack.rows import (
     check_split,
     coerce_task,
     first_duplicate,
+    inline_mismatches,
     json_columns,
     task_from_row,
     task_to_row,
@@ -528,22 +528,11 @@ class Split(Rows):
         only bytes the digest chain covers."""
         if self.rows_checked or "files" not in table.column_names:
             return table
-        column = table.column("files").combine_chunks()
-        flat = column.flatten()
-        kind, names = flat.type, ("data", "sha256", "size", "path")
-        if not isinstance(kind, pa.StructType) or kind.get_field_index("data") < 0:
-            return table  # no inline bytes read
-        if any(kind.get_field_index(n) < 0 for n in names):
-            raise TaskpackError(f"split {self.name!r}: file bytes read without their hashes")
-        rows = column.value_parent_indices().to_pylist()
-        values = [flat.field(n).to_pylist() for n in names]
-        for k, (data, sha, size, path) in enumerate(zip(*values, strict=True)):
-            problem = records.inline_problem(data, sha, size)
-            if problem:
-                raise TaskpackError(
-                    f"split {self.name!r} row {first_row + rows[k]}: file {path!r}: {problem}; "
-                    "`taskpack validate` lists every problem"
-                )
+        for row, path, why in inline_mismatches(table.column("files"), f"split {self.name!r}"):
+            raise TaskpackError(
+                f"split {self.name!r} row {first_row + row}: file {path!r}: {why}; "
+                "`taskpack validate` lists every problem"
+            )
         return table
 
     def _open(self, p: int) -> pq.ParquetFile:

@@ -8,11 +8,10 @@ object, swap a tag); resolution and tag rules live here once, so every backend r
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError, describe_error, unknown
-from taskpack.objects import Progress
+from taskpack.objects import Progress, Sink
 from taskpack.registry.location import Location
 from taskpack.registry.refs import (
     Ref,
@@ -95,9 +94,10 @@ class Registry(ABC):
 
     @abstractmethod
     def fetch(
-        self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
+        self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
-        """Download the object with bytes hash `sha` (a split file or a large task file)."""
+        """Write the object with bytes hash `sha` (a split file or a large task file) to `out`,
+        as it streams (the caller hashes it on the way)."""
 
     # --- shared rules -----------------------------------------------------------------
 

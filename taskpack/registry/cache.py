@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 
 from taskpack._fs import file_lock, sweep, temp_beside, write_atomic
 from taskpack.errors import TaskpackError
-from taskpack.objects import default_cache_dir, file_sha256, sha256_relpath
+from taskpack.objects import HashedFile, Sink, default_cache_dir, file_sha256, sha256_relpath
 from taskpack.records import stored_manifest
 from taskpack.registry.refs import is_name, is_version
 
@@ -86,8 +86,9 @@ class Cache:
         path = self.object_path(sha)
         return path if self.holds(path, sha) else None
 
-    def ensure(self, sha: str, download: Callable[[Path], None]) -> Path:
-        """The object `sha`, downloaded once per machine however many processes ask."""
+    def ensure(self, sha: str, download: Callable[[Sink], None]) -> Path:
+        """The object `sha`, downloaded once per machine however many processes ask, hashed
+        as it is written and renamed into place only when it is right."""
         found = self.verified(sha)
         if found is not None:
             return found
@@ -100,8 +101,10 @@ class Cache:
             sweep(path)
             tmp = temp_beside(path)
             try:
-                download(tmp)
-                actual = file_sha256(tmp)
+                with tmp.open("wb") as f:
+                    sink = HashedFile(f)
+                    download(sink)
+                actual = sink.hexdigest()
                 if actual != sha:
                     raise TaskpackError(f"object {sha}: downloaded bytes hash to {actual}")
                 os.replace(tmp, path)

@@ -18,14 +18,13 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from taskpack import routes
 from taskpack.errors import TaskpackError
 from taskpack.nesting import parse_json
-from taskpack.objects import Progress
+from taskpack.objects import Progress, Sink
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.store import bounded, network_timeout
@@ -143,23 +142,22 @@ class HttpRegistry(Registry):
         raise TaskpackError(f"registry {self.url} is a read-only mirror: publish to its upstream")
 
     def fetch(
-        self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
+        self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
         sizes = manifest.sizes()
-        with dest.open("wb") as out:
 
-            def sink(chunk: bytes) -> None:
-                out.write(chunk)
-                if progress:
-                    progress(len(chunk))
+        def sink(chunk: bytes) -> None:
+            out.write(chunk)
+            if progress:
+                progress(len(chunk))
 
-            found = self._get(
-                sizes.get(sha, MAX_BLOB),
-                "registry_object",
-                sink,
-                name=manifest.name,
-                version=manifest.version,
-                sha256=sha,
-            )
-            if found is None:
-                raise TaskpackError(f"registry {self.url}: {manifest.ref} has no object {sha}")
+        found = self._get(
+            sizes.get(sha, MAX_BLOB),
+            "registry_object",
+            sink,
+            name=manifest.name,
+            version=manifest.version,
+            sha256=sha,
+        )
+        if found is None:
+            raise TaskpackError(f"registry {self.url}: {manifest.ref} has no object {sha}")

@@ -21,12 +21,12 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from taskpack.errors import TaskpackError, require
 from taskpack.model import Manifest
 from taskpack.nesting import parse_json
-from taskpack.objects import MANIFEST, Progress
+from taskpack.objects import MANIFEST, Progress, Sink
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_release, is_version, version_key
@@ -169,7 +169,7 @@ class HubRegistry(Registry):
             yield response
 
     def _download(
-        self, name: str, path: str, revision: str, out: BinaryIO, progress: Progress | None = None
+        self, name: str, path: str, revision: str, out: Sink, progress: Progress | None = None
     ) -> bool:
         """Stream one file into `out` (rewound on each attempt); False when it is absent.
         Network failures, 429 and 5xx are retried with backoff, a bounded number of times."""
@@ -425,13 +425,12 @@ class HubRegistry(Registry):
         return self.check_same(winner, m)
 
     def fetch(
-        self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
+        self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
         path = manifest.objects().get(sha)
         if path is None:
             raise TaskpackError(f"{manifest.ref} has no object {sha}")
-        with dest.open("wb") as out:
-            found = self._download(manifest.name, path, manifest.version, out, progress)
+        found = self._download(manifest.name, path, manifest.version, out, progress)
         if not found:
             raise TaskpackError(f"registry {self.url}: {manifest.ref}/{path}: missing (HTTP 404)")
 

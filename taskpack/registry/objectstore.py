@@ -9,11 +9,10 @@ present and finishes.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
-from taskpack.objects import Progress, object_key
+from taskpack.objects import Progress, Sink, object_key
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, tag_version, version_key
@@ -107,6 +106,6 @@ class ObjectStoreRegistry(Registry):
         return created
 
     def fetch(
-        self, manifest: Manifest, sha: str, dest: Path, progress: Progress | None = None
+        self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
-        self.store.download(object_key(sha), dest, progress)
+        self.store.download(object_key(sha), out, progress)

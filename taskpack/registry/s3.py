@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from taskpack.errors import TaskpackError, require
-from taskpack.objects import Progress
+from taskpack.objects import Progress, Sink
 from taskpack.registry.location import Location
 from taskpack.registry.store import (
     PAGE_BYTES,
@@ -32,6 +32,7 @@ _AUTH_CODES = {
 }
 _CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+_STREAM_ATTEMPTS = 3
 
 
 class S3Store(Store):
@@ -157,14 +158,26 @@ class S3Store(Store):
         except Exception as e:  # noqa: BLE001
             raise self._fail(getattr(e, "last_exception", None) or e, key) from None
 
-    def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
-        def down(tick: Callable[[int], None]) -> None:
-            def both(n: int) -> None:
-                tick(n)
-                if progress:
-                    progress(n)
+    def download(self, key: str, out: Sink, progress: Progress | None = None) -> None:
+        """One streamed GET, written as it arrives (so hashed once, by `out`), where boto3's
+        `download_file` fetches ranges on threads into a file that must then be read again to
+        be hashed. A stream broken part way is fetched again from the start, a few times."""
+        from botocore.exceptions import BotoCoreError
 
-            self.client.download_file(self.bucket, self._key(key), str(dest), Callback=both)
+        def down(tick: Callable[[int], None]) -> None:
+            for attempt in range(_STREAM_ATTEMPTS):
+                out.seek(0)
+                out.truncate()
+                try:
+                    body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+                    for chunk in _ticked(body.iter_chunks(1 << 20), tick):
+                        out.write(chunk)
+                        if progress:
+                            progress(len(chunk))
+                    return
+                except (BotoCoreError, OSError):
+                    if attempt + 1 == _STREAM_ATTEMPTS:
+                        raise
 
         try:
             bounded(f"{self.url}/{key}", down)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar, cast
 
 from taskpack._fs import copy_atomic, file_lock
 from taskpack.errors import TaskpackError
-from taskpack.objects import Progress, file_sha256
+from taskpack.objects import Progress, Sink, file_sha256
 
 
 def _setting(name: str, default: float, unit: str) -> float:
@@ -120,8 +120,8 @@ class Store(ABC):
         """Upload a (possibly large) file to `key`, unconditionally."""
 
     @abstractmethod
-    def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
-        """Stream `key` into the file `dest`."""
+    def download(self, key: str, out: Sink, progress: Progress | None = None) -> None:
+        """Stream `key` into `out`."""
 
 
 class LocalStore(Store):
@@ -190,12 +190,12 @@ class LocalStore(Store):
         if progress:
             progress(path.stat().st_size)
 
-    def download(self, key: str, dest: Path, progress: Progress | None = None) -> None:
-        import shutil
-
+    def download(self, key: str, out: Sink, progress: Progress | None = None) -> None:
         try:
-            shutil.copyfile(self._path(key), dest)
+            with self._path(key).open("rb") as f:
+                while block := f.read(1 << 20):
+                    out.write(block)
+                    if progress:
+                        progress(len(block))
         except FileNotFoundError:
             raise TaskpackError(f"{self.url}/{key}: missing from the registry") from None
-        if progress:
-            progress(dest.stat().st_size)
