@@ -8,6 +8,7 @@ object, swap a tag); resolution and tag rules live here once, so every backend r
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError, describe_error, unknown
@@ -87,10 +88,19 @@ class Registry(ABC):
 
     @abstractmethod
     def publish(
-        self, ts: TaskSet, *, tags: tuple[str, ...] = (), progress: Progress | None = None
+        self,
+        ts: TaskSet,
+        *,
+        tags: tuple[str, ...] = (),
+        progress: Progress | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> bool:
         """Publish `ts` as the immutable version its manifest names; True if it was new, False
-        if the same content was already there. Different content raises VersionExists."""
+        if the same content was already there. Different content raises VersionExists.
+
+        `ready` is called once the objects are stored and before the version becomes visible;
+        an error it raises stops the publish there (the caller's checks run beside the upload:
+        content-addressed objects are harmless until a manifest names them)."""
 
     @abstractmethod
     def fetch(

@@ -303,6 +303,8 @@ def publish(
     modes, digests), so a version that could not be read back is never published (it would be
     immutable). `full_check` re-validates every task too (as `taskpack validate` does).
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from taskpack.integrity import verify, verify_objects, verify_readable
     from taskpack.progress import progress
 
@@ -310,17 +312,25 @@ def publish(
     dest = open_registry(registry)
     m = ts.manifest
     total = sum(s.bytes for s in m.splits.values())
-    bar = progress(f"check {m.ref}", total, quiet=quiet)
-    problems = verify(ts, limit=5) if full_check else verify_objects(ts) or verify_readable(ts)
-    if bar:
-        bar.close()
+    _refuse(ts, verify(ts, limit=5) if full_check else verify_objects(ts))
+    with ThreadPoolExecutor(1, thread_name_prefix="taskpack-check") as pool:
+        # The rows are checked while the objects upload (both take about as long); the
+        # version's manifest is written only once they hold.
+        readable = pool.submit(lambda: [] if full_check else verify_readable(ts))
+        bar = progress(f"publish {m.ref}", total, quiet=quiet)
+        try:
+            created = dest.publish(
+                ts, tags=tags, progress=bar, ready=lambda: _refuse(ts, readable.result())
+            )
+        finally:
+            if bar:
+                bar.close()
+    return m, created
+
+
+def _refuse(ts: TaskSet, problems: list[str]) -> None:
     if problems:
         raise TaskpackError(f"{ts.where}: not published, invalid: " + "; ".join(problems))
-    bar = progress(f"publish {m.ref}", total, quiet=quiet)
-    created = dest.publish(ts, tags=tags, progress=bar)
-    if bar:
-        bar.close()
-    return m, created
 
 
 def pull(

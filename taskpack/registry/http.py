@@ -137,7 +137,12 @@ class HttpRegistry(Registry):
         raise TaskpackError(f"registry {self.url} is a read-only mirror: tag its upstream")
 
     def publish(
-        self, ts: TaskSet, *, tags: tuple[str, ...] = (), progress: Progress | None = None
+        self,
+        ts: TaskSet,
+        *,
+        tags: tuple[str, ...] = (),
+        progress: Progress | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> bool:
         raise TaskpackError(f"registry {self.url} is a read-only mirror: publish to its upstream")
 

@@ -332,7 +332,12 @@ class HubRegistry(Registry):
         raise TaskpackError(f"{self.url}: tag {name}@{tag} kept changing; gave up after retries")
 
     def publish(
-        self, ts: TaskSet, *, tags: tuple[str, ...] = (), progress: Progress | None = None
+        self,
+        ts: TaskSet,
+        *,
+        tags: tuple[str, ...] = (),
+        progress: Progress | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> bool:
         m = ts.manifest
         existing = self.manifest(m.name, m.version)
@@ -343,6 +348,8 @@ class HubRegistry(Registry):
                 self.api.create_repo(self._repo(m.name), repo_type="dataset", exist_ok=True)
             except Exception as e:  # noqa: BLE001
                 raise self._fail(e, f"create the dataset repo {self._repo(m.name)}") from None
+            if ready is not None:  # one commit holds objects and manifest: nothing to overlap
+                ready()
             commit = self._commit_version(ts)
             created = self._tag_version(ts, commit)
         self.move_tags(m, tags)

@@ -9,6 +9,7 @@ present and finishes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
@@ -78,7 +79,12 @@ class ObjectStoreRegistry(Registry):
         raise TaskpackError(f"{self.url}: tag {name}@{tag} kept changing; gave up after retries")
 
     def publish(
-        self, ts: TaskSet, *, tags: tuple[str, ...] = (), progress: Progress | None = None
+        self,
+        ts: TaskSet,
+        *,
+        tags: tuple[str, ...] = (),
+        progress: Progress | None = None,
+        ready: Callable[[], None] | None = None,
     ) -> bool:
         m = ts.manifest
         key = f"sets/{m.name}/versions/{m.version}.json"
@@ -94,6 +100,8 @@ class ObjectStoreRegistry(Registry):
                     self.store.upload(object_key(sha), path, progress)
                 elif progress:
                     progress(path.stat().st_size)
+            if ready is not None:
+                ready()
             try:
                 self.store.write(key, m.model_dump_json(indent=2).encode(), create_only=True)
                 created = True
