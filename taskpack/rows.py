@@ -8,6 +8,7 @@ these rules; each rule is written here once.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -205,14 +206,18 @@ def first_duplicate(ids: pa.ChunkedArray) -> tuple[int, int, str] | None:
 
 
 def check_split(
-    parquets: Sequence[Path], name: str, info: SplitInfo, format_version: int, limit: int = 20
+    parquets: Sequence[Path | io.RawIOBase],
+    name: str,
+    info: SplitInfo,
+    format_version: int,
+    limit: int = 20,
 ) -> list[str]:
     """Problems a reader of this split would meet, found without building tasks: each file
     opens as Parquet with the columns its format version has and holds the rows the manifest
     says; ids are unique, JSON columns parse, file paths and modes are safe, inline file bytes
     match their hashes, each row's stored digest equals its content's, and those digests chain
-    to the split digest. One file is open at a time."""
-    import pyarrow as pa
+    to the split digest. One pass over each file, in order (a file may still be arriving, see
+    `registry.growing`), one file open at a time."""
     import pyarrow.parquet as pq
 
     where = f"split {name!r}"
@@ -221,48 +226,47 @@ def check_split(
     if len(parquets) != len(parts):
         return [f"{where}: {len(parquets)} files, the manifest lists {len(parts)}"]
     ids: list[pa.Array] = []
-    for path, part in zip(parquets, parts, strict=True):
-        try:
-            check_regular(path)
-            pf = pq.ParquetFile(path)
-        except (OSError, ValueError, TaskpackError) as e:
-            return [f"{where}: cannot be read as Parquet ({e})"]
-        missing = sorted(required - set(pf.schema_arrow.names))
-        if missing:
-            return [f"{where}: columns {missing} missing"]
-        if pf.metadata.num_rows != part.rows:
-            return [
-                f"{where}: {part.path} holds {pf.metadata.num_rows} rows, "
-                f"the manifest says {part.rows}"
-            ]
-        try:
-            ids += pf.read(columns=["id"]).column("id").chunks
-        except (OSError, ValueError) as e:
-            return [f"{where}: unreadable ({e})"]
     problems: list[str] = []
-    duplicate = first_duplicate(pa.chunked_array(ids, pa.string()))
-    if duplicate is not None:
-        row, first, tid = duplicate
-        problems.append(f"{where} row {row} (id {tid!r}): id: duplicate of row {first}")
     chain = SplitDigest()
     row_no = 0
-    for path in parquets:
+    for source, part in zip(parquets, parts, strict=True):
         try:
-            pf = pq.ParquetFile(path)
-            schema = pf.schema_arrow
+            if isinstance(source, Path):
+                check_regular(source)
+            pf = pq.ParquetFile(source)
+        except (OSError, ValueError, TaskpackError) as e:
+            return [*problems, f"{where}: cannot be read as Parquet ({e})"]
+        schema = pf.schema_arrow
+        missing = sorted(required - set(schema.names))
+        if missing:
+            return [*problems, f"{where}: columns {missing} missing"]
+        if pf.metadata.num_rows != part.rows:
+            return [
+                *problems,
+                f"{where}: {part.path} holds {pf.metadata.num_rows} rows, "
+                f"the manifest says {part.rows}",
+            ]
+        try:
             files = schema.field("files").type.value_type
             leaves = [n for n in schema.names if n != "files"]
             leaves += [f"files.list.element.{f.name}" for f in files]
+            # Row-group-sized batches on this thread: bigger ones, or Arrow's thread pool, cost
+            # more in fresh memory than they save on 2 cores.
             for batch in pf.iter_batches(batch_size=128, columns=leaves, use_threads=False):
+                ids.append(batch.column("id"))
                 problems += batch_problems(batch, where, format_version, chain, row_no)
                 row_no += batch.num_rows
                 if len(problems) >= limit:
                     return problems[:limit]
         except (OSError, ValueError) as e:
             return [*problems, f"{where}: unreadable ({e})"]
+    duplicate = first_duplicate(pa.chunked_array(ids, pa.string()))
+    if duplicate is not None:
+        row, first, tid = duplicate
+        problems.insert(0, f"{where} row {row} (id {tid!r}): id: duplicate of row {first}")
     if chain.value != info.digest:
         problems.append(f"{where}: digest {info.digest} does not match its tasks")
-    return problems
+    return problems[:limit]
 
 
 def batch_problems(

@@ -251,6 +251,110 @@ def test_rows_that_do_not_chain_to_the_digest_are_never_served(tmp_path: Path) -
         taskpack.load(f"arith@{m.digest}", split="train", registry=str(reg), offline=True)
 
 
+def _to_bucket(reg: Path, bucket: str) -> None:
+    """Every key of a local registry folder, put as it is under an S3 registry."""
+    import boto3
+
+    name, prefix = bucket.removeprefix("s3://").split("/", 1)
+    for path in reg.rglob("*"):
+        if path.is_file() and not path.name.startswith("."):
+            key = f"{prefix}/{path.relative_to(reg).as_posix()}"
+            boto3.client("s3").put_object(Bucket=name, Key=key, Body=path.read_bytes())
+
+
+def _sources(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kinds of source each row check reads (a file, or a download as it grows)."""
+    import taskpack.rows
+
+    seen: list[str] = []
+    check = taskpack.rows.check_split
+
+    def spy(parquets: Any, *args: Any, **kwargs: Any) -> list[str]:
+        seen.extend(type(p).__name__ for p in parquets)
+        return check(parquets, *args, **kwargs)
+
+    monkeypatch.setattr(taskpack.rows, "check_split", spy)
+    return seen
+
+
+def test_rows_checked_as_they_download_are_refused_as_after(
+    tmp_path: Path, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From S3 a split's rows are checked while its bytes arrive, and forged rows are refused
+    there as they are from a finished file."""
+    reg = tmp_path / "reg"
+    publish(build(tmp_path / "a", "1.0.0"), registry=str(reg))
+    _forge(reg, "arith", "1.0.0", lambda rows: rows[0].update(answer=json.dumps("forged")))
+    _to_bucket(reg, bucket)
+    seen = _sources(monkeypatch)
+    with pytest.raises(TaskpackError, match=r"refused: split 'test' row 0 .*does not match"):
+        taskpack.load("arith@1.0.0", split="test", registry=bucket, cache=_cache(tmp_path / "c"))
+    assert seen == ["GrowingReader"]
+    train = taskpack.load(
+        "arith@1.0.0", split="train", registry=bucket, cache=_cache(tmp_path / "c")
+    )
+    assert len(train) == 6 and seen == ["GrowingReader", "GrowingReader"]
+
+
+def test_a_check_of_bytes_not_kept_does_not_count(
+    tmp_path: Path, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A footer fetched apart that is not the file's own end (a server answering a range
+    otherwise than the whole) leaves the verdict to a check of the file kept."""
+    from taskpack.registry.s3 import S3Store
+
+    publish(build(tmp_path / "a", "1.0.0"), registry=bucket)
+    tail = S3Store.tail
+
+    def lying(self: S3Store, key: str, size: int) -> bytes | None:
+        data = tail(self, key, size)
+        assert data
+        return bytes([data[0] ^ 1]) + data[1:]
+
+    monkeypatch.setattr(S3Store, "tail", lying)
+    seen = _sources(monkeypatch)
+    split = taskpack.load(
+        "arith@1.0.0", split="train", registry=bucket, cache=_cache(tmp_path / "c")
+    )
+    assert len(split) == 6
+    assert seen == ["GrowingReader", "PosixPath"]
+
+
+def test_a_download_started_over_is_not_what_a_reader_saw(tmp_path: Path) -> None:
+    """A retried transfer may have written other bytes under the reader: its verdict is void.
+    A read waits for the bytes it needs, and one past a download that ended fails."""
+    import threading
+
+    from taskpack.objects import HashedFile
+    from taskpack.registry.growing import Growing
+
+    data = bytes(range(256)) * 64
+    path = tmp_path / "f"
+    with path.open("wb", buffering=0) as f:
+        growing = Growing(HashedFile(f), path, len(data), data[-100:])
+        with growing.reader() as reader:
+            got: list[bytes] = []
+            waiting = threading.Thread(target=lambda: got.append(reader.read(len(data))))
+            waiting.start()
+            growing.write(data[:5000])
+            waiting.join(0.2)
+            assert waiting.is_alive()  # the first 5000 bytes are not enough
+            growing.write(data[5000:])
+            waiting.join(5)
+            assert got == [data]
+        assert growing.faithful()
+        growing.seek(0)
+        growing.truncate()
+        growing.write(data)
+        assert not growing.faithful()
+    with path.open("wb", buffering=0) as f:
+        growing = Growing(HashedFile(f), path, len(data), data[-100:])
+        growing.write(data[:10])
+        growing.end()
+        with growing.reader() as reader, pytest.raises(OSError, match="ended at byte 10"):
+            reader.read(1000)
+
+
 def test_publish_repairs_an_object_key_holding_wrong_bytes(tmp_path: Path, bucket: str) -> None:
     import boto3
 

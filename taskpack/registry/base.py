@@ -109,6 +109,11 @@ class Registry(ABC):
         """Write the object with bytes hash `sha` (a split file or a large task file) to `out`,
         as it streams (the caller hashes it on the way)."""
 
+    def tail(self, manifest: Manifest, sha: str, size: int) -> bytes | None:
+        """The last `size` bytes of object `sha`, where the backend can fetch a range (None
+        where it cannot): a Parquet file's footer, so its rows can be read as it downloads."""
+        return None
+
     # --- shared rules -----------------------------------------------------------------
 
     def listing(self) -> dict[str, str | None]:

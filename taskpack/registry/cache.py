@@ -26,6 +26,7 @@ from taskpack._fs import file_lock, sweep, temp_beside, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.objects import HashedFile, Sink, default_cache_dir, file_sha256, sha256_relpath
 from taskpack.records import stored_manifest
+from taskpack.registry.growing import Growing
 from taskpack.registry.refs import is_name, is_version
 
 if TYPE_CHECKING:
@@ -37,6 +38,21 @@ def registry_dirname(url: str) -> str:
     so that two URLs differing only in punctuation never share a folder."""
     readable = re.sub(r"[^A-Za-z0-9._-]+", "-", url).strip("-")[:80] or "registry"
     return f"{readable}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
+
+
+def _alongside(
+    download: Callable[[Sink], None], growing: Growing, read: Callable[[Growing], None]
+) -> None:
+    """`download` into `growing` while `read` reads it on a thread; either's error raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="taskpack-check") as pool:
+        reading = pool.submit(read, growing)
+        try:
+            download(growing)
+        finally:
+            growing.end()
+        reading.result()
 
 
 def _fingerprint(path: Path, sha: str) -> str:
@@ -86,9 +102,16 @@ class Cache:
         path = self.object_path(sha)
         return path if self.holds(path, sha) else None
 
-    def ensure(self, sha: str, download: Callable[[Sink], None]) -> Path:
+    def ensure(
+        self,
+        sha: str,
+        download: Callable[[Sink], None],
+        beside: tuple[int, bytes, Callable[[Growing], None]] | None = None,
+    ) -> Path:
         """The object `sha`, downloaded once per machine however many processes ask, hashed
-        as it is written and renamed into place only when it is right."""
+        as it is written and renamed into place only when it is right. `beside` = (size, tail,
+        read): `read` runs on a thread during the download, on the file as it grows (see
+        `growing`); its errors are raised here."""
         found = self.verified(sha)
         if found is not None:
             return found
@@ -101,9 +124,12 @@ class Cache:
             sweep(path)
             tmp = temp_beside(path)
             try:
-                with tmp.open("wb") as f:
+                with tmp.open("wb", buffering=-1 if beside is None else 0) as f:
                     sink = HashedFile(f)
-                    download(sink)
+                    if beside is None:
+                        download(sink)
+                    else:
+                        _alongside(download, Growing(sink, tmp, beside[0], beside[1]), beside[2])
                 actual = sink.hexdigest()
                 if actual != sha:
                     raise TaskpackError(f"object {sha}: downloaded bytes hash to {actual}")

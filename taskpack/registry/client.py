@@ -25,6 +25,7 @@ from taskpack.nesting import parse_json
 from taskpack.objects import MANIFEST, Progress, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
+from taskpack.registry.growing import Growing
 from taskpack.registry.refs import Ref, is_version, parse_ref
 from taskpack.taskset import Split, TaskSet, open_folder
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from taskpack.model import Manifest, SplitInfo
 
 RegistryArg = str | os.PathLike[str] | Location | None
+_FOOTER_BYTES = 1 << 16  # what Parquet reads first of a file's end (its footer_read_size)
 
 
 def _offline(flag: bool | None) -> bool:
@@ -116,11 +118,47 @@ class RegistryObjects:
         with file_lock(self.cache.root / "locks" / f"{fact}.lock"):
             if self.cache.known(fact):
                 return
-            paths = [self._file(part.sha256, progress) for part in info.files()]
-            problems = check_split(paths, name, info, self.manifest.format_version, limit=3)
+            problems = self._checked_as_it_comes(name, info, progress)
+            if problems is None:
+                paths = [self._file(part.sha256, progress) for part in info.files()]
+                problems = check_split(paths, name, info, self.manifest.format_version, limit=3)
             if problems:
                 raise TaskpackError(f"{self.where}: refused: " + "; ".join(problems))
             self.cache.learn(fact)
+
+    def _checked_as_it_comes(
+        self, name: str, info: SplitInfo, progress: Progress | None
+    ) -> list[str] | None:
+        """A one-file split not yet here, fetched with its rows checked as its bytes arrive
+        (the footer fetched first); the problems, or None where the check must follow the
+        download: the file is already here or local, the backend has no ranges, or what the
+        check read is not what was kept (see `growing`)."""
+        from taskpack.rows import check_split
+
+        parts = info.files()
+        sha = parts[0].sha256
+        if len(parts) != 1 or self.location.path is not None or self.offline:
+            return None
+        if self.cache.verified(sha) is not None:
+            return None
+        tail = self.registry.tail(self.manifest, sha, min(_FOOTER_BYTES, parts[0].bytes))
+        if tail is None:
+            return None
+        seen: list[tuple[Growing, list[str]]] = []
+
+        def read(growing: Growing) -> None:
+            with growing.reader() as source:
+                problems = check_split([source], name, info, self.manifest.format_version, 3)
+            seen.append((growing, problems))
+
+        self.cache.ensure(
+            sha,
+            lambda out: self.registry.fetch(self.manifest, sha, out, progress),
+            (parts[0].bytes, tail, read),
+        )
+        if not seen or not seen[0][0].faithful():
+            return None
+        return seen[0][1]
 
     def check_all(self) -> None:
         """Every split's rows checked (and so fetched): what a digest reference or lockfile

@@ -117,3 +117,6 @@ class ObjectStoreRegistry(Registry):
         self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
         self.store.download(object_key(sha), out, progress)
+
+    def tail(self, manifest: Manifest, sha: str, size: int) -> bytes | None:
+        return self.store.tail(object_key(sha), size)

@@ -7,6 +7,7 @@ so racing publishers cannot both win. Errors name the registry and never echo a 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,13 +40,17 @@ class S3Store(Store):
     def __init__(self, where: Location) -> None:
         require("boto3", "s3")
         import boto3
+        import botocore.session
         from botocore.config import Config
 
         self.bucket = where.bucket
         self.prefix = where.prefix
         self.url = where.url
         # A session of its own: boto3's default session caches the credentials it first found.
-        self.client: Any = boto3.session.Session().client(
+        # Its data files (the S3 service model, endpoints) are parsed once per process.
+        session = botocore.session.Session()
+        session.register_component("data_loader", _data_loader())
+        self.client: Any = boto3.session.Session(botocore_session=session).client(
             "s3",
             config=Config(
                 s3={"addressing_style": "path"},
@@ -158,6 +163,19 @@ class S3Store(Store):
         except Exception as e:  # noqa: BLE001
             raise self._fail(getattr(e, "last_exception", None) or e, key) from None
 
+    def tail(self, key: str, size: int) -> bytes | None:
+        def get(tick: Callable[[int], None]) -> bytes:
+            tick(size)
+            response = self.client.get_object(
+                Bucket=self.bucket, Key=self._key(key), Range=f"bytes=-{size}"
+            )
+            return bytes(response["Body"].read())
+
+        try:
+            return bounded(f"{self.url}/{key}", get)
+        except Exception as e:  # noqa: BLE001
+            raise self._fail(e, key) from None
+
     def download(self, key: str, out: Sink, progress: Progress | None = None) -> None:
         """One streamed GET, written as it arrives (so hashed once, by `out`), where boto3's
         `download_file` fetches ranges on threads into a file that must then be read again to
@@ -183,6 +201,13 @@ class S3Store(Store):
             bounded(f"{self.url}/{key}", down)
         except Exception as e:  # noqa: BLE001
             raise self._fail(e, key) from None
+
+
+@functools.cache
+def _data_loader() -> Any:
+    import botocore.loaders
+
+    return botocore.loaders.create_loader()
 
 
 def _ticked(chunks: Iterator[bytes], tick: Callable[[int], None]) -> Iterator[bytes]:

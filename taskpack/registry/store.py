@@ -123,6 +123,11 @@ class Store(ABC):
     def download(self, key: str, out: Sink, progress: Progress | None = None) -> None:
         """Stream `key` into `out`."""
 
+    def tail(self, key: str, size: int) -> bytes | None:
+        """The last `size` bytes at `key` by a range request, where the store has them (None
+        where ranges cost as much as the whole)."""
+        return None
+
 
 class LocalStore(Store):
     """A registry folder on a local or shared file system: the embedded default."""
