@@ -26,11 +26,11 @@ from taskpack._fs import file_lock, sweep, temp_beside, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.objects import HashedFile, Sink, default_cache_dir, file_sha256, sha256_relpath
 from taskpack.records import stored_manifest
-from taskpack.registry.growing import Growing
 from taskpack.registry.refs import is_name, is_version
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest
+    from taskpack.registry.growing import Growing
 
 
 def registry_dirname(url: str) -> str:
@@ -129,6 +129,8 @@ class Cache:
                     if beside is None:
                         download(sink)
                     else:
+                        from taskpack.registry.growing import Growing
+
                         _alongside(download, Growing(sink, tmp, beside[0], beside[1]), beside[2])
                 actual = sink.hexdigest()
                 if actual != sha:

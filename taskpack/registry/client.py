@@ -25,12 +25,12 @@ from taskpack.nesting import parse_json
 from taskpack.objects import MANIFEST, Progress, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
-from taskpack.registry.growing import Growing
 from taskpack.registry.refs import Ref, is_version, parse_ref
 from taskpack.taskset import Split, TaskSet, open_folder
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest, SplitInfo
+    from taskpack.registry.growing import Growing
 
 RegistryArg = str | os.PathLike[str] | Location | None
 _FOOTER_BYTES = 1 << 16  # what Parquet reads first of a file's end (its footer_read_size)
