@@ -83,7 +83,7 @@ def raylets(nodes: int) -> Iterator[int]:
         for _ in range(nodes - 1):
             address = f"--address=127.0.0.1:{port}"
             subprocess.run([*start, address], check=True, env=env, capture_output=True, timeout=300)
-        ray.init(address=f"127.0.0.1:{port}", log_to_driver=False)
+        ray.init(address=f"127.0.0.1:{port}", _node_ip_address="127.0.0.1", log_to_driver=False)
         for _ in range(600):  # every raylet registered
             if len([n for n in ray.nodes() if n["Alive"]]) == nodes:
                 break

@@ -115,6 +115,37 @@ class _SplitWriter:
         if problems:
             raise TaskpackError(f"{ts.where}: {problems[0]}")
         self._flush()
+        if keep is None and _whole_files_fit(split._parquets):
+            self._adopt(split)
+            blobs = split.info.blobs
+        else:
+            named = self._copy_rows(split, keep)
+            blobs = split.info.blobs if named is None else sorted(named & set(split.info.blobs))
+        for sha in blobs:
+            target = self._new_blob(sha)
+            if target is not None:
+                copy_atomic(ts.object(sha), target)
+
+    def _adopt(self, split: Split) -> None:
+        """A split's Parquet files taken whole, each a file of this split (its rows are the
+        same rows in the same order, so the split digest is the one a row-by-row copy gives):
+        a merge of parts costs a copy of their bytes, not a second Parquet encoding."""
+        import shutil
+
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        for path, part in zip(split._parquets, split.info.files(), strict=True):
+            target = self.root / "splits" / self.name / f"{len(self._parts):05d}.parquet"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            self._parts.append((target, part.rows))
+        self._digest.add_all(split.columns(["digest"])["digest"].to_pylist())
+        self._count += split.info.rows
+
+    def _copy_rows(self, split: Split, keep: Sequence[int] | None) -> set[str] | None:
+        """The split's rows (those at `keep`), a row group at a time; with `keep`, the large
+        files the kept rows name."""
         import numpy as np  # a subset's positions; not on the episode-start path
 
         wanted = None if keep is None else np.asarray(keep, dtype=np.int64)
@@ -128,10 +159,7 @@ class _SplitWriter:
                 blobs.update(_large_files(table))
             if table.num_rows:
                 self.add_table(table.select(SCHEMA.names).cast(SCHEMA))
-        for sha in split.info.blobs if wanted is None else sorted(blobs & set(split.info.blobs)):
-            target = self._new_blob(sha)
-            if target is not None:
-                copy_atomic(ts.object(sha), target)
+        return None if wanted is None else blobs
 
     def add_table(self, table: pa.Table) -> None:
         """Stored rows (`SCHEMA`, digests computed, large files already held) after those
@@ -188,7 +216,10 @@ class _SplitWriter:
 
     def close(self) -> SplitInfo:
         self._flush()
-        (self._writer or self._file()).close()  # an empty split is one file without rows
+        if self._writer is not None:
+            self._writer.close()
+        elif not self._parts:
+            self._file().close()  # an empty split is one file without rows
         if len(self._parts) == 1:  # the common case keeps the one-file layout
             path, rows = self._parts[0]
             single = self.root / "splits" / f"{self.name}.parquet"
@@ -217,6 +248,18 @@ class _SplitWriter:
     def abort(self) -> None:
         if self._writer is not None:
             self._writer.close()
+
+
+def _whole_files_fit(paths: Sequence[Path]) -> bool:
+    """Whether Parquet files can become files of a split being written as they are: this
+    format version's schema, and no more row groups than a file of it holds."""
+    for path in paths:
+        meta = pq.read_metadata(path)
+        if meta.num_row_groups > PART_GROUPS:
+            return False
+        if not meta.schema.to_arrow_schema().equals(SCHEMA, check_metadata=False):
+            return False
+    return True
 
 
 def _large_files(table: pa.Table) -> set[str]:

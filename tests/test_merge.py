@@ -35,8 +35,11 @@ def test_gsm8k_in_three_parts_merges_into_the_single_import(tmp_path: Path, data
     assert merged.digest == whole.digest
     assert merged.splits["train"].digest == whole.splits["train"].digest
     assert merged.splits["train"].rows == 7473
-    stored = [pq.read_table(tmp_path / p / "splits/train.parquet") for p in ("whole", "merged")]
-    assert stored[0].equals(stored[1])
+    # The parts' files are taken whole (no second encoding): the same rows, in three files.
+    files = sorted((tmp_path / "merged" / "splits" / "train").glob("*.parquet"))
+    assert [f.name for f in files] == ["00000.parquet", "00001.parquet", "00002.parquet"]
+    stored = pq.read_table(tmp_path / "whole" / "splits/train.parquet")
+    assert stored.equals(pa.concat_tables([pq.read_table(f) for f in files]))
     assert taskpack.verify(taskpack.open(tmp_path / "merged")) == []
 
 
