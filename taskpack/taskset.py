@@ -106,8 +106,9 @@ class _SplitWriter:
         split = ts.split(name)
         if split.version != FORMAT_VERSION:
             raise TaskpackError(f"split {split.name!r}: format version {split.version}; upgrade it")
+        whole = keep is None and _whole_files_fit(split._parquets)
+        stored = split.columns(["digest"])["digest"].to_pylist() if rows_checked or whole else []
         if rows_checked:
-            stored = split.columns(["digest"])["digest"].to_pylist()
             chained = chains_to(stored, split.digest)
             problems = [] if chained else [f"split {name!r}: digest differs"]
         else:
@@ -115,8 +116,8 @@ class _SplitWriter:
         if problems:
             raise TaskpackError(f"{ts.where}: {problems[0]}")
         self._flush()
-        if keep is None and _whole_files_fit(split._parquets):
-            self._adopt(split)
+        if whole:
+            self._adopt(split, stored)
             blobs = split.info.blobs
         else:
             named = self._copy_rows(split, keep)
@@ -126,7 +127,7 @@ class _SplitWriter:
             if target is not None:
                 copy_atomic(ts.object(sha), target)
 
-    def _adopt(self, split: Split) -> None:
+    def _adopt(self, split: Split, digests: list[str]) -> None:
         """A split's Parquet files taken whole, each a file of this split (its rows are the
         same rows in the same order, so the split digest is the one a row-by-row copy gives):
         a merge of parts costs a copy of their bytes, not a second Parquet encoding."""
@@ -140,7 +141,7 @@ class _SplitWriter:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
             self._parts.append((target, part.rows))
-        self._digest.add_all(split.columns(["digest"])["digest"].to_pylist())
+        self._digest.add_all(digests)
         self._count += split.info.rows
 
     def _copy_rows(self, split: Split, keep: Sequence[int] | None) -> set[str] | None:
