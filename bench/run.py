@@ -32,6 +32,7 @@ FULL = [
     ("serve.py", ["--tasks", "20000", "--clients", "64,512", "--idle", "300"]),
     ("export.py", ["--tasks", "20000", "--rounds", "2", "--memory", "10000,100000,1000000"]),
     ("scale_out.py", ["--rows", "1000000", "--rounds", "3"]),
+    ("scale_out.py", ["--nodes", "2", "--rows", "25000,100000,400000,1600000", "--rounds", "2"]),
     ("decontaminate.py", ["--copies", "4", "--rounds", "5"]),
 ]
 QUICK = [
@@ -46,6 +47,7 @@ QUICK = [
     ("serve.py", ["--tasks", "2000", "--seconds", "2", "--rounds", "1", "--filter-tasks", "20000"]),
     ("export.py", ["--tasks", "2000", "--rounds", "1", "--memory", "2000,20000"]),
     ("scale_out.py", ["--rows", "20000", "--rounds", "1"]),
+    ("scale_out.py", ["--nodes", "2", "--rows", "10000,40000", "--rounds", "1"]),
     ("decontaminate.py", ["--copies", "1", "--rounds", "1"]),
 ]
 
