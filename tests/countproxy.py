@@ -9,13 +9,14 @@ import re
 import socket
 import threading
 
-_REQUEST = re.compile(rb"(?:^|\r\n)(GET|HEAD|PUT|POST|DELETE|PATCH) /")
+_REQUEST = re.compile(rb"(?:^|\r\n)(?:GET|HEAD|PUT|POST|DELETE|PATCH) (/[^ ]*)")
 
 
 class CountingProxy:
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.requests = 0
+        self.paths: list[str] = []  # each request's path, in the order they passed
         self.bytes_down = 0
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -26,6 +27,7 @@ class CountingProxy:
     def reset(self) -> None:
         with self._lock:
             self.requests = self.bytes_down = 0
+            self.paths = []
 
     def close(self) -> None:
         self._server.close()
@@ -56,7 +58,9 @@ class CountingProxy:
             while data := src.recv(65536):
                 with self._lock:
                     if up:  # a request line may not start a read; count those that do or follow
-                        self.requests += len(_REQUEST.findall(data))
+                        found = _REQUEST.findall(data)
+                        self.requests += len(found)
+                        self.paths += [p.decode("latin-1") for p in found]
                     else:
                         self.bytes_down += len(data)
                 dst.sendall(data)
