@@ -19,7 +19,9 @@ page). Nodes are simulated as process groups, each with a cache folder of its ow
   would not fit this machine's 24 GiB; a `taskpack.fetch` reader takes 15 MB;
 - fetch, one: the same with one node server and one reader, the cost to compare with;
 - direct: processes reading `hf://ORG` themselves, each with its own cache, as a job without a
-  mirror does; the report scales their requests to the thousand.
+  mirror does; the report scales their requests to the thousand;
+- bare python: as many interpreters as the thousand started at once, each printing at once:
+  what starting them costs this machine, the floor under any reader's time to first task.
 
 Time to first task counts from the moment all of a scenario's processes are launched.
 
@@ -49,6 +51,10 @@ import json, sys, time
 from taskpack.fetch import task
 t = task(sys.argv[1], "train", int(sys.argv[2]), digest=sys.argv[3])
 print(json.dumps({"t": time.time(), "id": t["id"]}))
+"""
+BARE = """
+import json, sys, time
+print(json.dumps({"t": time.time(), "id": sys.argv[1]}))
 """
 LOAD = """
 import json, sys, time
@@ -220,6 +226,11 @@ def main() -> dict[str, Any]:
         ]
         proxy.reset()
         run("direct", direct)
+        # The machine's own bound: as many interpreters started at once, doing nothing else.
+        run(
+            f"bare python, {fn * fm}",
+            [([sys.executable, "-c", BARE, ids[pick(k)]], {}) for k in range(fn * fm)],
+        )
     print(
         f"{machine()}; {args.tasks} tasks on the Hub stand-in (olah), each request to it counted:"
     )
