@@ -214,20 +214,27 @@ def _decompressed(raw: IO[bytes], codec: str, uri: str) -> IO[bytes]:
     return io.BufferedReader(_Zstd(raw, uri), 1 << 20)
 
 
+def _opened(uri: str, local: bool) -> Any:
+    if local:
+        return open(uri, "rb")  # the caller's `with` closes it
+    import fsspec
+
+    return fsspec.open(uri, "rb")
+
+
 @contextlib.contextmanager
 def open_binary(uri: str) -> Iterator[IO[bytes]]:
     """Open a local path or fsspec URL for streaming reads, decompressing by suffix.
 
     A local path must be a regular file (a FIFO would block forever); decompressed input must
-    end where its format says it ends, and is bounded (`_Capped`)."""
-    import fsspec
-
+    end where its format says it ends, and is bounded (`_Capped`). fsspec (a tenth of a second
+    to import) is loaded only for a URL."""
     local = "://" not in uri
     if local and os.path.exists(uri) and not os.path.isfile(uri):
         raise TaskpackError(f"{uri}: not a regular file")
     codec = compression(uri)
     try:
-        with fsspec.open(uri, "rb") as f:
+        with _opened(uri, local) as f:
             if codec is None:
                 yield f
             else:
