@@ -240,17 +240,40 @@ def _digests(server: str, top: dict[str, Any], split: str, deadline: _Deadline) 
     path = _kept(top["digest"], split)
     if os.path.exists(path):
         return path
-    size = 32 * top["rows"][split]
-    packed = _get(server, url("digests", split=split), size, deadline)
-    digests = ["sha256:" + packed[i : i + 32].hex() for i in range(0, len(packed), 32)]
-    if len(packed) != size or not chains_to(digests, top["splits"][split]):
-        raise FetchError(f"{server}: the task digests of split {split!r} do not chain to it")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(packed)
-    os.replace(tmp, path)
+    with _OneAtATime(f"{path}.lock"):  # a node's processes starting at once fetch it once
+        if os.path.exists(path):
+            return path
+        size = 32 * top["rows"][split]
+        packed = _get(server, url("digests", split=split), size, deadline)
+        digests = ["sha256:" + packed[i : i + 32].hex() for i in range(0, len(packed), 32)]
+        if len(packed) != size or not chains_to(digests, top["splits"][split]):
+            raise FetchError(f"{server}: the task digests of split {split!r} do not chain to it")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(packed)
+        os.replace(tmp, path)
     return path
+
+
+class _OneAtATime:
+    """An exclusive lock on a file (`flock`, released when its descriptor closes, so also when
+    the process dies); none where the platform has no `fcntl`. The holder's own deadline bounds
+    the wait."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            import fcntl
+        except ImportError:
+            return
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
 
 
 def task(

@@ -8,13 +8,17 @@ import contextlib
 import re
 import socket
 import threading
+import time
 
 _REQUEST = re.compile(rb"(?:^|\r\n)(?:GET|HEAD|PUT|POST|DELETE|PATCH) (/[^ ]*)")
 
 
 class CountingProxy:
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, hold: tuple[str, float] | None = None) -> None:
+        """`hold` = (text, seconds): a request whose path holds the text is passed on only
+        after that long (so that clients starting at once all reach it)."""
         self.target_port = target_port
+        self.hold = hold
         self.requests = 0
         self.paths: list[str] = []  # each request's path, in the order they passed
         self.bytes_down = 0
@@ -56,13 +60,16 @@ class CountingProxy:
     ) -> None:
         try:
             while data := src.recv(65536):
+                found: list[str] = []
                 with self._lock:
                     if up:  # a request line may not start a read; count those that do or follow
-                        found = _REQUEST.findall(data)
+                        found = [p.decode("latin-1") for p in _REQUEST.findall(data)]
                         self.requests += len(found)
-                        self.paths += [p.decode("latin-1") for p in found]
+                        self.paths += found
                     else:
                         self.bytes_down += len(data)
+                if self.hold and any(self.hold[0] in p for p in found):
+                    time.sleep(self.hold[1])
                 dst.sendall(data)
         except OSError:
             pass

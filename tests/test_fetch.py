@@ -66,6 +66,36 @@ def test_a_pinned_version_whose_digests_are_here_costs_one_request(
         proxy.close()
 
 
+def test_processes_starting_at_once_fetch_the_digests_once(
+    served: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Sixteen processes of one machine, cold, at once: the split's digest list is fetched
+    (and checked) by one of them; the others wait for it and read it. The list's answer is
+    held back a second, so that every process reaches it."""
+    url, ts = served
+    proxy = CountingProxy(int(url.rsplit(":", 1)[1]), hold=("/digests", 1.0))
+    code = (
+        "import sys, json; from taskpack.fetch import task; "
+        "print(json.dumps(task(sys.argv[1], 'train', int(sys.argv[2]), digest=sys.argv[3])))"
+    )
+    env = {**__import__("os").environ, "TASKPACK_CACHE": str(tmp_path / "cache")}
+    try:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, proxy.url, str(k), ts.manifest.digest],
+                stdout=subprocess.PIPE,
+                env=env,
+                text=True,
+            )
+            for k in range(16)
+        ]
+        got = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+        assert got == [ts.split("train")[k].canonical() for k in range(16)]
+        assert sum("/digests" in path for path in proxy.paths) == 1
+    finally:
+        proxy.close()
+
+
 def test_a_lying_server_is_caught(served: tuple[str, Any]) -> None:
     """A server answering other content than the version's: a task or a file."""
     _, ts = served
