@@ -227,6 +227,7 @@ def main() -> dict[str, Any]:
         proxy.reset()
         run("direct", direct)
         # The machine's own bound: as many interpreters started at once, doing nothing else.
+        proxy.reset()
         run(
             f"bare python, {fn * fm}",
             [([sys.executable, "-c", BARE, ids[pick(k)]], {}) for k in range(fn * fm)],
