@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 RegistryArg = str | os.PathLike[str] | Location | None
 _FOOTER_BYTES = 1 << 16  # what Parquet reads first of a file's end (its footer_read_size)
+_PARQUET_MIN = 12  # its magic at both ends and the footer's length: a shorter file is none
 
 
 def _offline(flag: bool | None) -> bool:
@@ -136,10 +137,10 @@ class RegistryObjects:
         from taskpack.rows import check_split
 
         parts = info.files()
-        sha = parts[0].sha256
-        if len(parts) != 1 or self.location.path is not None or self.offline:
+        if len(parts) != 1 or parts[0].bytes < _PARQUET_MIN or self.location.path is not None:
             return None
-        if self.cache.verified(sha) is not None:
+        sha = parts[0].sha256
+        if self.offline or self.cache.verified(sha) is not None:
             return None
         tail = self.registry.tail(self.manifest, sha, min(_FOOTER_BYTES, parts[0].bytes))
         if tail is None:

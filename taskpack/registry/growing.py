@@ -33,7 +33,8 @@ class Growing:
 
     def write(self, data: bytes, /) -> int:
         n = self._sink.write(data)
-        self._last = (self._last + data)[-len(self.tail) :] if self.tail else b""
+        keep = len(self.tail)
+        self._last = bytes(data[-keep:]) if len(data) >= keep else (self._last + data)[-keep:]
         with self._ready:
             self._written += len(data)
             self._ready.notify_all()
