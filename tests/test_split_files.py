@@ -144,7 +144,11 @@ def test_merging_sets_of_several_files(tmp_path: Path, small_files: None) -> Non
     m = merge([a, b], tmp_path / "merged", name="parts", version="1.0.0")
     merged = taskpack.open(tmp_path / "merged")
     parts = m.splits["train"].files()
-    assert len(parts) == 3 and sum(p.rows for p in parts) == 21  # row groups kept as they were
+    # each part's files taken whole: a's two and b's two, their row groups kept as they were
+    sources = [*taskpack.open(a).manifest.splits["train"].files()]
+    sources += taskpack.open(b).manifest.splits["train"].files()
+    assert [(p.rows, p.sha256) for p in parts] == [(p.rows, p.sha256) for p in sources]
+    assert len(parts) == 4 and sum(p.rows for p in parts) == 21
     for p in parts:
         assert pq.ParquetFile(tmp_path / "merged" / p.path).num_row_groups <= 2
     assert [t.id for t in merged.split("train")] == [f"t{i}" for i in range(21)]
