@@ -259,7 +259,8 @@ def _digests(server: str, top: dict[str, Any], split: str, deadline: _Deadline) 
 class _OneAtATime:
     """An exclusive lock on a file (`flock`, released when its descriptor closes, so also when
     the process dies); none where the platform has no `fcntl`. The holder's own deadline bounds
-    the wait."""
+    the wait. Not `taskpack._fs.file_lock`: that one is the `filelock` package, and this module
+    runs on the standard library alone."""
 
     def __init__(self, path: str) -> None:
         self.path = path

@@ -16,7 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from taskpack.errors import TaskpackError
+
 MANIFEST = "manifest.json"
+MAX_BLOB = 16 << 30  # a large file's bytes at most: a manifest lists no size for large files
 Progress = Callable[[int], None]  # called with each chunk's byte count
 
 
@@ -63,14 +66,20 @@ class Sink(Protocol):
 
 class HashedFile:
     """A file being downloaded, hashed as its bytes are written: an object is hashed once, as
-    it streams in, never read back for it. A retry that starts over (`seek(0)`) starts the
-    hash over too."""
+    it streams in, never read back for it, and never holds more than `limit` bytes (what its
+    manifest lists), whichever backend sends them. A retry that starts over (`seek(0)`) starts
+    the hash and the count over too."""
 
-    def __init__(self, file: BinaryIO) -> None:
+    def __init__(self, file: BinaryIO, limit: int) -> None:
         self._file = file
+        self._limit = limit
         self._hash = hashlib.sha256()
+        self._size = 0
 
     def write(self, data: bytes, /) -> int:
+        self._size += len(data)
+        if self._size > self._limit:
+            raise TaskpackError(f"more than the {self._limit} bytes its manifest lists")
         self._hash.update(data)
         return self._file.write(data)
 
@@ -78,6 +87,7 @@ class HashedFile:
         if (offset, whence) != (0, 0):
             raise ValueError("a download only starts over from its beginning")
         self._hash = hashlib.sha256()
+        self._size = 0
         return self._file.seek(0)
 
     def truncate(self, size: int | None = None, /) -> int:

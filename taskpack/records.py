@@ -28,6 +28,7 @@ from taskpack._fs import DirWriter
 from taskpack.digests import FORMAT_VERSION as FORMAT_VERSION
 from taskpack.digests import content_digest
 from taskpack.errors import TaskpackError
+from taskpack.objects import MAX_BLOB
 
 FORMAT_VERSIONS = (1, 2)  # task sets of every version here open, verify and export
 SEMVER = (
@@ -513,6 +514,10 @@ class Manifest(Record):
         found = {p.sha256: p.bytes for info in self.splits.values() for p in info.files()}
         found.update({a.sha256: a.bytes for a in self.annotations.values()})
         return found
+
+    def most_bytes(self, sha: str) -> int:
+        """What a download of object `sha` may hold at most: its listed size, else MAX_BLOB."""
+        return self.sizes().get(sha, MAX_BLOB)
 
     @property
     def ref(self) -> str:

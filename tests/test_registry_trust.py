@@ -320,6 +320,24 @@ def test_a_check_of_bytes_not_kept_does_not_count(
     assert seen == ["GrowingReader", "PosixPath"]
 
 
+def test_an_object_longer_than_its_manifest_lists_is_refused_as_it_streams(
+    tmp_path: Path, bucket: str
+) -> None:
+    """Every download is bounded by the size its manifest lists, whichever backend sends it."""
+    import boto3
+
+    from taskpack.objects import object_key
+
+    m, _ = publish(build(tmp_path / "a", "1.0.0"), registry=bucket)
+    info = m.splits["train"]
+    name, prefix = bucket.removeprefix("s3://").split("/", 1)
+    key = f"{prefix}/{object_key(info.sha256)}"
+    body = boto3.client("s3").get_object(Bucket=name, Key=key)["Body"].read()
+    boto3.client("s3").put_object(Bucket=name, Key=key, Body=body + b"\0" * (1 << 20))
+    with pytest.raises(TaskpackError, match=f"more than the {info.bytes} bytes"):
+        taskpack.load("arith@1.0.0", split="train", registry=bucket, cache=_cache(tmp_path / "c"))
+
+
 def test_a_download_started_over_is_not_what_a_reader_saw(tmp_path: Path) -> None:
     """A retried transfer may have written other bytes under the reader: its verdict is void.
     A read waits for the bytes it needs, and one past a download that ended fails."""
@@ -331,7 +349,7 @@ def test_a_download_started_over_is_not_what_a_reader_saw(tmp_path: Path) -> Non
     data = bytes(range(256)) * 64
     path = tmp_path / "f"
     with path.open("wb", buffering=0) as f:
-        growing = Growing(HashedFile(f), path, len(data), data[-100:])
+        growing = Growing(HashedFile(f, len(data)), path, len(data), data[-100:])
         with growing.reader() as reader:
             got: list[bytes] = []
             waiting = threading.Thread(target=lambda: got.append(reader.read(len(data))))
@@ -348,7 +366,7 @@ def test_a_download_started_over_is_not_what_a_reader_saw(tmp_path: Path) -> Non
         growing.write(data)
         assert not growing.faithful()
     with path.open("wb", buffering=0) as f:
-        growing = Growing(HashedFile(f), path, len(data), data[-100:])
+        growing = Growing(HashedFile(f, len(data)), path, len(data), data[-100:])
         growing.write(data[:10])
         growing.end()
         with growing.reader() as reader, pytest.raises(OSError, match="ended at byte 10"):

@@ -106,10 +106,12 @@ class Cache:
         self,
         sha: str,
         download: Callable[[Sink], None],
+        limit: int,
         beside: tuple[int, bytes, Callable[[Growing], None]] | None = None,
     ) -> Path:
         """The object `sha`, downloaded once per machine however many processes ask, hashed
-        as it is written and renamed into place only when it is right. `beside` = (size, tail,
+        as it is written, never more than `limit` bytes, and renamed into place only when it
+        is right. `beside` = (size, tail,
         read): `read` runs on a thread during the download, on the file as it grows (see
         `growing`); its errors are raised here."""
         found = self.verified(sha)
@@ -125,7 +127,7 @@ class Cache:
             tmp = temp_beside(path)
             try:
                 with tmp.open("wb", buffering=-1 if beside is None else 0) as f:
-                    sink = HashedFile(f)
+                    sink = HashedFile(f, limit)
                     if beside is None:
                         download(sink)
                     else:

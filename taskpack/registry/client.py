@@ -97,7 +97,9 @@ class RegistryObjects:
                 raise TaskpackError(f"offline: object {sha} of {self.where} is not in the cache")
             return found
         return self.cache.ensure(
-            sha, lambda dest: self.registry.fetch(self.manifest, sha, dest, progress)
+            sha,
+            lambda out: self.registry.fetch(self.manifest, sha, out, progress),
+            self.manifest.most_bytes(sha),
         )
 
     def _check_rows(self, name: str, info: SplitInfo, progress: Progress | None) -> None:
@@ -155,6 +157,7 @@ class RegistryObjects:
         self.cache.ensure(
             sha,
             lambda out: self.registry.fetch(self.manifest, sha, out, progress),
+            parts[0].bytes,
             (parts[0].bytes, tail, read),
         )
         if not seen or not seen[0][0].faithful():

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 _CHUNK = 1 << 20
 MAX_LISTING = 16 << 20  # bytes of a listing (names, versions, tags) read at most
 MAX_MANIFEST = 64 << 20  # bytes of a manifest read at most
-MAX_BLOB = 16 << 30  # a large file's bytes at most: the manifest lists no size for them
 
 
 class _SameOrigin(urllib.request.HTTPRedirectHandler):
@@ -149,15 +148,13 @@ class HttpRegistry(Registry):
     def fetch(
         self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
-        sizes = manifest.sizes()
-
         def sink(chunk: bytes) -> None:
             out.write(chunk)
             if progress:
                 progress(len(chunk))
 
         found = self._get(
-            sizes.get(sha, MAX_BLOB),
+            manifest.most_bytes(sha),
             "registry_object",
             sink,
             name=manifest.name,

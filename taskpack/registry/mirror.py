@@ -116,4 +116,6 @@ class Mirror:
         manifest = self.manifest(name, version)
         if sha not in manifest.objects():
             raise NotFound(f"{manifest.ref} has no object {sha}")
-        return self.cache.ensure(sha, lambda dest: self.registry.fetch(manifest, sha, dest))
+        return self.cache.ensure(
+            sha, lambda out: self.registry.fetch(manifest, sha, out), manifest.most_bytes(sha)
+        )

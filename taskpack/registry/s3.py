@@ -169,7 +169,10 @@ class S3Store(Store):
             response = self.client.get_object(
                 Bucket=self.bucket, Key=self._key(key), Range=f"bytes=-{size}"
             )
-            return bytes(response["Body"].read())
+            data = bytes(response["Body"].read(size + 1))
+            if len(data) > size:
+                raise TaskpackError(f"{self.url}/{key}: more than the {size} bytes asked for")
+            return data
 
         try:
             return bounded(f"{self.url}/{key}", get)
