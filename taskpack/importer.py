@@ -233,7 +233,7 @@ def _write_columns(
         with writer.split(split) as out, ThreadPoolExecutor(1) as pool:
             written: Future[None] | None = None
             count = 0
-            for item in read_columns(uri, split, checked_options(form, options)):
+            for item in read_columns(uri, split, checked_options(form, options), lines):
                 if written is not None:
                     written.result()  # rows go in source order
                     written = None
@@ -251,16 +251,11 @@ def _write_columns(
             if not count:
                 raise NotColumnar("no rows")  # the row path names the empty source
 
-    from taskpack.converters import LINES
-
-    kept = LINES.set(lines)
     try:
         for _ in progress(rows(), split) if progress else rows():
             pass
     except (NotColumnar, InvalidTask):  # InvalidTask: a bad row or a duplicate id (at close)
         return None
-    finally:
-        LINES.reset(kept)
     return writer.written[split]
 
 

@@ -44,7 +44,7 @@ def columnar_reads(src: Path, fmt: str, options: dict[str, Any] | None = None) -
     ids = []
     try:
         for batch in form.read_columns(
-            str(src), "test", form.read_options.model_validate(options or {})
+            str(src), "test", form.read_options.model_validate(options or {}), None
         ):
             if not isinstance(batch, _columnar.Batch):
                 return False  # rows the batch checks refused, for the row path

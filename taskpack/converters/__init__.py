@@ -29,14 +29,13 @@ from taskpack.converters._source import (
 from taskpack.errors import TaskpackError, describe_error, unknown
 
 if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
-    from taskpack.converters._columnar import LINES, Batch, NotColumnar
+    from taskpack.converters._columnar import Batch, NotColumnar
     from taskpack.converters._folders import folder_name, task_folders
     from taskpack.converters._verifier import graded, tests_files
 
 # What the jobs (importer, exporter, check, the CLI...) use of this package: its face. The
 # modules behind it are the formats' own; an import-linter contract keeps the jobs off them.
 __all__ = [
-    "LINES",
     "Batch",
     "Format",
     "Losses",
@@ -63,7 +62,6 @@ __all__ = [
     "writer",
 ]
 _LAZY = {
-    "LINES": "_columnar",
     "Batch": "_columnar",
     "NotColumnar": "_columnar",
     "folder_name": "_folders",

@@ -12,10 +12,10 @@ only the rows it refuses go through the reader's row mapping (`mapped`). An inva
 the whole source row by row, so errors are the row path's own, word for word.
 `tests/test_columnar.py` compares both paths on every data set.
 
-A part of a sharded import (`lines`: only lines first..last of the source) sets `LINES` around
-its read: a JSON Lines source then yields only the chunks of those lines, each chunk before
-them counted (its rows numbered as in the whole source) but never parsed; any other source
-gives up here, for the row path's filter.
+A part of a sharded import reads only lines first..last of its source (`lines`, an argument of
+every columnar reader): a JSON Lines source then yields only the chunks of those lines, each
+chunk before them counted (its rows numbered as in the whole source) but never parsed; any
+other source gives up here, for the row path's filter.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import io
 import json
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from functools import cache, partial
 from itertools import accumulate, pairwise
 from pathlib import Path
@@ -51,8 +50,8 @@ from taskpack.rows import INLINE_MAX, JSON_COLUMNS, SCHEMA
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
 # the import's memory (a line over 1 MiB, past Arrow's block, is read row by row).
 _BLOCK = 1 << 20
-# The lines (first, last; 1-based, inclusive) of the source the import being read keeps.
-LINES: ContextVar[tuple[int, int] | None] = ContextVar("LINES", default=None)
+# The lines (first, last; 1-based, inclusive) of the source a sharded import's part keeps.
+Lines: TypeAlias = "tuple[int, int] | None"
 # A line the row path reads past, holding no row (what `bytes.strip` takes away).
 _BLANK = re.compile(rb"^[ \t\r\x0b\x0c]*\n", re.MULTILINE)
 _PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source
@@ -414,7 +413,7 @@ def mapped(chunks: Iterator[Chunk | int], batch: BatchMapping, rows: RowMapping)
     numbers what follows)."""
     first, refused = 0, 0
     for chunk in chunks:
-        if isinstance(chunk, int):  # rows before the lines kept (`LINES`): numbered, not read
+        if isinstance(chunk, int):  # rows before the lines kept (`lines`): numbered, not read
             first += chunk
             continue
         tries = _TRIES if refused < _REFUSALS else 0
@@ -490,18 +489,19 @@ def table_chunks(
     strip_headers: bool = False,
     keyed: bool = False,
     by_field: frozenset[str] = frozenset(),
+    lines: Lines = None,
 ) -> Iterator[Chunk | int]:
     """A local table (JSON Lines, CSV/TSV, Parquet; compressed or not) in chunks of rows (see
     `Chunk`), else `NotColumnar`. `keyed`: every row's keys come in its table's column order
     (see `_parse`); `by_field`: columns of objects the reader takes field by field
     (`fields_table`), each field's text checked against the lines, not the whole object's.
-    With `LINES` set, a count of rows passed over may come between chunks."""
+    With `lines`, a count of rows passed over may come between chunks."""
     if "://" in uri or not Path(uri).is_file():
         raise NotColumnar(uri)
     suffix = base_suffix(uri)
     if suffix == ".jsonl":
-        return jsonl_chunks(uri, keyed, by_field)
-    if LINES.get() is not None:
+        return jsonl_chunks(uri, keyed, by_field, lines)
+    if lines is not None:
         raise NotColumnar("lines of a source other than JSON Lines")
     if suffix in (".csv", ".tsv", ".txt"):
         return csv_chunks(uri, delimiter or ("\t" if suffix == ".tsv" else ","), strip_headers)
@@ -511,15 +511,15 @@ def table_chunks(
 
 
 def jsonl_chunks(
-    uri: str, keyed: bool = False, by_field: frozenset[str] = frozenset()
+    uri: str, keyed: bool = False, by_field: frozenset[str] = frozenset(), lines: Lines = None
 ) -> Iterator[Chunk | int]:
     """A local JSON Lines file in pieces of whole lines, `_BLOCK` bytes of text at a time
     (memory stays flat however long the file). A line longer than the row path reads gives up
-    on the source (the row path names it). With `LINES`, only those lines: the rows of the
+    on the source (the row path names it). With `lines`, only those lines: the rows of the
     lines before them come as a count."""
     longest = max_line_bytes()
     most = longest if longest < _BLOCK else None
-    first, last = LINES.get() or (1, None)
+    first, last = lines or (1, None)
     with open_binary(uri) as f:
         rest, line = b"", 1
         while True:
@@ -527,17 +527,17 @@ def jsonl_chunks(
             text = rest + data
             cut = text.rfind(b"\n") + 1 if data else len(text)
             piece, rest = text[:cut], text[cut:]
-            lines = _line_count(piece)
-            if piece and line + lines > first:
-                start, end = max(first - line, 0), lines if last is None else last - line + 1
-                if start or end < lines:
+            count = _line_count(piece)
+            if piece and line + count > first:
+                start, end = max(first - line, 0), count if last is None else last - line + 1
+                if start or end < count:
                     skipped, piece = _lines(piece, start, end)
                     yield _rows(skipped)
                 if piece:
                     yield _jsonl_chunk(piece, uri, line + start, most, keyed, by_field, None)
             elif piece:  # wholly before the lines kept
                 yield _rows(piece)
-            line += lines
+            line += count
             if not data or (last is not None and line > last):
                 return
             if len(rest) > longest:

@@ -103,7 +103,10 @@ Reader = Callable[[str, str, Any], Iterator[Record]]
 # Stored rows (rows.SCHEMA) a batch at a time, or the row path's records for a batch the
 # checks refused (see `_columnar.mapped`); raises `_columnar.NotColumnar` for a source only the
 # row reader maps exactly.
-ColumnReader = Callable[[str, str, Any], Iterator["Batch | Iterator[Record]"]]
+# Its last argument: only lines first..last of the source (a sharded import's part), or None.
+ColumnReader = Callable[
+    [str, str, Any, "tuple[int, int] | None"], Iterator["Batch | Iterator[Record]"]
+]
 Writer = Callable[[Iterable[Task], Path, str, Target], list[Path]]
 
 

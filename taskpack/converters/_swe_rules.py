@@ -27,7 +27,7 @@ _MAPPED = {
 }
 
 
-def _test_list(row: dict[str, Any], key: str) -> tuple[list[str], bool]:
+def test_list(row: dict[str, Any], key: str) -> tuple[list[str], bool]:
     """The list of test names, and whether the raw value must be kept to rebuild it exactly."""
     raw = row.get(key, "[]")
     value = raw
@@ -46,7 +46,7 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
     metadata = {k: v for k, v in row.items() if k not in _MAPPED}
     reward: dict[str, Any] = {"kind": "swe_tests", "test_patch": TEST_PATCH}
     for key, field in TEST_LISTS.items():
-        reward[field], keep_raw = _test_list(row, key)
+        reward[field], keep_raw = test_list(row, key)
         if keep_raw and key in row:
             metadata[key] = row[key]
     setup_commit = row.get("environment_setup_commit")

@@ -18,6 +18,7 @@ import pyarrow as pa
 from taskpack import records
 from taskpack.converters._columnar import (
     Batch,
+    Lines,
     NotColumnar,
     Parsed,
     Template,
@@ -98,7 +99,9 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
     )
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
+def read_columns(
+    uri: str, split: str, options: Options, lines: Lines = None
+) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for tables of `problem` and/or `question`
     (text, the first one never empty), `answer` (text), an optional text `id`, and other
     columns of JSON values; with both texts, the question either always or never the problem.
@@ -138,7 +141,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         ids = task_ids(asked[-1]) if "id" in names else ordinal_ids(split, rows)
         return template.fill(ids, columns, rows, hashed)
 
-    yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
+    yield from mapped(
+        table_chunks(uri, keyed=True, lines=lines), batch, lambda rows, n: _native(rows, split, n)
+    )
 
 
 FORMAT = Format(

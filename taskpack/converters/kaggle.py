@@ -38,6 +38,7 @@ from taskpack import records
 from taskpack.converters._columnar import (
     ROW,
     Batch,
+    Lines,
     NotColumnar,
     Template,
     mapped,
@@ -272,7 +273,7 @@ def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
 
 
 def read_columns(
-    uri: str, split: str, options: KaggleOptions
+    uri: str, split: str, options: KaggleOptions, lines: Lines = None
 ) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for tables of text cells whose choices,
     if any, are their own columns named as their labels."""
@@ -321,7 +322,7 @@ def read_columns(
 
     convert = _mapping(uri, split, options)
     yield from mapped(
-        table_chunks(uri, options.delimiter, options.strip_headers, keyed=True),
+        table_chunks(uri, options.delimiter, options.strip_headers, keyed=True, lines=lines),
         batch,
         lambda rows, n: map_rows(rows, convert, n),
     )

@@ -11,54 +11,38 @@ except `code` stays in metadata (task_id keeps its integer type), so rows rebuil
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from taskpack.converters._columnar import (
-    ROW,
-    Batch,
-    NotColumnar,
-    Parsed,
-    Template,
-    json_columns,
-    json_slot,
-    mapped,
-    own_names,
-    refuse,
-    row_numbers,
-    slot,
-    table_chunks,
-    task_ids,
-    text_columns,
+from taskpack.converters._fieldmap import (
+    FieldMap,
+    FirstText,
+    IdOf,
+    PerRow,
+    Text,
+    TextList,
+    Values,
+    Whole,
 )
-from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
+from taskpack.converters._format import Format
 from taskpack.model import Task
 
 TEST_FILE = "test.py"
 _TESTS_FOLLOW = "\nYour code should pass these tests:\n\n"
 
 
-def _task(
-    split: str,
-    row: int,
-    prompt: str,
-    code: str,
-    entry_point: str,
-    test_code: str,
-    metadata: dict[str, Any],
-) -> dict[str, Any]:
-    """Task fields from a row's values: the row path's mapping, also the columnar template's."""
+def _task(values: Values, split: str, row: int) -> dict[str, Any]:
+    test_code = values["#test_code"]
     return {
-        "prompt": prompt,
-        "solution": code,
-        "reward": {"kind": "unit_tests", "entry_point": entry_point, "test_file": TEST_FILE},
+        "prompt": values["#prompt"],
+        "solution": values["code"],
+        "reward": {
+            "kind": "unit_tests",
+            "entry_point": values["#entry_point"],
+            "test_file": TEST_FILE,
+        },
         "files": [{"path": TEST_FILE, "data": test_code.encode("utf-8"), "role": "tests"}],
         "source": {"format": "mbpp", "split": split, "row": row},
-        "metadata": metadata,
+        "metadata": values.rest("code"),
     }
 
 
@@ -93,120 +77,29 @@ def test_file(imports: Any, setup: Any, tests: list[Any]) -> str:
     return "".join(f"{line}\n" for line in lines if line)
 
 
-def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return map_rows(iter_table_rows(uri), _converter(split))
+def _prompt(text: str, tests: list[str]) -> str:
+    """The problem text, then its tests, as the MBPP paper prompts."""
+    return f"{text}{_TESTS_FOLLOW}" + "\n".join(tests)
 
 
-def _converter(split: str) -> Callable[[dict[str, Any], int], dict[str, Any]]:
-    def convert(row: dict[str, Any], ordinal: int) -> dict[str, Any]:
-        tests = need(row, "test_list", list)
-        text = row.get("text", row.get("prompt"))
-        if not isinstance(text, str):
-            raise RowError("field 'text': missing or not text")
-        found = entry_point(tests, need(row, "code"))
-        if found is None:
-            raise RowError("field 'test_list': no call of a function to find the entry point")
-        test_code = test_file(row.get("test_imports"), row.get("test_setup_code"), tests)
-        return {
-            "id": f"mbpp-{need(row, 'task_id', int)}",
-            **_task(
-                split,
-                ordinal,
-                f"{text}{_TESTS_FOLLOW}" + "\n".join(tests),
-                need(row, "code"),
-                found,
-                test_code,
-                {k: v for k, v in row.items() if k != "code"},
-            ),
-        }
-
-    return convert
-
-
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
-    """`read`, a batch at a time (see `_columnar`): rows with `task_id` (a whole number),
-    `code` and `text` or `prompt` (text), `test_list` (a list of text), and further fields of
-    text, whole numbers, booleans or lists of text; first tests in plain ASCII."""
-    template: Template | None = None
-    names: list[str] | None = None
-
-    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
-        nonlocal template, names
-        if template is None:
-            names = table.schema.names
-            needed = {"task_id", "code", "test_list"}
-            if not needed <= set(names) or not {"text", "prompt"} & set(names):
-                raise NotColumnar(f"columns {names}")
-            own_names(names)
-            template = Template(
-                _task(
-                    split,
-                    ROW,
-                    slot("#prompt"),
-                    slot("code"),
-                    slot("#entry_point"),
-                    slot("#test_code"),
-                    {n: json_slot(n) for n in names if n != "code"},
-                )
-            )
-        if names is None or table.schema.names != names:
-            raise NotColumnar("fields that change between rows")
-        text_name = "text" if "text" in names else "prompt"
-        code, text = text_columns(table, ["code", text_name])
-        task_id = table.column("task_id").combine_chunks()
-        if not pa.types.is_integer(task_id.type):
-            raise NotColumnar("a task_id that is not a whole number")
-        refuse(pc.is_null(task_id), "no task_id")
-        tests = table.column("test_list").combine_chunks()
-        test_code, entry_points = _tests(table, tests, code)
-        columns = {
-            "code": code,
-            "#prompt": pc.binary_join_element_wise(
-                text, pc.binary_join(tests, "\n"), _TESTS_FOLLOW
-            ),
-            "#entry_point": entry_points,
-            "#test_code": test_code,
-        }
-        values, hashed = json_columns(table, [n for n in names if n != "code"], parsed)
-        columns |= values
-        ids = pc.binary_join_element_wise("mbpp-", pc.cast(task_id, pa.string()), "")
-        return template.fill(task_ids(ids), columns, row_numbers(first, table.num_rows), hashed)
-
-    convert = _converter(split)
-    yield from mapped(
-        table_chunks(uri, keyed=True), batch, lambda rows, n: map_rows(rows, convert, n)
-    )
-
-
-def _tests(table: pa.Table, tests: pa.Array, code: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Each row's test file text and entry point, by the row path's own rules (MBPP sets hold
-    hundreds of rows: a loop over them costs nothing)."""
-    if not pa.types.is_list(tests.type) or not pa.types.is_string(tests.type.value_type):
-        raise NotColumnar("a test_list that is not a list of text")
-    refuse(pc.fill_null(pc.less(pc.list_value_length(tests), 1), True), "an empty test_list")
-    if tests.flatten().null_count:
-        raise NotColumnar("a test that is not text")
-    extra = {}
-    for name in ("test_imports", "test_setup_code"):
-        if name in table.schema.names:
-            column = table.column(name).combine_chunks()
-            wanted = pa.types.is_string if name == "test_setup_code" else _text_list
-            if not (wanted(column.type) or pa.types.is_null(column.type)):
-                raise NotColumnar(f"a {name} of another type")
-            extra[name] = column.to_pylist()
-    rows = table.num_rows
-    imports, setups = (extra.get(n, [None] * rows) for n in ("test_imports", "test_setup_code"))
-    listed, codes = tests.to_pylist(), code.to_pylist()
-    found = pa.array(
-        [entry_point(t or [], c or "") for t, c in zip(listed, codes, strict=True)], pa.string()
-    )
-    refuse(pc.is_null(found), "tests that call no function")
-    files = [test_file(i, s, t or []) for i, s, t in zip(imports, setups, listed, strict=True)]
-    return pa.array(files, pa.string()), found
-
-
-def _text_list(kind: pa.DataType) -> bool:
-    return bool(pa.types.is_list(kind) and pa.types.is_string(kind.value_type))
+FIELDS = FieldMap(
+    {
+        "test_list": TextList(least=1),
+        "#text": FirstText(("text", "prompt")),
+        "code": Text(),
+        "#entry_point": PerRow(
+            entry_point,
+            ("test_list", "code"),
+            "field 'test_list': no call of a function to find the entry point",
+        ),
+        "#test_code": PerRow(test_file, ("test_imports", "test_setup_code", "test_list")),
+        "#prompt": PerRow(_prompt, ("#text", "test_list")),
+        "task_id": Whole(),
+    },
+    id=IdOf("task_id", "mbpp-"),
+    task=_task,
+    rest=True,
+)
 
 
 def source_row(task: Task) -> dict[str, Any]:
@@ -216,6 +109,6 @@ def source_row(task: Task) -> dict[str, Any]:
 FORMAT = Format(
     name="mbpp",
     summary="MBPP JSONL: problem text, reference code, assert tests.",
-    read=read,
-    read_columns=read_columns,
+    read=FIELDS.read,
+    read_columns=FIELDS.read_columns,
 )

@@ -23,6 +23,7 @@ from pydantic import Field
 from taskpack import records
 from taskpack.converters._columnar import (
     Batch,
+    Lines,
     NotColumnar,
     Parsed,
     Template,
@@ -284,7 +285,9 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
     )
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
+def read_columns(
+    uri: str, split: str, options: Options, lines: Lines = None
+) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
     holds `input` (messages with text contents, or one text; a user one never empty) and the
     same other fields in every row (each kept as the row has it), whose `expected_answer` and
@@ -384,7 +387,7 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         columns |= {f"#content{k}": c for k, c in enumerate(contents)}
         return template(shape, tools).fill(ids, columns, rows, hashed)
 
-    chunks = table_chunks(uri, keyed=True, by_field=frozenset({PARAMS}))
+    chunks = table_chunks(uri, keyed=True, by_field=frozenset({PARAMS}), lines=lines)
     yield from mapped(chunks, batch, lambda rows, n: _native(rows, split, n))
 
 

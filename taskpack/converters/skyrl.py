@@ -27,6 +27,7 @@ from taskpack.converters import _swe_rules
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
     Batch,
+    Lines,
     NotColumnar,
     Parsed,
     Template,
@@ -198,7 +199,9 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
     )
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
+def read_columns(
+    uri: str, split: str, options: Options, lines: Lines = None
+) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for Parquet as SkyRL's dataset scripts write
     it: exactly `data_source` (text, not "skyrl"), `env_class` and `reward_spec.method` (one
     text each among rows of the same roles), `reward_spec.ground_truth` (text), `prompt` (text
@@ -256,7 +259,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         )
         return made.fill(ordinal_ids(split, rows), columns, rows)
 
-    yield from mapped(table_chunks(uri), batch, lambda rows, n: _native(rows, split, n))
+    yield from mapped(
+        table_chunks(uri, lines=lines), batch, lambda rows, n: _native(rows, split, n)
+    )
 
 
 _SHAPE = ("data_source", "prompt", "env_class", "reward_spec", "extra_info")

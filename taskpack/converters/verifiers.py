@@ -45,6 +45,7 @@ from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar import (
     Batch,
+    Lines,
     NotColumnar,
     Parsed,
     Template,
@@ -243,7 +244,9 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
 _COLUMNS = ("question", "answer", "example_id", "prompt")
 
 
-def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Iterator[Record]]:
+def read_columns(
+    uri: str, split: str, options: Options, lines: Lines = None
+) -> Iterator[Batch | Iterator[Record]]:
     """`read`, a batch at a time (see `_columnar`), for files as `vf.SingleTurnEnv` datasets
     hold them: exactly `question` and `answer` (text), `example_id` (a whole number, not
     negative) and `prompt` (a user message among them, text contents), the question either
@@ -299,7 +302,9 @@ def read_columns(uri: str, split: str, options: Options) -> Iterator[Batch | Ite
         ids = pc.cast(example_id, pa.string())
         return template(tuple(table.schema.names), tuple(roles), asked).fill(ids, columns, rows)
 
-    yield from mapped(table_chunks(uri, keyed=True), batch, lambda rows, n: _native(rows, split, n))
+    yield from mapped(
+        table_chunks(uri, keyed=True, lines=lines), batch, lambda rows, n: _native(rows, split, n)
+    )
 
 
 # --- tasksets (verifiers 0.4) --------------------------------------------------------------
