@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskpack.converters._fieldmap import AfterLast, FieldMap, Ordinal, Text, Values
+from taskpack.converters._fieldmap import FieldMap, Flat, Ordinal
 from taskpack.converters._format import Format
+from taskpack.converters._kinds import AfterLast, Text, Values
 from taskpack.model import Task
 
 
@@ -28,7 +29,7 @@ def _task(values: Values, split: str, row: int) -> dict[str, Any]:
 FIELDS = FieldMap(
     {"answer": Text(), "question": Text(), "#final": AfterLast("answer", "####", drop=",")},
     id=Ordinal(),
-    task=_task,
+    mapping=Flat(_task),
 )
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskpack.converters._fieldmap import FieldMap, IdOf, Text, Values
+from taskpack.converters._fieldmap import FieldMap, Flat, IdOf
 from taskpack.converters._format import Format
+from taskpack.converters._kinds import Text, Values
 from taskpack.model import Task
 
 TEST_FILE = "test.py"
@@ -32,7 +33,7 @@ def _task(values: Values, split: str, row: int) -> dict[str, Any]:
     }
 
 
-FIELDS = FieldMap({name: Text() for name in _MAPPED}, id=IdOf("task_id"), task=_task)
+FIELDS = FieldMap({name: Text() for name in _MAPPED}, id=IdOf("task_id"), mapping=Flat(_task))
 
 
 def source_row(task: Task) -> dict[str, Any]:

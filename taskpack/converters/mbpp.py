@@ -13,17 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskpack.converters._fieldmap import (
-    FieldMap,
-    FirstText,
-    IdOf,
-    PerRow,
-    Text,
-    TextList,
-    Values,
-    Whole,
-)
+from taskpack.converters._fieldmap import FieldMap, Flat, IdOf
 from taskpack.converters._format import Format
+from taskpack.converters._kinds import FirstText, PerRow, Text, TextList, Values, Whole
 from taskpack.model import Task
 
 TEST_FILE = "test.py"
@@ -97,8 +89,9 @@ FIELDS = FieldMap(
         "task_id": Whole(),
     },
     id=IdOf("task_id", "mbpp-"),
-    task=_task,
+    mapping=Flat(_task),
     rest=True,
+    keyed=True,
 )
 
 

@@ -13,43 +13,22 @@ for its reward, the reward kind as `env_class`, for an environment the user regi
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from pydantic import Field
 
 from taskpack import records
 from taskpack.converters import _swe_harness as swe_harness
 from taskpack.converters import _swe_rules
 from taskpack.converters._chat import read_messages, text_messages
-from taskpack.converters._columnar import (
-    Batch,
-    Lines,
-    NotColumnar,
-    Parsed,
-    Template,
-    grouped,
-    json_slot,
-    json_values,
-    mapped,
-    messages,
-    one_text,
-    ordinal_ids,
-    refuse,
-    role_keys,
-    row_numbers,
-    slot,
-    table_chunks,
-    text,
-)
-from taskpack.converters._format import Format, Options, Target, WriteOptions
+from taskpack.converters._fieldmap import FieldMap, Native, Ordinal
+from taskpack.converters._format import Format, Target, WriteOptions
+from taskpack.converters._kinds import Chat, JsonFields, Same, Text
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
-from taskpack.converters._rows import Hints, native_template, read_rows, write_row
-from taskpack.converters._source import Record, base_suffix, iter_table_rows
+from taskpack.converters._rows import Hints, write_row
 from taskpack.model import Task
 
 ENV_CLASSES = {"numeric_match": "gsm8k"}
@@ -189,114 +168,32 @@ def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return _native(iter_table_rows(uri), split)
+def _format() -> Format:
+    return FORMAT
 
 
-def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
-    return read_rows(
-        FORMAT, records, lambda row, n: to_task(row, split, n), to_row, _embedded, first
-    )
-
-
-def read_columns(
-    uri: str, split: str, options: Options, lines: Lines = None
-) -> Iterator[Batch | Iterator[Record]]:
-    """`read`, a batch at a time (see `_columnar`), for Parquet as SkyRL's dataset scripts write
-    it: exactly `data_source` (text, not "skyrl"), `env_class` and `reward_spec.method` (one
-    text each among rows of the same roles), `reward_spec.ground_truth` (text), `prompt` (text
-    contents) and `extra_info` (JSON values, no id, no embedded task). Rows of the same roles
-    share a template (`grouped`), its residue the row path's, computed once on a row of slots:
-    with these checks its comparisons come out the same for every row."""
-    import pyarrow.compute as pc
-
-    if base_suffix(uri) != ".parquet":  # in JSON Lines, extra_info's key order may vary
-        raise NotColumnar(uri)
-
-    @functools.lru_cache(maxsize=64)
-    def template(
-        names: tuple[str, ...],
-        roles: tuple[str, ...],
-        env_class: str,
-        method: str,
-        extra: tuple[str, ...],
-    ) -> Template:
-        row = {
-            "data_source": slot("#data_source"),
-            "prompt": [
-                {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
-            ],
-            "env_class": env_class,
-            "reward_spec": {"method": method, "ground_truth": slot("#answer")},
-            "extra_info": {n: json_slot(f"#extra.{n}") for n in extra},
-        }
-        return native_template(FORMAT, row, list(names), lambda r, n: to_task(r, split, n), to_row)
-
-    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
-        names = table.schema.names
-        if sorted(names) != sorted(_SHAPE) or table.num_rows == 0:
-            raise NotColumnar(f"columns {names}")
-        keys = role_keys(table.column("prompt").combine_chunks())
-        return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
-
-    def one(table: pa.Table, rows: pa.Array, _: Parsed, _key: str) -> Batch:
-        """Rows of one template: the same roles (and one env_class and reward method)."""
-        shape = _shape(table)
-        data_source = text(table.column("data_source").combine_chunks())
-        refuse(pc.equal(data_source, "skyrl"), "data_source 'skyrl'")
-        columns = {
-            "#data_source": data_source,
-            "#answer": shape["ground_truth"],
-            **{f"#content{k}": c for k, c in enumerate(shape["contents"])},
-            **{f"#extra.{n}": values for n, values in shape["extra"].items()},
-        }
-        made = template(
-            tuple(table.schema.names),
-            tuple(shape["roles"]),
-            shape["env_class"],
-            shape["method"],
-            tuple(shape["extra"]),
-        )
-        return made.fill(ordinal_ids(split, rows), columns, rows)
-
-    yield from mapped(
-        table_chunks(uri, lines=lines), batch, lambda rows, n: _native(rows, split, n)
-    )
-
-
-_SHAPE = ("data_source", "prompt", "env_class", "reward_spec", "extra_info")
-
-
-def _shape(table: pa.Table) -> dict[str, Any]:
-    """What must be the same in every row of the source for one template to serve: the roles
-    of the prompt, `env_class`, the reward method and the fields of `extra_info`."""
-    import pyarrow.compute as pc
-
-    spec = table.column("reward_spec").combine_chunks()
-    extra = table.column("extra_info").combine_chunks()
-    fields = [f.name for f in spec.type] if pa.types.is_struct(spec.type) else []
-    if sorted(fields) != ["ground_truth", "method"] or spec.null_count:
-        raise NotColumnar(f"reward_spec of type {spec.type}")
-    if not pa.types.is_struct(extra.type) or extra.null_count:
-        raise NotColumnar(f"extra_info of type {extra.type}")
-    if {"id", PAYLOAD_KEY} & {f.name for f in extra.type}:
-        raise NotColumnar("an id or a whole task in extra_info")
-    roles, contents = messages(table.column("prompt"))
-    return {
-        "roles": roles,
-        "contents": contents,
-        "env_class": one_text(table.column("env_class").combine_chunks()),
-        "method": one_text(pc.struct_field(spec, "method")),
-        "ground_truth": text(pc.struct_field(spec, "ground_truth")),
-        "extra": {f.name: json_values(pc.struct_field(extra, f.name)) for f in extra.type},
-    }
+# SkyRL's dataset scripts' Parquet, its rows grouped by the roles of their prompts. In JSON
+# Lines, extra_info's key order may vary: those go row by row.
+FIELDS = FieldMap(
+    {
+        "data_source": Text(never=("skyrl",)),
+        "prompt": Chat(),
+        "env_class": Same(),
+        "reward_spec.method": Same(),
+        "reward_spec.ground_truth": Text(),
+        "extra_info": JsonFields(never=("id", PAYLOAD_KEY)),
+    },
+    id=Ordinal(),
+    mapping=Native(_format, to_task, to_row, _embedded),
+    suffixes=(".parquet",),
+)
 
 
 FORMAT = Format(
     name="skyrl",
     summary="SkyRL training Parquet: data_source, prompt, env_class, reward_spec, extra_info.",
-    read=read,
-    read_columns=read_columns,
+    read=FIELDS.read,
+    read_columns=FIELDS.read_columns,
     write=write,
     split_globs=(("*.parquet", "file"),),
     write_options=SkyrlWriteOptions,

@@ -10,8 +10,9 @@ reproduced exactly by `json.dumps` is also kept verbatim in metadata, so rebuild
 
 from __future__ import annotations
 
-from taskpack.converters._fieldmap import FieldMap, IdOf, JsonTextList, Kind, Text
+from taskpack.converters._fieldmap import FieldMap, Flat, IdOf
 from taskpack.converters._format import Format
+from taskpack.converters._kinds import JsonTextList, Kind, Text
 from taskpack.converters._swe_rules import TEST_LISTS, test_list, to_task
 from taskpack.converters._swe_rules import source_row as source_row  # the format's own face
 
@@ -21,7 +22,7 @@ _FIELDS |= {
     name: Text()
     for name in ("instance_id", "problem_statement", "patch", "test_patch", "repo", "base_commit")
 }
-FIELDS = FieldMap(_FIELDS, id=IdOf("instance_id"), task=to_task, rest=True)
+FIELDS = FieldMap(_FIELDS, id=IdOf("instance_id"), mapping=Flat(to_task), rest=True, keyed=True)
 
 
 FORMAT = Format(

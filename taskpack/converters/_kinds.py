@@ -1,0 +1,397 @@
+"""The kinds of field a format's field map names (`_fieldmap`): each holds its row half and its
+batch half side by side, so that a rule is changed in one place for both paths.
+
+The row half (`value`) checks a field in one source row and gives its value, raising `RowError`
+as the row path words it. The batch half (`take`) gives the field's slot columns for a batch and
+its shape, what the template holds as a constant (a chat's roles, a value every row shares), and
+refuses (`refuse`, `NotColumnar`) whatever the row half would refuse or could map otherwise;
+`stand_in` is what the field is in the template's row of slots, given that shape. A kind that
+`groups` a batch splits it into rows of one shape each. A key with a dot is a field of a struct
+column (`reward_spec.method`); a key starting with `#` is a value the map derives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from taskpack.converters._columnar import (
+    NotColumnar,
+    json_items,
+    json_slot,
+    json_values,
+    last_user,
+    messages,
+    one_text,
+    refuse,
+    role_keys,
+    slot,
+    text,
+)
+from taskpack.converters._source import RowError, need
+from taskpack.nesting import too_deep
+
+Columns = dict[str, pa.Array]
+Shapes = dict[str, Hashable]
+
+
+class Values(dict[str, Any]):
+    """A source row, its fields checked by their kinds, and the values the map derives (keys
+    starting with `#`, which no source field may have)."""
+
+    def rest(self, *mapped: str) -> dict[str, Any]:
+        """The row's own fields but `mapped`: what a format keeps in metadata."""
+        return {k: v for k, v in self.items() if k not in mapped and not k.startswith("#")}
+
+
+def column(table: pa.Table, key: str) -> pa.Array:
+    """The values of a field of the table: a column, or (`a.b`) a field of a struct column."""
+    name, *inner = key.split(".")
+    values = table.column(name).combine_chunks()
+    for part in inner:
+        values = pc.struct_field(values, part)
+    return values
+
+
+class Kind:
+    """A field of a map. `source`: a field the source has (the batch must have it), not one
+    the map derives."""
+
+    source: ClassVar[bool] = True
+
+    def value(self, values: Values, key: str) -> Any:
+        """The row path: the field's value in a row whose earlier fields are checked."""
+        return values.get(key)
+
+    def groups(self, table: pa.Table, key: str) -> list[str] | None:
+        """Each row's shape as text, where rows of one batch may differ in it."""
+        return None
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        """The batch path: the field's shape and slot columns (`columns`, `shapes`: earlier
+        fields')."""
+        raise NotImplementedError
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return slot(key)
+
+
+@dataclass(frozen=True)
+class Text(Kind):
+    """Text, never null, never one of `never` (values the row path reads otherwise)."""
+
+    never: tuple[str, ...] = ()
+
+    def value(self, values: Values, key: str) -> Any:
+        return need(values, key)
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        values = text(column(table, key))
+        for other in self.never:
+            refuse(pc.equal(values, other), f"{key} {other!r}")
+        return None, {key: values}
+
+
+@dataclass(frozen=True)
+class Whole(Kind):
+    """A whole number, never null, at least `least`. It stands in as the row's JSON value, or,
+    where the mapping writes it back as a number (an id), as the number `number`, the slot
+    column `key` then holding its text."""
+
+    least: int | None = None
+    number: int | None = None
+
+    def value(self, values: Values, key: str) -> Any:
+        return need(values, key, int)
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        values = column(table, key)
+        if not pa.types.is_integer(values.type):
+            raise NotColumnar(f"a {key} that is not a whole number")
+        refuse(pc.is_null(values), f"no {key}")
+        if self.least is not None:
+            refuse(pc.less(values, self.least), f"a {key} under {self.least}")
+        if self.number is None:
+            return None, {}  # its JSON text (`json_columns`) is its decimal text
+        return None, {key: pc.cast(values, pa.string())}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return json_slot(key) if self.number is None else self.number
+
+
+@dataclass(frozen=True)
+class TextList(Kind):
+    """A list of text, at least `least` items, kept as the row has it."""
+
+    least: int = 0
+
+    def value(self, values: Values, key: str) -> Any:
+        return need(values, key, list)
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        values = column(table, key)
+        kind = values.type
+        if not pa.types.is_list(kind) or not pa.types.is_string(kind.value_type):
+            raise NotColumnar(f"a {key} that is not a list of text")
+        short = pc.fill_null(pc.less(pc.list_value_length(values), self.least), True)
+        refuse(short, f"a {key} of fewer than {self.least} items")
+        if values.flatten().null_count:
+            raise NotColumnar(f"an item of {key} that is not text")
+        return None, {}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return json_slot(key)
+
+
+@dataclass(frozen=True)
+class JsonTextList(Kind):
+    """Text holding a JSON list of text (SWE-bench's test lists), checked in a row by `check`;
+    the mapping parses it. A batch takes it where its text is exactly `json.dumps` of
+    plain-ASCII items: it stands in as that list of one JSON slot filled with the items, so
+    nothing is kept raw. A row without it reads it as `[]`."""
+
+    check: Callable[[Values, str], object]
+
+    def value(self, values: Values, key: str) -> Any:
+        self.check(values, key)
+        return values.get(key, "[]")
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        return None, {f"#{key}": _list_items(text(column(table, key)))}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return json.dumps([json_slot(f"#{key}")])
+
+
+def _list_items(raw: pa.Array) -> pa.Array:
+    """The items of each JSON list, as JSON strings joined by commas, where the list's text is
+    exactly `json.dumps` of plain-ASCII text."""
+    import io
+
+    import pyarrow.json as pj
+
+    if pc.any(pc.match_substring(raw, "\n")).as_py():
+        raise NotColumnar("a list over several lines")
+    lines = pc.binary_join_element_wise('{"t":', raw, "}", "")
+    one = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
+    whole = pc.binary_join(one, "\n")[0].as_buffer()
+    if too_deep(whole.to_pybytes(), lines=True) is not None:  # Arrow's parser would crash
+        raise NotColumnar("a list nested too deeply")
+    try:
+        parsed = pj.read_json(io.BytesIO(whole))
+    except pa.ArrowInvalid as e:
+        raise NotColumnar(str(e)) from None
+    if parsed.num_rows != len(raw) or not pa.types.is_list(parsed.schema.field("t").type):
+        raise NotColumnar("text that is not a JSON list")
+    items = parsed.column("t").combine_chunks()
+    if items.null_count:
+        raise NotColumnar("a null list")
+    item = items.type.value_type
+    if not (pa.types.is_string(item) or pa.types.is_null(item)) or items.flatten().null_count:
+        raise NotColumnar("a list of something other than text")
+    if not pc.all(pc.equal(json_values(items, spaced=True), raw)).as_py():
+        raise NotColumnar("a list that json.dumps would write otherwise")
+    flat = items.flatten()
+    if len(flat) and not pc.all(pc.string_is_ascii(flat)).as_py():
+        raise NotColumnar("an item that is not plain ASCII")
+    return json_items(items)
+
+
+@dataclass(frozen=True)
+class FirstText(Kind):
+    """The first of some fields a row has, which must be text: one field under two names
+    (MBPP's `text`, its sanitized set's `prompt`)."""
+
+    names: tuple[str, ...]
+    source: ClassVar[bool] = False
+
+    def value(self, values: Values, key: str) -> Any:
+        found = next((values[n] for n in self.names if n in values), None)
+        if not isinstance(found, str):
+            raise RowError(f"field {self.names[0]!r}: missing or not text")
+        return found
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        name = next((n for n in self.names if n in table.schema.names), None)
+        if name is None:
+            raise NotColumnar(f"none of the columns {list(self.names)}")
+        return None, {key: text(column(table, name))}
+
+
+@dataclass(frozen=True)
+class AfterLast(Kind):
+    """The text after the last `mark` of a text field, stripped, each of `drop` removed (GSM8K's
+    final answer after `####`, thousands commas dropped); never empty."""
+
+    of: str
+    mark: str
+    drop: str = ""
+    source: ClassVar[bool] = False
+
+    def value(self, values: Values, key: str) -> Any:
+        whole = values[self.of]
+        if self.mark not in whole:
+            raise RowError(f"field {self.of!r}: no '{self.mark} <final answer>' line")
+        after = whole.rsplit(self.mark, 1)[1].strip()
+        for c in self.drop:
+            after = after.replace(c, "")
+        if not after:
+            raise RowError(f"field {self.of!r}: nothing after '{self.mark}'")
+        return after
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        whole = columns[self.of]
+        refuse(pc.invert(pc.match_substring(whole, self.mark)), f"no '{self.mark}'")
+        # [head, tail] per row, each row holding the mark: the tails are every second value.
+        halves = pc.split_pattern(whole, self.mark, max_splits=1, reverse=True)
+        tail = pc.list_flatten(halves)[1::2]
+        # Python's strip() and Arrow's ASCII trim agree on printable ASCII and its whitespace.
+        plain = pc.match_substring_regex(tail, r"^[\t-\r -~]*$")
+        refuse(pc.invert(plain), "text after the mark that is not plain ASCII")
+        after = pc.ascii_trim_whitespace(tail)
+        for c in self.drop:
+            after = pc.replace_substring(after, c, "")
+        refuse(pc.equal(pc.binary_length(after), 0), f"nothing after '{self.mark}'")
+        return None, {key: after}
+
+
+@dataclass(frozen=True)
+class PerRow(Kind):
+    """Text a Python function makes of earlier fields (`of`), the same function on both paths
+    (a loop over the batch: for the few-hundred-row benchmarks that need one). Where it gives
+    None, the row path says `missing`."""
+
+    function: Callable[..., str | None]
+    of: tuple[str, ...]
+    missing: str = ""
+    source: ClassVar[bool] = False
+
+    def value(self, values: Values, key: str) -> Any:
+        out = self.function(*(values.get(k) for k in self.of))
+        if out is None:
+            raise RowError(self.missing)
+        return out
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        args = [_python(table, columns, k) for k in self.of]
+        out = pa.array([self.function(*a) for a in zip(*args, strict=True)], pa.string())
+        refuse(pc.is_null(out), self.missing)
+        return None, {key: out}
+
+
+def _python(table: pa.Table, columns: Columns, key: str) -> list[Any]:
+    """A field's values as the row path has them: an earlier field's, or a source column of
+    text, lists of text or nulls (whose Python values are the parsed row's), or None each."""
+    if key in columns:
+        return cast("list[Any]", columns[key].to_pylist())
+    if key not in table.schema.names:
+        return [None] * table.num_rows
+    values = column(table, key)
+    kind = values.type
+    if not (
+        pa.types.is_string(kind)
+        or pa.types.is_null(kind)
+        or (pa.types.is_list(kind) and pa.types.is_string(kind.value_type))
+    ):
+        raise NotColumnar(f"a {key} of type {kind}")
+    return cast("list[Any]", values.to_pylist())
+
+
+@dataclass(frozen=True)
+class Same(Kind):
+    """Text every row of a template shares (SkyRL's `env_class`): a constant of the template."""
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        return one_text(column(table, key)), {}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return shape
+
+
+@dataclass(frozen=True)
+class Chat(Kind):
+    """Chat messages, each exactly a role and a text content: the roles are the template's
+    (a batch is grouped by them), each content a slot (`#<key><position>`)."""
+
+    def groups(self, table: pa.Table, key: str) -> list[str] | None:
+        return role_keys(column(table, key))
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        roles, contents = messages(column(table, key))
+        return tuple(roles), {f"#{key}{k}": c for k, c in enumerate(contents)}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        roles = cast("tuple[str, ...]", shape)
+        return [{"role": r, "content": slot(f"#{key}{k}")} for k, r in enumerate(roles)]
+
+
+@dataclass(frozen=True)
+class LastUser(Kind):
+    """Text that is either always or never the last user message of a `Chat` field (`chat`,
+    which must have one) among the rows of one template: where it always is, it stands in as
+    that message's slot, so the template's comparisons come out as each row's."""
+
+    chat: str
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        last = last_user(cast("tuple[str, ...]", shapes[self.chat]))
+        if last is None:
+            raise NotColumnar(f"a {self.chat} without a user message")
+        values = text(column(table, key))
+        same = pc.sum(pc.equal(values, columns[f"#{self.chat}{last}"]).cast(pa.int64())).as_py()
+        if same not in (0, table.num_rows):
+            raise NotColumnar(f"a {key} that is the last user message only in some rows")
+        return (last if same else None), {key: values}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return slot(key if shape is None else f"#{self.chat}{shape}")
+
+
+@dataclass(frozen=True)
+class JsonFields(Kind):
+    """An object never null, its fields (never one of `never`) each any JSON value: the field
+    names are the template's, each value a JSON slot (`#<key>.<field>`)."""
+
+    never: tuple[str, ...] = ()
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        values = column(table, key)
+        if not pa.types.is_struct(values.type) or values.null_count:
+            raise NotColumnar(f"{key} of type {values.type}")
+        names = tuple(f.name for f in values.type)
+        if set(self.never) & set(names):
+            raise NotColumnar(f"a field of {key} among {list(self.never)}")
+        texts = {f"#{key}.{n}": json_values(pc.struct_field(values, n)) for n in names}
+        return names, texts
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return {n: json_slot(f"#{key}.{n}") for n in cast("tuple[str, ...]", shape)}
