@@ -27,7 +27,6 @@ module whose `load_environment()` returns a `vf.SingleTurnEnv` that scores by th
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import keyword
 import re
@@ -37,33 +36,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import pyarrow as pa
 import tomli_w
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
-from taskpack.converters._columnar import (
-    Batch,
-    Lines,
-    NotColumnar,
-    Parsed,
-    Template,
-    grouped,
-    last_user,
-    mapped,
-    messages,
-    refuse,
-    role_keys,
-    row_numbers,
-    slot,
-    table_chunks,
-    text_columns,
-)
+from taskpack.converters._fieldmap import FieldMap, IdOf, Native
 from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
+from taskpack.converters._kinds import Chat, LastUser, Text, Whole
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
-from taskpack.converters._rows import Hints, native_template, read_rows, write_row
+from taskpack.converters._rows import Hints, read_rows, write_row
 from taskpack.converters._source import Record, RowError, iter_table_rows, json_lines
 from taskpack.converters._verifier import solve_reference
 from taskpack.errors import TaskpackError, require
@@ -236,75 +219,26 @@ def read(uri: str, split: str, options: Options) -> Iterator[Record]:
 
 
 def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
-    return read_rows(
-        FORMAT, records, lambda row, n: to_task(row, split, n), to_row, _embedded, first
-    )
+    return FIELDS.rows(records, split, first)
 
 
-_COLUMNS = ("question", "answer", "example_id", "prompt")
+def _format() -> Format:
+    return FORMAT
 
 
-def read_columns(
-    uri: str, split: str, options: Options, lines: Lines = None
-) -> Iterator[Batch | Iterator[Record]]:
-    """`read`, a batch at a time (see `_columnar`), for files as `vf.SingleTurnEnv` datasets
-    hold them: exactly `question` and `answer` (text), `example_id` (a whole number, not
-    negative) and `prompt` (a user message among them, text contents), the question either
-    always or never the last user message among rows of the same roles. Rows of the same roles
-    share a template (`grouped`), its residue the row path's, computed once on a row of slots
-    that these checks keep true for every row."""
-    import pyarrow.compute as pc
-
-    if Path(uri).is_dir():  # a saved dataset or a taskset package
-        raise NotColumnar(uri)
-
-    @functools.lru_cache(maxsize=64)
-    def template(names: tuple[str, ...], roles: tuple[str, ...], asked: bool) -> Template:
-        last = last_user(roles)
-        row = {
-            "question": slot(f"#content{last}" if asked else "question"),
-            "answer": slot("answer"),
-            "example_id": 0,  # a number: the id is written back as it
-            "prompt": [
-                {"role": role, "content": slot(f"#content{k}")} for k, role in enumerate(roles)
-            ],
-        }
-        return native_template(FORMAT, row, list(names), lambda r, n: to_task(r, split, n), to_row)
-
-    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
-        names = table.schema.names
-        if sorted(names) != sorted(_COLUMNS) or table.num_rows == 0:
-            raise NotColumnar(f"columns {names}")
-        keys = role_keys(table.column("prompt").combine_chunks())
-        return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
-
-    def one(table: pa.Table, rows: pa.Array, _: Parsed, _key: str) -> Batch:
-        """Rows of one template: the same roles."""
-        roles, contents = messages(table.column("prompt"))
-        last = last_user(roles)
-        if last is None:
-            raise NotColumnar("a prompt without a user message")
-        question, answer = text_columns(table, ["question", "answer"])
-        matches = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
-        if matches not in (0, table.num_rows):
-            raise NotColumnar("a question that is the last user message only in some rows")
-        asked = matches > 0  # in every row (a count would differ between batches)
-        example_id = table.column("example_id").combine_chunks()
-        if not pa.types.is_integer(example_id.type):
-            raise NotColumnar("an example_id that is not a whole number")
-        refuse(pc.is_null(example_id), "no example_id")
-        refuse(pc.less(example_id, 0), "a negative example_id")  # no number to write back
-        columns = {
-            "question": question,
-            "answer": answer,
-            **{f"#content{k}": c for k, c in enumerate(contents)},
-        }
-        ids = pc.cast(example_id, pa.string())
-        return template(tuple(table.schema.names), tuple(roles), asked).fill(ids, columns, rows)
-
-    yield from mapped(
-        table_chunks(uri, keyed=True, lines=lines), batch, lambda rows, n: _native(rows, split, n)
-    )
+# Files as `vf.SingleTurnEnv` datasets hold them, rows grouped by the roles of their prompts;
+# a saved dataset or a taskset package (a folder) goes row by row.
+FIELDS = FieldMap(
+    {
+        "prompt": Chat(),
+        "question": LastUser("prompt"),
+        "answer": Text(),
+        "example_id": Whole(least=0, number=0),  # a number: the id is written back as it
+    },
+    id=IdOf("example_id"),
+    mapping=Native(_format, to_task, to_row, _embedded),
+    keyed=True,
+)
 
 
 # --- tasksets (verifiers 0.4) --------------------------------------------------------------
@@ -513,7 +447,7 @@ FORMAT = Format(
     name="verifiers",
     summary="Verifiers: 0.4 taskset packages (TaskData rows), or 0.3 datasets (form: dataset).",
     read=read,
-    read_columns=read_columns,
+    read_columns=FIELDS.read_columns,
     write=write,
     split_globs=(("*/data/*.jsonl", "root"), ("*.parquet", "file")),
     write_options=VerifiersWriteOptions,
