@@ -43,7 +43,7 @@ from taskpack.converters._columnar import (
     table_chunks,
     task_ids,
 )
-from taskpack.converters._kinds import Columns, Kind, Shapes, Values
+from taskpack.converters._kinds import ABSENT, Columns, Kind, Shapes, Values
 from taskpack.converters._source import Record, RowError, base_suffix, iter_table_rows, map_rows
 
 if TYPE_CHECKING:
@@ -88,6 +88,24 @@ class IdOf:
 
 
 @dataclass(frozen=True)
+class IdOr:
+    """A field's text where the batch has it, else the rule `otherwise`."""
+
+    key: str
+    otherwise: IdRule
+
+    def value(self, values: Values, split: str, row: int) -> str:
+        if self.key in values:
+            return str(values[self.key])
+        return self.otherwise.value(values, split, row)
+
+    def column(self, columns: Columns, split: str, rows: pa.Array) -> pa.Array:
+        if self.key in columns:
+            return task_ids(columns[self.key])
+        return self.otherwise.column(columns, split, rows)
+
+
+@dataclass(frozen=True)
 class Flat:
     """A mapping of (checked values, split, row number) to task fields but the id."""
 
@@ -114,7 +132,8 @@ class FieldMap:
     given to the mapping as they are); without it, the columnar path takes only tables of
     exactly the declared fields. `keyed`: whether the mapping reads a row's keys in their order
     (see `_columnar.table_chunks`); `suffixes`: the only kinds of file the columnar path takes
-    (where another's reading could differ), else any."""
+    (where another's reading could differ), else any; `never`: fields that send a source row
+    by row (a whole task embedded)."""
 
     fields: Mapping[str, Kind]
     id: IdRule
@@ -122,7 +141,9 @@ class FieldMap:
     rest: bool = False
     keyed: bool = False
     suffixes: tuple[str, ...] = ()
+    never: tuple[str, ...] = ()
     _names: frozenset[str] = field(init=False, default=frozenset())
+    _needed: frozenset[str] = field(init=False, default=frozenset())
     _structs: dict[str, list[str]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -132,7 +153,9 @@ class FieldMap:
             name, _, inner = key.partition(".")
             if inner:
                 structs.setdefault(name, []).append(inner)
+        needed = [k for k in sources if self.fields[k].required]
         object.__setattr__(self, "_names", frozenset(k.partition(".")[0] for k in sources))
+        object.__setattr__(self, "_needed", frozenset(k.partition(".")[0] for k in needed))
         object.__setattr__(self, "_structs", structs)
 
     # --- the row path ---------------------------------------------------------------------
@@ -176,9 +199,9 @@ class FieldMap:
         def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
             names = table.schema.names
             own_names(names)
-            if not self._names <= set(names) or not table.num_rows:
+            if not self._needed <= set(names) or set(self.never) & set(names):
                 raise NotColumnar(f"columns {names}")
-            if not self.rest and len(names) != len(self._names):
+            if (not self.rest and not set(names) <= self._names) or not table.num_rows:
                 raise NotColumnar(f"columns {names}")
             for name, inner in self._structs.items():
                 kind = table.schema.field(name).type
@@ -220,10 +243,13 @@ class FieldMap:
         row |= {name: {} for name in self._structs}
         for key, kind in self.fields.items():
             name, _, inner = key.partition(".")
+            stand_in = kind.stand_in(key, shape[key])
+            if stand_in == ABSENT:
+                continue
             if inner:
-                row[name][inner] = kind.stand_in(key, shape[key])
+                row[name][inner] = stand_in
             else:
-                row[key] = kind.stand_in(key, shape[key])
+                row[key] = stand_in
         others = [n for n in names if row[n] == json_slot(n)]
         mapping = self.mapping
         try:

@@ -59,10 +59,10 @@ def column(table: pa.Table, key: str) -> pa.Array:
 
 
 class Kind:
-    """A field of a map. `source`: a field the source has (the batch must have it), not one
-    the map derives."""
+    """A field of a map. `source`: a field the source has, not one the map derives."""
 
     source: ClassVar[bool] = True
+    required: ClassVar[bool] = True  # of a source field: whether every batch must have it
 
     def value(self, values: Values, key: str) -> Any:
         """The row path: the field's value in a row whose earlier fields are checked."""
@@ -395,3 +395,52 @@ class JsonFields(Kind):
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
         return {n: json_slot(f"#{key}.{n}") for n in cast("tuple[str, ...]", shape)}
+
+
+# What an absent optional field stands in as: nothing (the row of slots lacks it too).
+ABSENT = "\x00absent"
+
+
+@dataclass(frozen=True)
+class Maybe(Kind):
+    """An optional source field: where a batch has it, of kind `kind`."""
+
+    kind: Kind
+    required: ClassVar[bool] = False
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        if key.partition(".")[0] not in table.schema.names:
+            return ABSENT, {}
+        return self.kind.take(table, columns, shapes, key)
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return ABSENT if shape == ABSENT else self.kind.stand_in(key, shape)
+
+
+@dataclass(frozen=True)
+class SameAs(Kind):
+    """Text that is either always or never the text of field `of` among the rows of one
+    template (GEM's `question` beside its `problem`); where `of` is absent, never one of
+    `never`. Where it always is, it stands in as `of`'s slot, so the template's comparisons
+    come out as each row's."""
+
+    of: str
+    never: tuple[str, ...] = ()
+
+    def take(
+        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
+    ) -> tuple[Hashable, Columns]:
+        values = text(column(table, key))
+        if self.of not in columns:
+            for other in self.never:
+                refuse(pc.equal(values, other), f"{key} {other!r}")
+            return False, {key: values}
+        same = pc.sum(pc.equal(values, columns[self.of]).cast(pa.int64())).as_py()
+        if same not in (0, table.num_rows):
+            raise NotColumnar(f"a {key} that is {self.of} only in some rows")
+        return same > 0, {key: values}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return slot(self.of if shape else key)
