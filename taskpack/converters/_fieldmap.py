@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from taskpack.converters._columnar import (
     ROW,
@@ -34,16 +35,18 @@ from taskpack.converters._columnar import (
     Parsed,
     Template,
     grouped,
+    in_field_order,
     json_columns,
     json_slot,
     mapped,
     ordinal_ids,
     own_names,
+    refuse,
     row_numbers,
     table_chunks,
     task_ids,
 )
-from taskpack.converters._kinds import ABSENT, Columns, Kind, Shapes, Values
+from taskpack.converters._kinds import ABSENT, At, Columns, Kind, Values
 from taskpack.converters._source import Record, RowError, base_suffix, iter_table_rows, map_rows
 
 if TYPE_CHECKING:
@@ -128,31 +131,36 @@ class Native:
 class FieldMap:
     """A row format's one declaration: `fields` by key (source fields by their names, `a.b`
     for a field of a struct column, derived values under `#` keys), in the order the row path
-    checks them; `id`; the mapping. `rest`: whether rows may hold other fields (JSON values,
-    given to the mapping as they are); without it, the columnar path takes only tables of
-    exactly the declared fields. `keyed`: whether the mapping reads a row's keys in their order
-    (see `_columnar.table_chunks`); `suffixes`: the only kinds of file the columnar path takes
-    (where another's reading could differ), else any; `never`: fields that send a source row
-    by row (a whole task embedded)."""
+    checks them; `id`; the mapping.
+
+    `rest`: whether rows may hold other fields (JSON values, given to the mapping as they are;
+    never null unless `rest_nulls`); without it, the columnar path takes only tables of the
+    declared fields. `open`: struct columns whose other fields are kept likewise, in each row's
+    own order. `keyed`: whether the mapping reads a row's keys in their order (see
+    `_columnar.table_chunks`); `suffixes`: the only kinds of file the columnar path takes (where
+    another's reading could differ), else any; `never`: fields that send a source row by row (a
+    whole task embedded)."""
 
     fields: Mapping[str, Kind]
     id: IdRule
     mapping: Flat | Native
     rest: bool = False
+    rest_nulls: bool = True
+    open: tuple[str, ...] = ()
     keyed: bool = False
     suffixes: tuple[str, ...] = ()
     never: tuple[str, ...] = ()
     _names: frozenset[str] = field(init=False, default=frozenset())
     _needed: frozenset[str] = field(init=False, default=frozenset())
-    _structs: dict[str, list[str]] = field(init=False, default_factory=dict)
+    _structs: dict[str, dict[str, bool]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         sources = [k for k, kind in self.fields.items() if kind.source]
-        structs: dict[str, list[str]] = {}
+        structs: dict[str, dict[str, bool]] = {name: {} for name in self.open}
         for key in sources:
             name, _, inner = key.partition(".")
-            if inner:
-                structs.setdefault(name, []).append(inner)
+            if inner:  # each declared field of a struct, and whether it must be there
+                structs.setdefault(name, {})[inner] = self.fields[key].required
         needed = [k for k in sources if self.fields[k].required]
         object.__setattr__(self, "_names", frozenset(k.partition(".")[0] for k in sources))
         object.__setattr__(self, "_needed", frozenset(k.partition(".")[0] for k in needed))
@@ -203,14 +211,11 @@ class FieldMap:
                 raise NotColumnar(f"columns {names}")
             if (not self.rest and not set(names) <= self._names) or not table.num_rows:
                 raise NotColumnar(f"columns {names}")
-            for name, inner in self._structs.items():
-                kind = table.schema.field(name).type
-                if not pa.types.is_struct(kind) or sorted(f.name for f in kind) != sorted(inner):
-                    raise NotColumnar(f"{name} of type {kind}")
-                if table.column(name).null_count:
-                    raise NotColumnar(f"a null {name}")
+            for name in self._structs:
+                self._check_struct(table, name, parsed)
             rows = row_numbers(first, table.num_rows)
-            keys = [k.groups(table, key) for key, k in self.fields.items()]
+            at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
+            keys = [k.groups(at, key) for key, k in self.fields.items()]
             shaped = [k for k in keys if k is not None]
             if not shaped:
                 return one(table, rows, parsed, "")
@@ -219,38 +224,67 @@ class FieldMap:
 
         def one(table: pa.Table, rows: pa.Array, parsed: Parsed, _: str) -> Batch:
             """Rows of one shape."""
-            columns: Columns = {}
-            shapes: Shapes = {}
+            at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
             for key, kind in self.fields.items():
-                shapes[key], taken = kind.take(table, columns, shapes, key)
-                columns |= taken
+                at.shapes[key], taken = kind.take(at, key)
+                at.columns |= taken
             names = tuple(table.schema.names)
-            made, others = template(names, tuple(shapes.items()))
-            values, hashed = json_columns(table, others, parsed)
-            columns |= values
+            orders = tuple((n, _field_names(table, n)) for n in self._structs)
+            made, others = template(names, orders, tuple(at.shapes.items()))
+            columns, hashed = json_columns(table, others, parsed)
+            if not self.rest_nulls:
+                nulls = [
+                    pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))) for n in others
+                ]
+                refuse(functools.reduce(pc.or_, nulls, pa.repeat(False, len(rows))), "a null")
+            for name in self.open:
+                kept = [f for f in _field_names(table, name) if f not in self._structs[name]]
+                fields, objects = at.fields(name)
+                inner, inner_hashed = json_columns(fields, kept, objects)
+                columns |= {f"#{name}.{f}": t for f, t in inner.items()}
+                hashed |= {f"#{name}.{f}": t for f, t in inner_hashed.items()}
+            columns |= at.columns
             return made.fill(self.id.column(columns, split, rows), columns, rows, hashed)
 
-        chunks = table_chunks(uri, keyed=self.keyed, lines=lines)
+        chunks = table_chunks(uri, keyed=self.keyed, by_field=frozenset(self.open), lines=lines)
         yield from mapped(chunks, batch, lambda rows, n: self.rows(rows, split, n))
 
+    def _check_struct(self, table: pa.Table, name: str, parsed: Parsed) -> None:
+        """A struct column holds the fields declared of it (only those, unless `open`), never
+        null; an open one's fields come in the same order in every row."""
+        kind = table.schema.field(name).type
+        declared = self._structs[name]
+        if not pa.types.is_struct(kind) or table.column(name).null_count:
+            raise NotColumnar(f"{name} of type {kind}")
+        fields = [f.name for f in kind]
+        needed = {f for f, required in declared.items() if required}
+        if not needed <= set(fields) or (
+            name not in self.open and not set(fields) <= set(declared)
+        ):
+            raise NotColumnar(f"{name} fields {fields}")
+        ordered = name not in self.open or len(fields) == 1 or in_field_order(table, name)
+        if not ordered and any(list(row[name]) != fields for row in parsed()):
+            raise NotColumnar(f"{name} fields in another order, or lacking")
+
     def _template(
-        self, split: str, names: tuple[str, ...], shapes: tuple[tuple[str, Hashable], ...]
+        self,
+        split: str,
+        names: tuple[str, ...],
+        orders: tuple[tuple[str, tuple[str, ...]], ...],
+        shapes: tuple[tuple[str, Hashable], ...],
     ) -> tuple[Template, list[str]]:
-        """The template of rows of these columns and shapes, and the columns it takes as
-        JSON (the rest, as each row has them)."""
+        """The template of rows of these columns, struct fields (in this order) and shapes,
+        and the columns it takes as JSON (the rest, as each row has them)."""
         shape = dict(shapes)
+        stand_ins = {key: kind.stand_in(key, shape[key]) for key, kind in self.fields.items()}
         row: dict[str, Any] = {n: json_slot(n) for n in names}
-        row |= {name: {} for name in self._structs}
-        for key, kind in self.fields.items():
-            name, _, inner = key.partition(".")
-            stand_in = kind.stand_in(key, shape[key])
-            if stand_in == ABSENT:
-                continue
-            if inner:
-                row[name][inner] = stand_in
-            else:
-                row[key] = stand_in
-        others = [n for n in names if row[n] == json_slot(n)]
+        for name, order in orders:
+            row[name] = {f: stand_ins.get(f"{name}.{f}", json_slot(f"#{name}.{f}")) for f in order}
+        row |= {key: value for key, value in stand_ins.items() if "." not in key}
+        row = {k: v for k, v in row.items() if v != ABSENT}
+        for name in row.keys() & self._structs.keys():
+            row[name] = {k: v for k, v in row[name].items() if v != ABSENT}
+        others = [n for n in names if row.get(n) == json_slot(n)]
         mapping = self.mapping
         try:
             if isinstance(mapping, Native):
@@ -269,3 +303,7 @@ class FieldMap:
         except (RowError, ValueError) as e:
             raise NotColumnar(f"a template the row path refuses: {e}") from None
         return made, others
+
+
+def _field_names(table: pa.Table, name: str) -> tuple[str, ...]:
+    return tuple(f.name for f in table.schema.field(name).type)

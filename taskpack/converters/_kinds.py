@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from taskpack.converters._columnar import (
     NotColumnar,
+    Parsed,
+    fields_table,
+    item_fields,
+    json_columns,
     json_items,
     json_slot,
     json_values,
@@ -32,6 +36,7 @@ from taskpack.converters._columnar import (
     role_keys,
     slot,
     text,
+    without,
 )
 from taskpack.converters._source import RowError, need
 from taskpack.nesting import too_deep
@@ -58,6 +63,34 @@ def column(table: pa.Table, key: str) -> pa.Array:
     return values
 
 
+@dataclass
+class At:
+    """A batch as the kinds take it: its table, its rows as the row path parses them (for what
+    Arrow cannot vouch for), earlier fields' slot columns and shapes, and the rows' task ids
+    (`ids`, asked when needed)."""
+
+    table: pa.Table
+    parsed: Parsed
+    ids: Callable[[], pa.Array]
+    columns: Columns = field(default_factory=dict)
+    shapes: Shapes = field(default_factory=dict)
+
+    def fields(self, name: str) -> tuple[pa.Table, Parsed]:
+        """Struct column `name` as a table of its fields (their text checked against the
+        source, see `_columnar.fields_table`), and its rows' objects as the row path parses
+        them."""
+        return fields_table(self.table, name), lambda: [row[name] for row in self.parsed()]
+
+
+def has(table: pa.Table, key: str) -> bool:
+    """Whether the table has the field (`a.b`: a struct column `a` with a field `b`)."""
+    name, _, inner = key.partition(".")
+    if name not in table.schema.names:
+        return False
+    kind = table.schema.field(name).type
+    return not inner or (pa.types.is_struct(kind) and kind.get_field_index(inner) >= 0)
+
+
 class Kind:
     """A field of a map. `source`: a field the source has, not one the map derives."""
 
@@ -68,15 +101,12 @@ class Kind:
         """The row path: the field's value in a row whose earlier fields are checked."""
         return values.get(key)
 
-    def groups(self, table: pa.Table, key: str) -> list[str] | None:
+    def groups(self, at: At, key: str) -> list[str] | None:
         """Each row's shape as text, where rows of one batch may differ in it."""
         return None
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        """The batch path: the field's shape and slot columns (`columns`, `shapes`: earlier
-        fields')."""
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        """The batch path: the field's shape and slot columns."""
         raise NotImplementedError
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
@@ -92,10 +122,8 @@ class Text(Kind):
     def value(self, values: Values, key: str) -> Any:
         return need(values, key)
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        values = text(column(table, key))
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        values = text(column(at.table, key))
         for other in self.never:
             refuse(pc.equal(values, other), f"{key} {other!r}")
         return None, {key: values}
@@ -113,10 +141,8 @@ class Whole(Kind):
     def value(self, values: Values, key: str) -> Any:
         return need(values, key, int)
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        values = column(table, key)
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        values = column(at.table, key)
         if not pa.types.is_integer(values.type):
             raise NotColumnar(f"a {key} that is not a whole number")
         refuse(pc.is_null(values), f"no {key}")
@@ -139,10 +165,8 @@ class TextList(Kind):
     def value(self, values: Values, key: str) -> Any:
         return need(values, key, list)
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        values = column(table, key)
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        values = column(at.table, key)
         kind = values.type
         if not pa.types.is_list(kind) or not pa.types.is_string(kind.value_type):
             raise NotColumnar(f"a {key} that is not a list of text")
@@ -169,10 +193,8 @@ class JsonTextList(Kind):
         self.check(values, key)
         return values.get(key, "[]")
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        return None, {f"#{key}": _list_items(text(column(table, key)))}
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        return None, {f"#{key}": _list_items(text(column(at.table, key)))}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
         return json.dumps([json_slot(f"#{key}")])
@@ -226,13 +248,11 @@ class FirstText(Kind):
             raise RowError(f"field {self.names[0]!r}: missing or not text")
         return found
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        name = next((n for n in self.names if n in table.schema.names), None)
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        name = next((n for n in self.names if n in at.table.schema.names), None)
         if name is None:
             raise NotColumnar(f"none of the columns {list(self.names)}")
-        return None, {key: text(column(table, name))}
+        return None, {key: text(column(at.table, name))}
 
 
 @dataclass(frozen=True)
@@ -256,10 +276,8 @@ class AfterLast(Kind):
             raise RowError(f"field {self.of!r}: nothing after '{self.mark}'")
         return after
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        whole = columns[self.of]
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        whole = at.columns[self.of]
         refuse(pc.invert(pc.match_substring(whole, self.mark)), f"no '{self.mark}'")
         # [head, tail] per row, each row holding the mark: the tails are every second value.
         halves = pc.split_pattern(whole, self.mark, max_splits=1, reverse=True)
@@ -291,10 +309,8 @@ class PerRow(Kind):
             raise RowError(self.missing)
         return out
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        args = [_python(table, columns, k) for k in self.of]
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        args = [_python(at.table, at.columns, k) for k in self.of]
         out = pa.array([self.function(*a) for a in zip(*args, strict=True)], pa.string())
         refuse(pc.is_null(out), self.missing)
         return None, {key: out}
@@ -322,56 +338,137 @@ def _python(table: pa.Table, columns: Columns, key: str) -> list[Any]:
 class Same(Kind):
     """Text every row of a template shares (SkyRL's `env_class`): a constant of the template."""
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        return one_text(column(table, key)), {}
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        return one_text(column(at.table, key)), {}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
         return shape
 
 
+class Roles(NamedTuple):
+    """A `Chat` field's shape: its roles, and whether a bare text stands for them (`text`) or
+    every item says `"type": "message"` (`typed`)."""
+
+    roles: tuple[str, ...]
+    form: str = "messages"
+
+
 @dataclass(frozen=True)
 class Chat(Kind):
     """Chat messages, each exactly a role and a text content: the roles are the template's
-    (a batch is grouped by them), each content a slot (`#<key><position>`)."""
+    (a batch is grouped by them), each content a slot (`#<key><position>`). `responses`: as
+    the Responses API's `input` also takes them, a bare text standing for one user message, or
+    items that all say `"type": "message"`, and the last user message never empty (the row
+    path then reads no question)."""
 
-    def groups(self, table: pa.Table, key: str) -> list[str] | None:
-        return role_keys(column(table, key))
+    responses: bool = False
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        roles, contents = messages(column(table, key))
-        return tuple(roles), {f"#{key}{k}": c for k, c in enumerate(contents)}
+    def groups(self, at: At, key: str) -> list[str] | None:
+        return role_keys(column(at.table, key))
+
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        values = column(at.table, key)
+        form = "messages"
+        if self.responses and pa.types.is_string(values.type):
+            roles, contents, form = ["user"], [text(values)], "text"
+        else:
+            if self.responses and _typed(values):
+                values, form = without(values, "type"), "typed"
+            roles, contents = messages(values)
+        last = last_user(roles)
+        if self.responses and last is not None:
+            refuse(pc.equal(contents[last], ""), "an empty user message")
+        return Roles(tuple(roles), form), {f"#{key}{k}": c for k, c in enumerate(contents)}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
-        roles = cast("tuple[str, ...]", shape)
-        return [{"role": r, "content": slot(f"#{key}{k}")} for k, r in enumerate(roles)]
+        roles, form = cast(Roles, shape)
+        if form == "text":
+            return slot(f"#{key}0")
+        typed = {"type": "message"} if form == "typed" else {}
+        return [{"role": r, "content": slot(f"#{key}{k}"), **typed} for k, r in enumerate(roles)]
+
+
+def _typed(items: pa.Array) -> bool:
+    """Whether `items` holds Responses-API message items, `"type": "message"` in every item;
+    rows where an item says otherwise, or lacks it, go row by row."""
+    if "type" not in item_fields(items.type):
+        return False
+    refuse(pc.is_null(items), "no input")
+    kinds = pc.struct_field(pc.list_flatten(items), "type")
+    other = pc.invert(pc.fill_null(pc.equal(kinds, "message"), False))
+    if pc.any(other).as_py():
+        rows = pc.unique(pc.filter(pc.list_parent_indices(items), other))
+        raise NotColumnar("an input item not a message", sorted(rows.to_pylist()))
+    return True
 
 
 @dataclass(frozen=True)
 class LastUser(Kind):
-    """Text that is either always or never the last user message of a `Chat` field (`chat`,
-    which must have one) among the rows of one template: where it always is, it stands in as
-    that message's slot, so the template's comparisons come out as each row's."""
+    """Text that is either always or never the last user message of a `Chat` field (`chat`)
+    among the rows of one template: where it always is, it stands in as that message's slot,
+    so the template's comparisons come out as each row's. The chat must have a user message,
+    unless `optional`: then, where it has none or the text never is it, the field is kept as
+    the row has it (any JSON value)."""
 
     chat: str
+    optional: bool = False
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        last = last_user(cast("tuple[str, ...]", shapes[self.chat]))
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        last = last_user(cast(Roles, at.shapes[self.chat]).roles)
         if last is None:
+            if self.optional:
+                return None, {}
             raise NotColumnar(f"a {self.chat} without a user message")
-        values = text(column(table, key))
-        same = pc.sum(pc.equal(values, columns[f"#{self.chat}{last}"]).cast(pa.int64())).as_py()
-        if same not in (0, table.num_rows):
+        values = text(column(at.table, key))
+        message = at.columns[f"#{self.chat}{last}"]
+        same = pc.sum(pc.equal(values, message).cast(pa.int64())).as_py()
+        if same not in (0, at.table.num_rows):
             raise NotColumnar(f"a {key} that is the last user message only in some rows")
         return (last if same else None), {key: values}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
-        return slot(key if shape is None else f"#{self.chat}{shape}")
+        if shape is not None:
+            return slot(f"#{self.chat}{shape}")
+        return json_slot(key) if self.optional else slot(key)
+
+
+@dataclass(frozen=True)
+class SameJson(Kind):
+    """A JSON value every row of a template shares, where a slot cannot stand for it (NeMo's
+    tool list maps to model objects): a batch is grouped by its text."""
+
+    def groups(self, at: At, key: str) -> list[str] | None:
+        return cast("list[str]", _json_texts(at, key).to_pylist())
+
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        return one_text(_json_texts(at, key)), {}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return json.loads(cast(str, shape))
+
+
+def _json_texts(at: At, key: str) -> pa.Array:
+    """Each row's JSON text of a field (`a.b`: of a struct column), as the row path writes it."""
+    name, _, inner = key.partition(".")
+    if not inner:
+        return json_columns(at.table, [name], at.parsed)[0][name]
+    table, parsed = at.fields(name)
+    return json_columns(table, [inner], parsed)[0][inner]
+
+
+@dataclass(frozen=True)
+class NotTheId(Kind):
+    """A field kept as the row has it (JSON) that is never the row's task id (NeMo rows' own
+    `id`, which need not be unique): the template's residue compares the two."""
+
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        values = column(at.table, key)
+        if pa.types.is_string(values.type):  # no other value's JSON is a task id's
+            refuse(pc.equal(values, at.ids()), "an own id that is the task id")
+        return None, {}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return json_slot(key)
 
 
 @dataclass(frozen=True)
@@ -381,10 +478,8 @@ class JsonFields(Kind):
 
     never: tuple[str, ...] = ()
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        values = column(table, key)
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        values = column(at.table, key)
         if not pa.types.is_struct(values.type) or values.null_count:
             raise NotColumnar(f"{key} of type {values.type}")
         names = tuple(f.name for f in values.type)
@@ -408,12 +503,11 @@ class Maybe(Kind):
     kind: Kind
     required: ClassVar[bool] = False
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        if key.partition(".")[0] not in table.schema.names:
-            return ABSENT, {}
-        return self.kind.take(table, columns, shapes, key)
+    def groups(self, at: At, key: str) -> list[str] | None:
+        return self.kind.groups(at, key) if has(at.table, key) else None
+
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        return self.kind.take(at, key) if has(at.table, key) else (ABSENT, {})
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
         return ABSENT if shape == ABSENT else self.kind.stand_in(key, shape)
@@ -429,16 +523,14 @@ class SameAs(Kind):
     of: str
     never: tuple[str, ...] = ()
 
-    def take(
-        self, table: pa.Table, columns: Columns, shapes: Shapes, key: str
-    ) -> tuple[Hashable, Columns]:
-        values = text(column(table, key))
-        if self.of not in columns:
+    def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        values = text(column(at.table, key))
+        if self.of not in at.columns:
             for other in self.never:
                 refuse(pc.equal(values, other), f"{key} {other!r}")
             return False, {key: values}
-        same = pc.sum(pc.equal(values, columns[self.of]).cast(pa.int64())).as_py()
-        if same not in (0, table.num_rows):
+        same = pc.sum(pc.equal(values, at.columns[self.of]).cast(pa.int64())).as_py()
+        if same not in (0, at.table.num_rows):
             raise NotColumnar(f"a {key} that is {self.of} only in some rows")
         return same > 0, {key: values}
 
