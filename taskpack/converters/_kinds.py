@@ -424,7 +424,9 @@ class LastUser(Kind):
         same = pc.sum(pc.equal(values, message).cast(pa.int64())).as_py()
         if same not in (0, at.table.num_rows):
             raise NotColumnar(f"a {key} that is the last user message only in some rows")
-        return (last if same else None), {key: values}
+        if same:
+            return last, {}
+        return None, {} if self.optional else {key: values}  # JSON: `json_columns` fills it
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
         if shape is not None:

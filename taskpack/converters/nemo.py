@@ -11,50 +11,23 @@ elsewhere gets `question` (its instruction) for NeMo Gym's verifiers.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from pydantic import Field
 
 from taskpack import records
-from taskpack.converters._columnar import (
-    Batch,
-    Lines,
-    NotColumnar,
-    Parsed,
-    Template,
-    fields_table,
-    grouped,
-    in_field_order,
-    item_fields,
-    json_columns,
-    json_slot,
-    json_values,
-    last_user,
-    mapped,
-    messages,
-    ordinal_ids,
-    own_names,
-    refuse,
-    role_keys,
-    row_numbers,
-    slot,
-    table_chunks,
-    text,
-    without,
-)
-from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
+from taskpack.converters._fieldmap import FieldMap, Native, Ordinal
+from taskpack.converters._format import Format, Target, WriteOptions, mixture_note
+from taskpack.converters._kinds import Chat, LastUser, Maybe, NotTheId, SameJson
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
-from taskpack.converters._rows import Hints, native_template, read_rows, write_row
-from taskpack.converters._source import Record, RowError, iter_table_rows
+from taskpack.converters._rows import Hints, write_row
+from taskpack.converters._source import RowError
 from taskpack.model import Item, Part, Task, Tool
 
 PARAMS = "responses_create_params"
-_TOOLS = "\x1e"  # in a row's template key: its roles, this, and its tool list's JSON text
 # Responses-API part type -> model part: (model type, {model field: Responses field})
 _PARTS: dict[str, tuple[str, dict[str, str]]] = {
     "input_text": ("text", {"text": "text"}),
@@ -275,143 +248,34 @@ def mixture_configs(
     }
 
 
-def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return _native(iter_table_rows(uri), split)
+def _format() -> Format:
+    return FORMAT
 
 
-def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
-    return read_rows(
-        FORMAT, records, lambda row, n: to_task(row, split, n), to_row, embedded, first
-    )
-
-
-def read_columns(
-    uri: str, split: str, options: Options, lines: Lines = None
-) -> Iterator[Batch | Iterator[Record]]:
-    """`read`, a batch at a time (see `_columnar`), for rows whose `responses_create_params`
-    holds `input` (messages with text contents, or one text; a user one never empty) and the
-    same other fields in every row (each kept as the row has it), whose `expected_answer` and
-    other fields are JSON values never null (objects and floats as `json_columns` takes them),
-    with `question` always or never the last user message (among rows of the same roles) and
-    an own `id` never the task id. Rows are mapped in groups of one template (`grouped`): the
-    same roles in their messages and the same tool list (tools map to model objects a slot
-    cannot stand for), its residue (`extras.nemo`) the row path's, computed once on a row of
-    slots the checks keep true."""
-    import pyarrow.compute as pc
-
-    @functools.lru_cache(maxsize=64)
-    def template(shape: tuple[Any, ...], tools: str) -> Template:
-        """The template of rows of one shape whose tool list has the JSON text `tools`."""
-        names, fields, as_text, roles, asked, typed = shape
-        row: dict[str, Any] = {n: json_slot(n) for n in names if n != PARAMS}
-        last = last_user(roles)
-        if asked:
-            row["question"] = slot(f"#content{last}")
-        kind = {"type": "message"} if typed else {}
-        messages_in = [
-            {"role": role, "content": slot(f"#content{k}"), **kind} for k, role in enumerate(roles)
-        ]
-        row[PARAMS] = {
-            f: (slot("#content0") if as_text else messages_in)
-            if f == "input"
-            else json.loads(tools)
-            if f == "tools"
-            else json_slot(f"#{PARAMS}.{f}")
-            for f in fields
-        }
-        to = lambda r, n: to_task(r, split, n)  # noqa: E731
-        try:
-            return native_template(FORMAT, row, list(names), to, to_row)
-        except (RowError, ValueError) as e:
-            raise NotColumnar(f"a template the row path refuses: {e}") from None
-
-    def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
-        names = table.schema.names
-        params = table.column(PARAMS).combine_chunks() if PARAMS in names else None
-        if params is None or not pa.types.is_struct(params.type) or params.null_count:
-            raise NotColumnar(f"columns {names}")
-        fields = [f.name for f in params.type]
-        if "input" not in fields or PAYLOAD_KEY in names:
-            raise NotColumnar(f"{PARAMS} fields {params.type}")
-        own_names(names)
-        ordered = fields == ["input"] or in_field_order(table, PARAMS)
-        if not ordered and any(list(r[PARAMS]) != fields for r in parsed()):
-            raise NotColumnar(f"{PARAMS} fields in another order, or lacking")
-        keys = role_keys(pc.struct_field(params, "input"))
-        if "tools" in fields:
-            request = fields_table(table, PARAMS)
-            tools = json_columns(request, ["tools"], lambda: [r[PARAMS] for r in parsed()])[0]
-            keys = [
-                f"{k}{_TOOLS}{t}" for k, t in zip(keys, tools["tools"].to_pylist(), strict=True)
-            ]
-        return grouped(keys, table, row_numbers(first, table.num_rows), parsed, one)
-
-    def one(table: pa.Table, rows: pa.Array, parsed: Parsed, key: str) -> Batch:
-        """Rows of one template: the same roles, the same tool list (in the key)."""
-        names = table.schema.names
-        params = table.column(PARAMS).combine_chunks()
-        fields = [f.name for f in params.type]
-        inputs = pc.struct_field(params, "input")
-        as_text = pa.types.is_string(inputs.type)  # `input` as a bare string: one user message
-        typed = _typed_messages(inputs)
-        if typed:
-            inputs = without(inputs, "type")
-        roles, contents = (["user"], [text(inputs)]) if as_text else messages(inputs)
-        last = last_user(roles)
-        if last is not None:  # an empty one: the row has no question
-            refuse(pc.equal(contents[last], ""), "an empty user message")
-        others = [n for n in names if n != PARAMS]
-        columns, hashed = json_columns(table, others, parsed)
-        kept = [f for f in fields if f not in ("input", "tools")]  # as each row has them
-        texts, sorted_texts = json_columns(
-            fields_table(table, PARAMS), kept, lambda: [r[PARAMS] for r in parsed()]
-        )
-        columns |= {f"#{PARAMS}.{f}": t for f, t in texts.items()}
-        hashed |= {f"#{PARAMS}.{f}": t for f, t in sorted_texts.items()}
-        tools = key.partition(_TOOLS)[2]
-        null = pa.repeat(False, table.num_rows)
-        for n in others:
-            null = pc.or_(null, pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))))
-        refuse(null, "a null field")
-        ids = ordinal_ids(split, rows)
-        if "id" in names:
-            refuse(pc.equal(columns["id"], json_values(ids)), "an own id that is the task id")
-        asked = False
-        if "question" in names and last is not None:
-            question = text(table.column("question").combine_chunks())
-            matches = pc.sum(pc.equal(question, contents[last]).cast(pa.int64())).as_py()
-            if matches not in (0, table.num_rows):
-                raise NotColumnar("a question that is the last user message only in some rows")
-            asked = matches > 0  # in every row (a count would differ between batches)
-        shape = (tuple(names), tuple(fields), as_text, tuple(roles), asked, typed)
-        columns |= {f"#content{k}": c for k, c in enumerate(contents)}
-        return template(shape, tools).fill(ids, columns, rows, hashed)
-
-    chunks = table_chunks(uri, keyed=True, by_field=frozenset({PARAMS}), lines=lines)
-    yield from mapped(chunks, batch, lambda rows, n: _native(rows, split, n))
-
-
-def _typed_messages(inputs: pa.Array) -> bool:
-    """Whether `input` holds Responses-API message items, `"type": "message"` in every item;
-    rows where an item says otherwise, or lacks it, go row by row."""
-    import pyarrow.compute as pc
-
-    if "type" not in item_fields(inputs.type):
-        return False
-    refuse(pc.is_null(inputs), "no input")
-    kinds = pc.struct_field(pc.list_flatten(inputs), "type")
-    other = pc.invert(pc.fill_null(pc.equal(kinds, "message"), False))
-    if pc.any(other).as_py():
-        rows = pc.unique(pc.filter(pc.list_parent_indices(inputs), other))
-        raise NotColumnar("an input item not a message", sorted(rows.to_pylist()))
-    return True
+# Rows grouped by the roles of their messages and their tool list (tools map to model objects a
+# slot cannot stand for); the request's other fields and the row's kept as each row has them.
+FIELDS = FieldMap(
+    {
+        f"{PARAMS}.input": Chat(responses=True),
+        f"{PARAMS}.tools": Maybe(SameJson()),
+        "question": Maybe(LastUser(f"{PARAMS}.input", optional=True)),
+        "id": Maybe(NotTheId()),
+    },
+    id=Ordinal(),
+    mapping=Native(_format, to_task, to_row, embedded),
+    rest=True,
+    rest_nulls=False,
+    open=(PARAMS,),
+    keyed=True,
+    never=(PAYLOAD_KEY,),
+)
 
 
 FORMAT = Format(
     name="nemo",
     summary="NeMo Gym JSONL: responses_create_params (input, tools), expected_answer, agent_ref.",
-    read=read,
-    read_columns=read_columns,
+    read=FIELDS.read,
+    read_columns=FIELDS.read_columns,
     write=write,
     split_globs=(("*.jsonl", "file"),),
     write_options=NemoWriteOptions,
