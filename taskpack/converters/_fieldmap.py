@@ -48,6 +48,7 @@ from taskpack.converters._columnar import (
 )
 from taskpack.converters._kinds import ABSENT, At, Columns, Kind, Values
 from taskpack.converters._source import Record, RowError, base_suffix, iter_table_rows, map_rows
+from taskpack.errors import TaskpackError
 
 if TYPE_CHECKING:
     from taskpack.converters._format import Format
@@ -110,9 +111,20 @@ class IdOr:
 
 @dataclass(frozen=True)
 class Flat:
-    """A mapping of (checked values, split, row number) to task fields but the id."""
+    """A mapping of (values checked by their kinds, split, row number) to task fields but the
+    id."""
 
     task: Callable[[Values, str, int], dict[str, Any]]
+
+    def rows(
+        self, fields: FieldMap, records: Iterator[Record], split: str, first: int
+    ) -> Iterator[Record]:
+        return map_rows(records, functools.partial(fields.flat, self.task, split), first)
+
+    def template(
+        self, row: dict[str, Any], names: list[str], split: str, shapes: Mapping[str, Hashable]
+    ) -> Template:
+        return Template(self.task(Values(row), split, ROW))
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,53 @@ class Native:
     to_row: ToRow
     embedded: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
 
+    def rows(
+        self, fields: FieldMap, records: Iterator[Record], split: str, first: int
+    ) -> Iterator[Record]:
+        from taskpack.converters._rows import read_rows
+
+        to_task = self.to_task
+        return read_rows(
+            self.format(),
+            records,
+            lambda row, n: to_task(row, split, n),
+            self.to_row,
+            self.embedded,
+            first,
+        )
+
+    def template(
+        self, row: dict[str, Any], names: list[str], split: str, shapes: Mapping[str, Hashable]
+    ) -> Template:
+        from taskpack.converters._rows import native_template
+
+        to_task = self.to_task
+        return native_template(
+            self.format(), row, names, lambda r, n: to_task(r, split, n), self.to_row
+        )
+
+
+@dataclass(frozen=True)
+class Own:
+    """A format's own row mapping (a table mapped by the user's options): `convert(split,
+    shapes)` maps a row and its number to task fields, the template's `shapes` given (None on
+    the row path). `unchecked`: task fields a template sets after validation (an answer among
+    choices), which the batch checks instead."""
+
+    convert: Callable[[str, Mapping[str, Hashable] | None], Callable[[dict[str, Any], int], Any]]
+    unchecked: tuple[str, ...] = ()
+
+    def rows(
+        self, fields: FieldMap, records: Iterator[Record], split: str, first: int
+    ) -> Iterator[Record]:
+        return map_rows(records, self.convert(split, None), first)
+
+    def template(
+        self, row: dict[str, Any], names: list[str], split: str, shapes: Mapping[str, Hashable]
+    ) -> Template:
+        task = self.convert(split, shapes)(row, ROW)
+        return Template(task, {k: task.pop(k) for k in self.unchecked if k in task})
+
 
 @dataclass(frozen=True)
 class FieldMap:
@@ -134,22 +193,28 @@ class FieldMap:
     checks them; `id`; the mapping.
 
     `rest`: whether rows may hold other fields (JSON values, given to the mapping as they are;
-    never null unless `rest_nulls`); without it, the columnar path takes only tables of the
-    declared fields. `open`: struct columns whose other fields are kept likewise, in each row's
-    own order. `keyed`: whether the mapping reads a row's keys in their order (see
-    `_columnar.table_chunks`); `suffixes`: the only kinds of file the columnar path takes (where
-    another's reading could differ), else any; `never`: fields that send a source row by row (a
-    whole task embedded)."""
+    never null unless `rest_nulls`; of kind `rest_kind` where given: the cells of a table of
+    text); without it, the columnar path takes only tables of the declared fields.
+    `same_fields`: columnar only while every batch has the first one's fields. `open`: struct
+    columns whose other fields are kept as the row's are, in each row's own order. `keyed`:
+    whether the mapping reads a row's keys in their order (see `_columnar.table_chunks`);
+    `suffixes`: the only kinds of file the columnar path takes (where another's reading could
+    differ), else any; `never`: fields that send a source row by row (a whole task embedded);
+    `delimiter`, `strip_headers`: how a CSV source is read."""
 
     fields: Mapping[str, Kind]
     id: IdRule
-    mapping: Flat | Native
+    mapping: Flat | Native | Own
     rest: bool = False
     rest_nulls: bool = True
+    rest_kind: Kind | None = None
+    same_fields: bool = False
     open: tuple[str, ...] = ()
     keyed: bool = False
     suffixes: tuple[str, ...] = ()
     never: tuple[str, ...] = ()
+    delimiter: str | None = None
+    strip_headers: bool = False
     _names: frozenset[str] = field(init=False, default=frozenset())
     _needed: frozenset[str] = field(init=False, default=frozenset())
     _structs: dict[str, dict[str, bool]] = field(init=False, default_factory=dict)
@@ -170,26 +235,20 @@ class FieldMap:
 
     def rows(self, records: Iterator[Record], split: str, first: int = 0) -> Iterator[Record]:
         """The row path's tasks of `records` (the first one the source's row `first`)."""
-        mapping = self.mapping
-        if isinstance(mapping, Native):
-            from taskpack.converters._rows import read_rows
+        return self.mapping.rows(self, records, split, first)
 
-            to_task = mapping.to_task
-            return read_rows(
-                mapping.format(),
-                records,
-                lambda row, n: to_task(row, split, n),
-                mapping.to_row,
-                mapping.embedded,
-                first,
-            )
-        return map_rows(records, functools.partial(self._flat, mapping, split), first)
-
-    def _flat(self, mapping: Flat, split: str, row: dict[str, Any], ordinal: int) -> dict[str, Any]:
+    def flat(
+        self,
+        task: Callable[[Values, str, int], dict[str, Any]],
+        split: str,
+        row: dict[str, Any],
+        ordinal: int,
+    ) -> dict[str, Any]:
+        """A flat mapping of one row: its fields checked by their kinds, in order."""
         values = Values(row)
         for key, kind in self.fields.items():
             values[key] = kind.value(values, key)
-        return {**mapping.task(values, split, ordinal), "id": self.id.value(values, split, ordinal)}
+        return {**task(values, split, ordinal), "id": self.id.value(values, split, ordinal)}
 
     def read(self, uri: str, split: str, options: Any) -> Iterator[Record]:
         return self.rows(iter_table_rows(uri), split)
@@ -203,6 +262,7 @@ class FieldMap:
         if self.suffixes and base_suffix(uri) not in self.suffixes:
             raise NotColumnar(uri)
         template = functools.lru_cache(maxsize=64)(functools.partial(self._template, split))
+        first_names: list[list[str]] = []
 
         def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
             names = table.schema.names
@@ -211,6 +271,9 @@ class FieldMap:
                 raise NotColumnar(f"columns {names}")
             if (not self.rest and not set(names) <= self._names) or not table.num_rows:
                 raise NotColumnar(f"columns {names}")
+            if self.same_fields and first_names and names != first_names[0]:
+                raise NotColumnar("fields that change between rows")
+            first_names[:] = [names]
             for name in self._structs:
                 self._check_struct(table, name, parsed)
             rows = row_numbers(first, table.num_rows)
@@ -225,7 +288,7 @@ class FieldMap:
         def one(table: pa.Table, rows: pa.Array, parsed: Parsed, _: str) -> Batch:
             """Rows of one shape."""
             at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
-            for key, kind in self.fields.items():
+            for key, kind in self._kinds(table.schema.names).items():
                 at.shapes[key], taken = kind.take(at, key)
                 at.columns |= taken
             names = tuple(table.schema.names)
@@ -246,8 +309,22 @@ class FieldMap:
             columns |= at.columns
             return made.fill(self.id.column(columns, split, rows), columns, rows, hashed)
 
-        chunks = table_chunks(uri, keyed=self.keyed, by_field=frozenset(self.open), lines=lines)
+        chunks = table_chunks(
+            uri,
+            self.delimiter,
+            self.strip_headers,
+            keyed=self.keyed,
+            by_field=frozenset(self.open),
+            lines=lines,
+        )
         yield from mapped(chunks, batch, lambda rows, n: self.rows(rows, split, n))
+
+    def _kinds(self, names: list[str]) -> Mapping[str, Kind]:
+        """The kind of each field of a batch of these columns: the declared ones, then the
+        rest's, where they have one."""
+        if self.rest_kind is None:
+            return self.fields
+        return {**self.fields, **{n: self.rest_kind for n in names if n not in self._names}}
 
     def _check_struct(self, table: pa.Table, name: str, parsed: Parsed) -> None:
         """A struct column holds the fields declared of it (only those, unless `open`), never
@@ -276,7 +353,8 @@ class FieldMap:
         """The template of rows of these columns, struct fields (in this order) and shapes,
         and the columns it takes as JSON (the rest, as each row has them)."""
         shape = dict(shapes)
-        stand_ins = {key: kind.stand_in(key, shape[key]) for key, kind in self.fields.items()}
+        kinds = self._kinds(list(names))
+        stand_ins = {key: kind.stand_in(key, shape[key]) for key, kind in kinds.items()}
         row: dict[str, Any] = {n: json_slot(n) for n in names}
         for name, order in orders:
             row[name] = {f: stand_ins.get(f"{name}.{f}", json_slot(f"#{name}.{f}")) for f in order}
@@ -285,22 +363,9 @@ class FieldMap:
         for name in row.keys() & self._structs.keys():
             row[name] = {k: v for k, v in row[name].items() if v != ABSENT}
         others = [n for n in names if row.get(n) == json_slot(n)]
-        mapping = self.mapping
         try:
-            if isinstance(mapping, Native):
-                from taskpack.converters._rows import native_template
-
-                to_task = mapping.to_task
-                made = native_template(
-                    mapping.format(),
-                    row,
-                    list(names),
-                    lambda r, n: to_task(r, split, n),
-                    mapping.to_row,
-                )
-            else:
-                made = Template(mapping.task(Values(row), split, ROW))
-        except (RowError, ValueError) as e:
+            made = self.mapping.template(row, list(names), split, shape)
+        except (RowError, ValueError, TaskpackError) as e:
             raise NotColumnar(f"a template the row path refuses: {e}") from None
         return made, others
 

@@ -115,9 +115,11 @@ class Kind:
 
 @dataclass(frozen=True)
 class Text(Kind):
-    """Text, never null, never one of `never` (values the row path reads otherwise)."""
+    """Text, never null, never one of `never` (values the row path reads otherwise), and, where
+    given, one of `among` (an answer the template takes as it is: a choice's label)."""
 
     never: tuple[str, ...] = ()
+    among: tuple[str, ...] = ()
 
     def value(self, values: Values, key: str) -> Any:
         return need(values, key)
@@ -126,6 +128,8 @@ class Text(Kind):
         values = text(column(at.table, key))
         for other in self.never:
             refuse(pc.equal(values, other), f"{key} {other!r}")
+        if self.among:
+            refuse(pc.invert(pc.is_in(values, pa.array(self.among))), f"{key} not among some")
         return None, {key: values}
 
 

@@ -28,30 +28,19 @@ task's metadata, so the source row can be rebuilt exactly.
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, cast
 
 import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
-from taskpack.converters._columnar import (
-    ROW,
-    Batch,
-    Lines,
-    NotColumnar,
-    Template,
-    mapped,
-    ordinal_ids,
-    refuse,
-    row_numbers,
-    slot,
-    table_chunks,
-    task_ids,
-    text_columns,
-)
+from taskpack.converters._columnar import ROW, Batch, Lines, NotColumnar, refuse, text
+from taskpack.converters._fieldmap import FieldMap, IdOf, Ordinal, Own
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows
+from taskpack.converters._kinds import ABSENT, At, Kind, Maybe, Text, column
+from taskpack.converters._source import Record, RowError, iter_table_rows
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 
@@ -269,63 +258,68 @@ def read(uri: str, split: str, options: KaggleOptions) -> Iterator[Record]:
     rows = iter_table_rows(
         uri, member=options.member, delimiter=options.delimiter, strip_headers=options.strip_headers
     )
-    return map_rows(rows, _mapping(uri, split, options))
+    return _fields(uri, options).rows(rows, split)
 
 
 def read_columns(
     uri: str, split: str, options: KaggleOptions, lines: Lines = None
 ) -> Iterator[Batch | Iterator[Record]]:
-    """`read`, a batch at a time (see `_columnar`), for tables of text cells whose choices,
-    if any, are their own columns named as their labels."""
-    import pyarrow.compute as pc
-
     if options.choices_column or options.choice_labels:
         raise NotColumnar("choices in a list, or labelled otherwise than their columns")
+    return _fields(uri, options).read_columns(uri, split, options, lines)
 
+
+def _fields(uri: str, options: KaggleOptions) -> FieldMap:
+    """The field map the options make: a table of text cells, choices in their own columns
+    named as their labels, an answer among them (the template takes it as it is) or scored as
+    the first row's is (a template per reward kind)."""
     answer, labels = options.answer_column, options.choice_columns
-    templates: dict[str | None, Template] = {}
-    unchecked: dict[str, str] = {}
-    names: list[str] | None = None
+    fields: dict[str, Kind] = {}
+    if answer and labels:
+        fields[answer] = Maybe(Text(among=tuple(labels)))
+    elif answer:
+        fields["#reward"] = _Scored(answer, options)
 
-    def template(kind: str | None, names: list[str]) -> Template:
-        nonlocal unchecked
-        if kind not in templates:
-            try:
-                row = {n: slot(n) for n in names}
-                fields = _mapping(uri, split, options, kind)(row, ROW)
-            except (TaskpackError, RowError) as e:
-                raise NotColumnar(str(e)) from None  # the row path says it, at its row
-            unchecked = {"answer": fields.pop("answer")} if "answer" in fields else {}
-            templates[kind] = Template(fields, unchecked)
-        return templates[kind]
+    def convert(
+        split: str, shapes: Mapping[str, Hashable] | None
+    ) -> Callable[[dict[str, Any], int], dict[str, Any]]:
+        kind = shapes.get("#reward") if shapes else None
+        return _mapping(uri, split, options, cast("str | None", kind))
 
-    def batch(table: pa.Table, first: int, _: object) -> Batch:
-        nonlocal names
-        if names not in (None, table.schema.names):
-            raise NotColumnar("fields that change between rows")
-        names = table.schema.names
-        columns = dict(zip(names, text_columns(table, names), strict=True))
-        kind = None
-        if answer in columns and not labels:
-            kinds = _kinds(options, columns[answer])
-            kind = kinds[0].as_py() if len(kinds) else None
-            refuse(pc.not_equal(kinds, kind), "answers scored otherwise than the first")
-        chosen = template(kind, names)
-        if unchecked and labels:
-            assert answer is not None
-            chosen_label = pc.is_in(columns[answer], pa.array(labels))
-            refuse(pc.invert(chosen_label), "an answer that is not one of the choices")
-        rows = row_numbers(first, table.num_rows)
-        id_col = options.id_column
-        ids = task_ids(columns[id_col]) if id_col else ordinal_ids(split, rows)
-        return chosen.fill(ids, columns, rows)
-
-    convert = _mapping(uri, split, options)
-    yield from mapped(
-        table_chunks(uri, options.delimiter, options.strip_headers, keyed=True, lines=lines),
-        batch,
-        lambda rows, n: map_rows(rows, convert, n),
+    return FieldMap(
+        fields,
+        id=IdOf(options.id_column) if options.id_column else Ordinal(),
+        mapping=Own(convert, unchecked=("answer",)),
+        rest=True,
+        rest_kind=Text(),
+        same_fields=True,
+        keyed=True,
+        delimiter=options.delimiter,
+        strip_headers=options.strip_headers,
     )
+
+
+@dataclass(frozen=True)
+class _Scored(Kind):
+    """The reward kind of the answers (`reward_kind`), a constant of the template: rows scored
+    otherwise than a batch's first go row by row."""
+
+    answer: str
+    options: KaggleOptions
+    source: ClassVar[bool] = False
+
+    def take(self, at: At, key: str) -> tuple[Hashable, dict[str, pa.Array]]:
+        import pyarrow.compute as pc
+
+        if self.answer not in at.table.schema.names:
+            return None, {}
+        kinds = _kinds(self.options, text(column(at.table, self.answer)))
+        kind = kinds[0].as_py() if len(kinds) else None
+        refuse(pc.not_equal(kinds, kind), "answers scored otherwise than the first")
+        return kind, {}
+
+    def stand_in(self, key: str, shape: Hashable) -> Any:
+        return ABSENT
 
 
 def _kinds(options: KaggleOptions, answers: pa.Array) -> pa.Array:
