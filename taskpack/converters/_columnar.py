@@ -904,18 +904,6 @@ def _table_chunk(table: pa.Table, uri: str, first: int, lines: bool) -> Chunk:
 # --- batch checks and text --------------------------------------------------------------------
 
 
-def strings(table: pa.Table, *names: str) -> list[pa.Array]:
-    """The table's columns `names`, which must be exactly its columns, strings, never null."""
-    if sorted(table.schema.names) != sorted(names):
-        raise NotColumnar(f"columns {table.schema.names}")
-    return text_columns(table, names)
-
-
-def text_columns(table: pa.Table, names: Sequence[str]) -> list[pa.Array]:
-    """Columns `names` of the table, each text and never null."""
-    return [text(table.column(n).combine_chunks()) for n in names]
-
-
 def text(values: pa.Array) -> pa.Array:
     """`values`, which must be text and never null."""
     if not pa.types.is_string(values.type):
