@@ -15,7 +15,7 @@ other row a conversation of four messages (a columnar reader maps rows in groups
 
 Peak memory matters because importers must stream: the goals are the 1M peak within 2x the 10k
 peak, and at least the hand-written script's rows per second (GSM8K has a columnar reader; see
-taskpack/converters/_columnar.py).
+taskpack/converters/_columnar/).
 """
 
 from __future__ import annotations

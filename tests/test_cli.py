@@ -287,7 +287,7 @@ def test_a_read_never_creates_a_registry(tmp_path: Path) -> None:
 
 def test_progress_bars_know_their_total(tmp_path: Path, data_dir: Path) -> None:
     """A bar gets the rows a local source holds up front, so it shows a rate and an ETA."""
-    from taskpack.converters._source import rows_hint
+    from taskpack.converters._sources.opening import rows_hint
 
     assert rows_hint(str(data_dir / "gsm8k" / "train.jsonl")) == 7473
     pq.write_table(pa.table({"a": list(range(42))}), tmp_path / "t.parquet")

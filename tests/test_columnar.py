@@ -13,8 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import taskpack
-from taskpack.converters import _columnar, reader
-from taskpack.converters._columnar import NotColumnar
+from taskpack.converters import reader
+from taskpack.converters._columnar import mapped as mapping
+from taskpack.converters._columnar.template import Batch
+from taskpack.converters._sources import chunk, jsonl, parquet
+from taskpack.converters._sources.chunk import NotColumnar
 from taskpack.errors import TaskpackError
 from taskpack.importer import import_sources
 
@@ -46,7 +49,7 @@ def columnar_reads(src: Path, fmt: str, options: dict[str, Any] | None = None) -
         for batch in form.read_columns(
             str(src), "test", form.read_options.model_validate(options or {}), None
         ):
-            if not isinstance(batch, _columnar.Batch):
+            if not isinstance(batch, Batch):
                 return False  # rows the batch checks refused, for the row path
             ids.extend(batch.table.column("id").to_pylist())
     except NotColumnar:
@@ -149,8 +152,8 @@ def test_a_split_spanning_batches_is_numbered_across_them(
 ) -> None:
     src = tmp_path / "src.jsonl"
     _write(src, [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)], "\n")
-    monkeypatch.setattr(_columnar, "_BLOCK", 4096)
-    assert len(list(_columnar.jsonl_chunks(str(src)))) > 10
+    monkeypatch.setattr(chunk, "BLOCK", 4096)
+    assert len(list(jsonl.jsonl_chunks(str(src)))) > 10
     by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
     by_rows = outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
     assert by_columns == by_rows
@@ -326,7 +329,7 @@ def test_a_template_fills_rows_as_the_row_path_writes_them() -> None:
     constant solution: each filled row equals the row path's row of the same task."""
     import pyarrow as pa
 
-    from taskpack.converters._columnar import ROW, Template, slot
+    from taskpack.converters._columnar.template import ROW, Template, slot
     from taskpack.model import Task
     from taskpack.rows import task_to_row
 
@@ -355,7 +358,7 @@ def test_a_template_fills_rows_as_the_row_path_writes_them() -> None:
 
 
 def test_a_template_refuses_a_slot_it_cannot_fill() -> None:
-    from taskpack.converters._columnar import ROW, Template
+    from taskpack.converters._columnar.template import ROW, Template
 
     with pytest.raises(ValueError, match="not a whole value"):
         Template({"prompt": f"row {ROW}"})
@@ -976,7 +979,7 @@ def test_only_rows_around_one_a_check_refuses_go_row_by_row(
     assert len(by_columns[2]) == 3000 - (odd == "a blank line")
     odd_runs = 2 if odd == "two odd rows" else 1
     assert [kind for kind, _ in runs] == ["columns", "rows"] * odd_runs + ["columns"]
-    assert all(0 < n < 2 * _columnar._SMALLEST for kind, n in runs if kind == "rows")
+    assert all(0 < n < 2 * mapping._SMALLEST for kind, n in runs if kind == "rows")
     assert runs[0][1] <= 1500 < runs[0][1] + runs[1][1] + (odd == "a blank line")
 
 
@@ -989,7 +992,7 @@ def test_the_rows_a_check_names_are_the_only_ones_read_row_by_row(
     rows: list[Any] = [{"question": f"q{i}", "answer": f"#### {i}"} for i in range(3000)]
     rows[1500] = rows[1502] = rows[2200] = ODD
     src = _odd_source(tmp_path, rows, suffix, monkeypatch)
-    monkeypatch.setattr(_columnar, "_SMALLEST", 1)
+    monkeypatch.setattr(mapping, "_SMALLEST", 1)
     written = _spy(monkeypatch)
     by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
     runs = _runs(written)
@@ -1052,8 +1055,8 @@ def _one_batch_parsed(tmp: Path, monkeypatch: pytest.MonkeyPatch, rows: list[Any
     src = _odd_source(tmp, rows, ".jsonl", monkeypatch)
     written = _spy(monkeypatch)
     parsed: list[int] = []
-    real = _columnar._parsed_rows
-    monkeypatch.setattr(_columnar, "_parsed_rows", lambda r, n: (parsed.append(n), real(r, n))[1])
+    real = chunk._parsed_rows
+    monkeypatch.setattr(chunk, "_parsed_rows", lambda r, n: (parsed.append(n), real(r, n))[1])
     by_columns = outcome(tmp, "columns", src, "nemo", {}, columnar=True)
     assert _runs(written) == [("columns", 3000)]
     assert by_columns == outcome(tmp, "rows", src, "nemo", {}, columnar=False)
@@ -1070,13 +1073,13 @@ def test_after_two_batches_with_no_row_taken_the_rest_goes_row_by_row_untried(
     src = _odd_source(tmp_path, rows, ".jsonl", monkeypatch)
     written = _spy(monkeypatch)
     parsed: list[int] = []
-    parse = _columnar._parse
-    monkeypatch.setattr(_columnar, "_parse", lambda *a: (parsed.append(1), parse(*a))[1])
+    parse = jsonl._parse
+    monkeypatch.setattr(jsonl, "_parse", lambda *a: (parsed.append(1), parse(*a))[1])
     by_columns = outcome(tmp_path, "columns", src, "gsm8k", {}, columnar=True)
     tries = len(parsed)
     assert [kind for kind, _ in _runs(written)] == ["columns", "rows"]
     assert _runs(written)[0][1] <= 700
-    monkeypatch.setattr(_columnar, "_REFUSALS", 10**9)  # and without the rule:
+    monkeypatch.setattr(mapping, "_REFUSALS", 10**9)  # and without the rule:
     assert outcome(tmp_path, "again", src, "gsm8k", {}, columnar=True) == by_columns
     assert tries < len(parsed) - tries  # fewer attempts with it
     assert by_columns == outcome(tmp_path, "rows", src, "gsm8k", {}, columnar=False)
@@ -1089,7 +1092,7 @@ def _odd_source(tmp: Path, rows: list[Any], suffix: str, monkeypatch: pytest.Mon
         pq.write_table(pa.Table.from_pylist(rows), src)
     else:
         _write(src, rows, "\n")
-    monkeypatch.setattr(_columnar, "_BLOCK", 16384)
-    monkeypatch.setattr(_columnar, "_PARQUET_ROWS", 360)
-    monkeypatch.setattr(_columnar, "_SMALLEST", 8)
+    monkeypatch.setattr(chunk, "BLOCK", 16384)
+    monkeypatch.setattr(parquet, "_PARQUET_ROWS", 360)
+    monkeypatch.setattr(mapping, "_SMALLEST", 8)
     return src

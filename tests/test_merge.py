@@ -165,9 +165,9 @@ def test_spans_after_a_line_longer_than_a_block_keep_their_own_lines(
 ) -> None:
     """A line over the columnar reader's block (read in several reads, one of which ends no
     line) is one line: a span after it holds the rows of its own lines."""
-    from taskpack.converters import _columnar
+    from taskpack.converters._sources import chunk
 
-    monkeypatch.setattr(_columnar, "_BLOCK", 4096)
+    monkeypatch.setattr(chunk, "BLOCK", 4096)
     lines = _gsm8k_lines(20)
     lines[1] = json.dumps({"question": "x" * 10_000, "answer": "#### 1"}).encode() + b"\n"
     source = tmp_path / "train.jsonl"

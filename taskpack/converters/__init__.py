@@ -18,19 +18,15 @@ from pydantic import ValidationError
 
 from taskpack._lazy import lazy
 from taskpack.converters._format import Format, Losses, Target, WriteOptions
-from taskpack.converters._source import (
-    Record,
-    RowError,
-    base_suffix,
-    iter_table_rows,
-    line_count,
-    rows_hint,
-)
+from taskpack.converters._sources.opening import base_suffix, line_count, rows_hint
+from taskpack.converters._sources.records import Record, RowError
+from taskpack.converters._sources.tables import iter_table_rows
 from taskpack.errors import TaskpackError, describe_error, unknown
 
 if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
-    from taskpack.converters._columnar import Batch, NotColumnar
+    from taskpack.converters._columnar.template import Batch
     from taskpack.converters._folders import folder_name, task_folders
+    from taskpack.converters._sources.chunk import NotColumnar
     from taskpack.converters._verifier import graded, tests_files
 
 # What the jobs (importer, exporter, check, the CLI...) use of this package: its face. The
@@ -62,8 +58,8 @@ __all__ = [
     "writer",
 ]
 _LAZY = {
-    "Batch": "_columnar",
-    "NotColumnar": "_columnar",
+    "Batch": "_columnar.template",
+    "NotColumnar": "_sources.chunk",
     "folder_name": "_folders",
     "task_folders": "_folders",
     "graded": "_verifier",

@@ -10,7 +10,7 @@ from typing import Any
 
 from taskpack import records
 from taskpack.converters._format import Losses, Target
-from taskpack.converters._source import RowError
+from taskpack.converters._sources.records import RowError
 from taskpack.model import Item, Task
 
 

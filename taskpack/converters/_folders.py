@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from taskpack.converters._format import Losses
-from taskpack.converters._source import Record, RowError
+from taskpack.converters._sources.records import Record, RowError
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json

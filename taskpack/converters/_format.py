@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taskpack.converters._source import Record
+from taskpack.converters._sources.records import Record
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 
 if TYPE_CHECKING:
-    from taskpack.converters._columnar import Batch
+    from taskpack.converters._columnar.template import Batch
 
 
 class Options(BaseModel):
@@ -101,7 +101,7 @@ class Target:
 
 Reader = Callable[[str, str, Any], Iterator[Record]]
 # Stored rows (rows.SCHEMA) a batch at a time, or the row path's records for a batch the
-# checks refused (see `_columnar.mapped`); raises `_columnar.NotColumnar` for a source only the
+# checks refused (see `_columnar.mapped`); raises `NotColumnar` for a source only the
 # row reader maps exactly.
 # Its last argument: only lines first..last of the source (a sharded import's part), or None.
 ColumnReader = Callable[

@@ -10,7 +10,7 @@ import base64
 import json
 from typing import Any
 
-from taskpack.converters._source import RowError
+from taskpack.converters._sources.records import RowError
 from taskpack.model import Task
 from taskpack.nesting import parse_json
 

@@ -14,12 +14,12 @@ from pydantic import ValidationError
 
 from taskpack.converters._format import Format, Losses, Target, report_uncarried
 from taskpack.converters._residue import apply, residue
-from taskpack.converters._source import Record, RowError
+from taskpack.converters._sources.records import Record, RowError
 from taskpack.errors import describe_error
 from taskpack.model import Task
 
 if TYPE_CHECKING:
-    from taskpack.converters._columnar import Template
+    from taskpack.converters._columnar.template import Template
 
 STYLE = "$style"
 ARROW = "arrow"  # under STYLE: the Arrow types of the row's non-JSON columns
@@ -65,7 +65,7 @@ def native_template(
 ) -> Template:
     """The columnar template of a native row of slots (its fields in the source's order
     `names`): its task, residue in `extras.<format>` and all, as `read_rows` reads a row."""
-    from taskpack.converters._columnar import ROW, Template
+    from taskpack.converters._columnar.template import ROW, Template
 
     ordered = {n: row[n] for n in names}
     task = _native(fmt, ordered, ROW, to_task, to_row, _probe(fmt))

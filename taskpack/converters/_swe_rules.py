@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from taskpack.converters._source import RowError, need
+from taskpack.converters._sources.records import RowError, need
 from taskpack.model import Task
 from taskpack.nesting import parse_json
 

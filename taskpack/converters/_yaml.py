@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from taskpack.converters._source import RowError, limit
+from taskpack.converters._sources.opening import limit
+from taskpack.converters._sources.records import RowError
 from taskpack.nesting import check_depth
 
 

@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
+from taskpack.converters._sources.records import Record, RowError, map_rows, need
+from taskpack.converters._sources.tables import iter_table_rows
 
 TEST_FILE = "test.py"
 _MAPPED = ("task_id", "prompt", "entry_point", "canonical_solution", "base_input", "plus_input")

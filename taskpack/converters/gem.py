@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from taskpack import records
-from taskpack.converters._fieldmap import FieldMap, IdOr, Native, Ordinal
+from taskpack.converters._columnar.fieldmap import FieldMap, IdOr, Native, Ordinal
+from taskpack.converters._columnar.kinds import Maybe, SameAs, Text
 from taskpack.converters._format import Format, Target
-from taskpack.converters._kinds import Maybe, SameAs, Text
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, write_row

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskpack.converters._fieldmap import FieldMap, Flat, Ordinal
+from taskpack.converters._columnar.fieldmap import FieldMap, Flat, Ordinal
+from taskpack.converters._columnar.kinds import AfterLast, Text, Values
 from taskpack.converters._format import Format
-from taskpack.converters._kinds import AfterLast, Text, Values
 from taskpack.model import Task
 
 

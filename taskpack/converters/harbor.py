@@ -53,7 +53,7 @@ from taskpack.converters._format import (
 from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._rows import STYLE, own_extras
-from taskpack.converters._source import Record, RowError
+from taskpack.converters._sources.records import Record, RowError
 from taskpack.converters._verifier import complete, instruction_suffix
 from taskpack.errors import TaskpackError, describe_error
 from taskpack.layouts import HARBOR_ROLE_DIRS, HARBOR_STEP_DIRS, harbor_place

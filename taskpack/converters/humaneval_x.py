@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
+from taskpack.converters._sources.records import Record, RowError, map_rows, need
+from taskpack.converters._sources.tables import iter_table_rows
 
 
 @dataclass(frozen=True)

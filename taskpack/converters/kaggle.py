@@ -36,11 +36,14 @@ import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
-from taskpack.converters._columnar import ROW, Batch, Lines, NotColumnar, refuse, text
-from taskpack.converters._fieldmap import FieldMap, IdOf, Ordinal, Own
+from taskpack.converters._columnar.checks import refuse, text
+from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Ordinal, Own
+from taskpack.converters._columnar.kinds import ABSENT, At, Kind, Maybe, Text, column
+from taskpack.converters._columnar.template import ROW, Batch
 from taskpack.converters._format import Format, Options
-from taskpack.converters._kinds import ABSENT, At, Kind, Maybe, Text, column
-from taskpack.converters._source import Record, RowError, iter_table_rows
+from taskpack.converters._sources.chunk import Lines, NotColumnar
+from taskpack.converters._sources.records import Record, RowError
+from taskpack.converters._sources.tables import iter_table_rows
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 

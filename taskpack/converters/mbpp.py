@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from taskpack.converters._fieldmap import FieldMap, Flat, IdOf
+from taskpack.converters._columnar.fieldmap import FieldMap, Flat, IdOf
+from taskpack.converters._columnar.kinds import FirstText, PerRow, Text, TextList, Values, Whole
 from taskpack.converters._format import Format
-from taskpack.converters._kinds import FirstText, PerRow, Text, TextList, Values, Whole
 from taskpack.model import Task
 
 TEST_FILE = "test.py"

@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError, iter_table_rows, map_rows, need
+from taskpack.converters._sources.records import Record, RowError, map_rows, need
+from taskpack.converters._sources.tables import iter_table_rows
 
 TEST_PATCH = "test.patch"
 _MAPPED = ("instance_id", "fix_patch", "test_patch")

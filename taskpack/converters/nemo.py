@@ -19,12 +19,12 @@ from typing import Any
 from pydantic import Field
 
 from taskpack import records
-from taskpack.converters._fieldmap import FieldMap, Native, Ordinal
+from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
+from taskpack.converters._columnar.kinds import Chat, LastUser, Maybe, NotTheId, SameJson
 from taskpack.converters._format import Format, Target, WriteOptions, mixture_note
-from taskpack.converters._kinds import Chat, LastUser, Maybe, NotTheId, SameJson
 from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
 from taskpack.converters._rows import Hints, write_row
-from taskpack.converters._source import RowError
+from taskpack.converters._sources.records import RowError
 from taskpack.model import Item, Part, Task, Tool
 
 PARAMS = "responses_create_params"

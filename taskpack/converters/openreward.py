@@ -42,7 +42,7 @@ from taskpack.converters._format import (
 )
 from taskpack.converters._payload import PAYLOAD_KEY, task_from_payload, task_payload
 from taskpack.converters._residue import apply, residue
-from taskpack.converters._source import Record, RowError
+from taskpack.converters._sources.records import Record, RowError
 from taskpack.converters._verifier import complete, graded, instruction_suffix
 from taskpack.converters._yaml import load_yaml
 from taskpack.errors import describe_error

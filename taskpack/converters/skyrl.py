@@ -23,9 +23,9 @@ from taskpack import records
 from taskpack.converters import _swe_harness as swe_harness
 from taskpack.converters import _swe_rules
 from taskpack.converters._chat import read_messages, text_messages
-from taskpack.converters._fieldmap import FieldMap, Native, Ordinal
+from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
+from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
 from taskpack.converters._format import Format, Target, WriteOptions
-from taskpack.converters._kinds import Chat, JsonFields, Same, Text
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, write_row

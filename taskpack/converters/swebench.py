@@ -10,9 +10,9 @@ reproduced exactly by `json.dumps` is also kept verbatim in metadata, so rebuild
 
 from __future__ import annotations
 
-from taskpack.converters._fieldmap import FieldMap, Flat, IdOf
+from taskpack.converters._columnar.fieldmap import FieldMap, Flat, IdOf
+from taskpack.converters._columnar.kinds import JsonTextList, Kind, Text
 from taskpack.converters._format import Format
-from taskpack.converters._kinds import JsonTextList, Kind, Text
 from taskpack.converters._swe_rules import TEST_LISTS, test_list, to_task
 from taskpack.converters._swe_rules import source_row as source_row  # the format's own face
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from taskpack.converters._folders import file_entry, read_folders, read_text, walk
 from taskpack.converters._format import Format, Options
-from taskpack.converters._source import Record, RowError
+from taskpack.converters._sources.records import Record, RowError
 from taskpack.converters._yaml import load_yaml
 from taskpack.layouts import TERMINAL_BENCH_MARKER, TERMINAL_BENCH_SPECIAL, terminal_bench_place
 from taskpack.model import Task

@@ -41,13 +41,15 @@ from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
-from taskpack.converters._fieldmap import FieldMap, IdOf, Native
+from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Native
+from taskpack.converters._columnar.kinds import Chat, LastUser, Text, Whole
 from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
-from taskpack.converters._kinds import Chat, LastUser, Text, Whole
 from taskpack.converters._payload import payload_json, task_from_payload
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
-from taskpack.converters._source import Record, RowError, iter_table_rows, json_lines
+from taskpack.converters._sources.jsonl import json_lines
+from taskpack.converters._sources.records import Record, RowError
+from taskpack.converters._sources.tables import iter_table_rows
 from taskpack.converters._verifier import solve_reference
 from taskpack.errors import TaskpackError, require
 from taskpack.model import Task

@@ -31,7 +31,8 @@ from taskpack.converters._format import Format, Options, Target, WriteOptions, m
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
 from taskpack.converters._rowfile import parquet_row, write_parquet_rows
 from taskpack.converters._rows import Hints, read_rows, write_row
-from taskpack.converters._source import Record, iter_table_rows
+from taskpack.converters._sources.records import Record
+from taskpack.converters._sources.tables import iter_table_rows
 from taskpack.model import Task
 
 # data_source -> the reward kind default_compute_score applies to it (verl 0.9).

@@ -20,25 +20,22 @@ from typing import Any, ClassVar, NamedTuple, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack.converters._columnar import (
-    NotColumnar,
-    Parsed,
-    fields_table,
+from taskpack.converters._columnar.checks import (
     item_fields,
     json_columns,
-    json_items,
-    json_slot,
-    json_values,
     last_user,
     messages,
     one_text,
     refuse,
     role_keys,
-    slot,
     text,
     without,
 )
-from taskpack.converters._source import RowError, need
+from taskpack.converters._columnar.template import json_slot, slot
+from taskpack.converters._sources.chunk import NotColumnar, Parsed
+from taskpack.converters._sources.jsonl import fields_table
+from taskpack.converters._sources.jsontext import json_items, json_values
+from taskpack.converters._sources.records import RowError, need
 from taskpack.nesting import too_deep
 
 Columns = dict[str, pa.Array]
@@ -77,7 +74,7 @@ class At:
 
     def fields(self, name: str) -> tuple[pa.Table, Parsed]:
         """Struct column `name` as a table of its fields (their text checked against the
-        source, see `_columnar.fields_table`), and its rows' objects as the row path parses
+        source, see `_sources.jsonl.fields_table`), and its rows' objects as the row path parses
         them."""
         return fields_table(self.table, name), lambda: [row[name] for row in self.parsed()]
 

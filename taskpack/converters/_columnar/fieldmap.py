@@ -27,27 +27,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack.converters._columnar import (
-    ROW,
-    Batch,
-    Lines,
-    NotColumnar,
-    Parsed,
-    Template,
-    grouped,
-    in_field_order,
+from taskpack.converters._columnar.checks import (
     json_columns,
-    json_slot,
-    mapped,
     ordinal_ids,
     own_names,
     refuse,
-    row_numbers,
-    table_chunks,
     task_ids,
 )
-from taskpack.converters._kinds import ABSENT, At, Columns, Kind, Values
-from taskpack.converters._source import Record, RowError, base_suffix, iter_table_rows, map_rows
+from taskpack.converters._columnar.kinds import ABSENT, At, Columns, Kind, Values
+from taskpack.converters._columnar.mapped import grouped, mapped
+from taskpack.converters._columnar.template import ROW, Batch, Template, json_slot, row_numbers
+from taskpack.converters._sources.chunk import Lines, NotColumnar, Parsed
+from taskpack.converters._sources.jsonl import in_field_order
+from taskpack.converters._sources.opening import base_suffix
+from taskpack.converters._sources.records import Record, RowError, map_rows
+from taskpack.converters._sources.tables import iter_table_rows, table_chunks
 from taskpack.errors import TaskpackError
 
 if TYPE_CHECKING:
@@ -197,7 +191,7 @@ class FieldMap:
     text); without it, the columnar path takes only tables of the declared fields.
     `same_fields`: columnar only while every batch has the first one's fields. `open`: struct
     columns whose other fields are kept as the row's are, in each row's own order. `keyed`:
-    whether the mapping reads a row's keys in their order (see `_columnar.table_chunks`);
+    whether the mapping reads a row's keys in their order (see `_sources.tables.table_chunks`);
     `suffixes`: the only kinds of file the columnar path takes (where another's reading could
     differ), else any; `never`: fields that send a source row by row (a whole task embedded);
     `delimiter`, `strip_headers`: how a CSV source is read."""

@@ -1,0 +1,414 @@
+"""JSON Lines (and JSON lists) sources: the row path's reader, and the chunks the columnar path
+reads with Arrow, each checked against the lines' own text where Arrow could read it otherwise."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from taskpack.converters._sources import chunk as chunking
+from taskpack.converters._sources.chunk import Chunk, Lines, NotColumnar, Parsed, _chunk
+from taskpack.converters._sources.jsontext import _offsets, json_values
+from taskpack.converters._sources.opening import max_line_bytes, open_binary
+from taskpack.converters._sources.records import Record
+from taskpack.errors import TaskpackError
+from taskpack.nesting import parse_json, too_deep
+
+
+def _json_list(stream: IO[bytes], where: str) -> Iterator[Record]:
+    most = max_line_bytes()
+    data = stream.read(most + 1)
+    if len(data) > most:
+        raise TaskpackError(f"{where}: a JSON document over {most} bytes; use JSON Lines")
+    try:
+        rows = parse_json(data)
+    except ValueError as e:
+        raise TaskpackError(f"{where}: {e}") from None
+    if not isinstance(rows, list):
+        raise TaskpackError(f"{where}: expected a JSON list of objects")
+    for i, row in enumerate(rows):
+        yield _object(row, f"{where}: item {i}", i + 1)
+
+
+def _lines(stream: IO[bytes], most: int) -> Iterator[bytes | None]:
+    """The stream's lines; None for a line longer than `most` bytes, read past in bounded
+    memory."""
+    while True:
+        line = stream.readline(most + 1)
+        if not line:
+            return
+        if len(line) <= most or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(1 << 20)
+        yield None
+
+
+def json_lines(stream: IO[bytes], uri: str, first: int = 1) -> Iterator[Record]:
+    """The JSON Lines records of `stream`, its first line being line `first` of `uri`."""
+    most = max_line_bytes()
+    for number, raw in enumerate(_lines(stream, most), start=first):
+        where = f"{uri}:{number}"
+        if raw is None:
+            error = f"line longer than {most} bytes (raise TASKPACK_MAX_LINE_BYTES to allow it)"
+            yield Record(where, error=error, line=number)
+            continue
+        if not raw.strip():
+            continue
+        try:
+            row = parse_json(raw)
+        except ValueError as e:
+            yield Record(where, error=str(e), line=number)
+        else:
+            yield _object(row, where, number)
+
+
+def _object(row: Any, where: str, line: int) -> Record:
+    if not isinstance(row, dict):
+        return Record(where, error=f"expected a JSON object, got {type(row).__name__}", line=line)
+    return Record(where, task=row, line=line)
+
+
+# A line the row path reads past, holding no row (what `bytes.strip` takes away).
+_BLANK = re.compile(rb"^[ \t\r\x0b\x0c]*\n", re.MULTILINE)
+
+
+def jsonl_chunks(
+    uri: str, keyed: bool = False, by_field: frozenset[str] = frozenset(), lines: Lines = None
+) -> Iterator[Chunk | int]:
+    """A local JSON Lines file in pieces of whole lines, `chunking.BLOCK` bytes of text at a time
+    (memory stays flat however long the file). A line longer than the row path reads gives up
+    on the source (the row path names it). With `lines`, only those lines: the rows of the
+    lines before them come as a count."""
+    longest = max_line_bytes()
+    most = longest if longest < chunking.BLOCK else None
+    first, last = lines or (1, None)
+    with open_binary(uri) as f:
+        rest, line = b"", 1
+        while True:
+            data = f.read(chunking.BLOCK)
+            text = rest + data
+            cut = text.rfind(b"\n") + 1 if data else len(text)
+            piece, rest = text[:cut], text[cut:]
+            count = _line_count(piece)
+            if piece and line + count > first:
+                start, end = max(first - line, 0), count if last is None else last - line + 1
+                if start or end < count:
+                    skipped, piece = _line_span(piece, start, end)
+                    yield _row_count(skipped)
+                if piece:
+                    yield _jsonl_chunk(piece, uri, line + start, most, keyed, by_field, None)
+            elif piece:  # wholly before the lines kept
+                yield _row_count(piece)
+            line += count
+            if not data or (last is not None and line > last):
+                return
+            if len(rest) > longest:
+                raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
+
+
+def _row_count(text: bytes) -> int:
+    """The rows the row path reads in whole lines of JSON Lines: those not blank."""
+    tail = text[text.rfind(b"\n") + 1 :]
+    return text.count(b"\n") - len(_BLANK.findall(text)) + bool(tail.strip())
+
+
+def _line_span(piece: bytes, start: int, end: int) -> tuple[bytes, bytes]:
+    """(the text of lines [0, start), that of lines [start, end)) of a piece of whole lines."""
+    offsets = _line_starts(piece)
+    a, b = offsets[min(start, len(offsets) - 1)], offsets[min(max(end, start), len(offsets) - 1)]
+    return piece[:a], piece[a:b]
+
+
+def _line_count(piece: bytes) -> int:
+    """The lines of a piece of whole lines, the last one perhaps without its newline: none in
+    an empty piece (a read that ended inside a long line)."""
+    return piece.count(b"\n") + (bool(piece) and not piece.endswith(b"\n"))
+
+
+def _line_starts(piece: bytes) -> list[int]:
+    """Where each line of a piece of whole lines starts, then where the piece ends."""
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(piece, np.uint8) == ord("\n")) + 1
+    offsets = [0, *ends.tolist()]
+    if offsets[-1] != len(piece):
+        offsets.append(len(piece))
+    return offsets
+
+
+def _jsonl_chunk(
+    piece: bytes,
+    uri: str,
+    line: int,
+    most: int | None,
+    keyed: bool,
+    by_field: frozenset[str],
+    parsed: pa.Table | None,
+) -> Chunk:
+    """Whole lines of `uri` from line `line` on (`parsed`: their table, when known)."""
+    tables = [] if parsed is None else [parsed]
+    lines = _line_count(piece)
+
+    def table() -> pa.Table:
+        if not tables:
+            tables.append(_parse(piece, lines, most, chunk.parsed if keyed else None, by_field))
+        return tables[0]
+
+    def cut(bounds: list[int]) -> list[Chunk]:
+        offsets = _line_starts(piece)
+        # A table parsed whole holds one row per line: its parts are slices, not parsed again.
+        whole = tables[0] if tables else None
+        return [
+            _jsonl_chunk(
+                piece[offsets[a] : offsets[b]],
+                uri,
+                line + a,
+                most,
+                keyed,
+                by_field,
+                None if whole is None else whole[a:b],
+            )
+            for a, b in pairwise(bounds)
+        ]
+
+    def records() -> Iterator[Record]:  # a stream of its own each time: read more than once
+        return json_lines(io.BytesIO(piece), uri, line)
+
+    chunk = _chunk(table, records, lines, cut)
+    return chunk
+
+
+def _parse(
+    piece: bytes, lines: int, most: int | None, keyed: Parsed | None, by_field: frozenset[str]
+) -> pa.Table:
+    """A piece of `lines` JSON Lines as one table, only if every line is one JSON object: the row
+    path reads blank lines past and two objects on one line as an error, where Arrow's parser
+    would do otherwise, so the piece's rows must be its lines.
+
+    `keyed` (the piece's rows as the row path parses them): and only if each line holds its
+    keys in the table's column order, for a reader that keeps a row's fields as they come (the
+    row path's dicts keep each line's own order; Arrow's columns keep the first line's).
+    Checked in the lines' text, or, where a key's text is found more than once in a line (a
+    nested key of the same name), in those parsed rows."""
+    # Lines over 1 MiB fail Arrow's parser (and so go row by row); a lower limit is checked here.
+    if most is not None and max(map(len, piece.split(b"\n"))) >= most:
+        raise NotColumnar("a line over TASKPACK_MAX_LINE_BYTES")
+    if too_deep(piece, lines=True) is not None:  # Arrow's parser would crash the process
+        raise NotColumnar("a line nested too deeply")
+    try:
+        table = pj.read_json(io.BytesIO(piece))
+        dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]
+        if dated:  # Arrow reads text that looks like a date as one; it is text here
+            schema = pa.schema(
+                [f.with_type(pa.string()) if f.name in dated else f for f in table.schema]
+            )
+            table = pj.read_json(
+                io.BytesIO(piece), parse_options=pj.ParseOptions(explicit_schema=schema)
+            )
+        table.validate(full=True)  # the parser passes bytes that are not UTF-8 through
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise NotColumnar(str(e)) from None
+    if table.num_rows != lines:
+        raise NotColumnar("blank lines or more than one object on a line")
+    if keyed is not None:
+        texts = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
+        names = table.schema.names
+        spaced = re.search(rb'"[ \t\r]+:', piece) is not None
+        try:
+            keys = _key_positions(texts, piece, names, spaced)
+            table = _confirm_texts(table, texts, keys, by_field)
+            table = _confirm_fields(table, texts, piece, keys, by_field, spaced)
+        except NotColumnar:  # a key's text is no guide to its value: objects go by the records
+            if any(list(row) != names for row in keyed()):
+                raise NotColumnar("keys in another order than the columns") from None
+        table = table.replace_schema_metadata(_JSON_LINES)
+    return table
+
+
+def _key_positions(
+    lines: pa.Array, piece: bytes, names: list[str], spaced: bool
+) -> dict[str, pa.Array]:
+    """Where each of the `lines` of `piece` holds `"<name>":`, which must be once for each name,
+    in this order, and never `"<name>" :` (looked for where the piece holds a quote, spaces and
+    a colon). A string cannot hold `"<name>":` (its quotes would be escaped), so then that one
+    occurrence is the top-level key itself. Once on each line: found on every line, and as many
+    times in the piece as it has lines (`bytes.count` is many times faster than Arrow's count
+    in each line)."""
+    found: dict[str, pa.Array] = {}
+    before = None
+    for name in names:
+        key = f'"{name}":'
+        if json.dumps(name) != f'"{name}"':
+            raise NotColumnar(f"a key to escape: {name!r}")
+        at = found[name] = pc.find_substring(lines, key)
+        if piece.count(key.encode()) != len(lines) or pc.any(pc.less(at, 0)).as_py():
+            raise NotColumnar(f"key {name!r} more than once on a line, or missing")
+        gap = f'"{re.escape(name)}"[ \\t\\r]+:'
+        if spaced and pc.any(pc.match_substring_regex(lines, gap)).as_py():
+            raise NotColumnar(f"key {name!r} spaced from its colon")
+        if before is not None and not pc.all(pc.less(before, at)).as_py():
+            raise NotColumnar("keys in another order than the columns")
+        before = at
+    return found
+
+
+def _confirm_fields(
+    table: pa.Table,
+    lines: pa.Array,
+    piece: bytes,
+    keys: dict[str, pa.Array],
+    columns: frozenset[str],
+    spaced: bool,
+) -> pa.Table:
+    """The table, each of `columns` (objects) whose every row holds every field (no null), each
+    field's key once on a line, inside the object's text, in the column's field order, marked
+    `_IN_ORDER`, its fields' texts confirmed as columns' are (`_confirm_texts`). A field's key
+    found once in the line, and inside its object, is that object's own key: the row has it."""
+    names = table.schema.names
+    for name in columns & set(names):
+        i = names.index(name)
+        values = table.column(i).combine_chunks()
+        if not pa.types.is_struct(values.type) or values.null_count:
+            continue
+        children = values.flatten()
+        if any(child.null_count for child in children):
+            continue
+        fields = [f.name for f in values.type]
+        try:
+            at = _key_positions(lines, piece, fields, spaced)
+        except NotColumnar:
+            continue
+        end = keys[names[i + 1]] if i + 1 < len(names) else pc.binary_length(lines)
+        if not all(
+            pc.all(pc.and_(pc.greater(at[f], keys[name]), pc.less(at[f], end))).as_py()
+            for f in fields
+        ):
+            continue
+        own = _confirm_texts(pa.Table.from_arrays(children, names=fields), lines, at, frozenset())
+        struct = pa.StructArray.from_arrays(
+            [c.combine_chunks() for c in own.columns], fields=list(own.schema)
+        )
+        table = table.set_column(i, table.schema.field(i).with_metadata(_IN_ORDER), struct)
+    return table
+
+
+def fields_table(table: pa.Table, name: str) -> pa.Table:
+    """Column `name` (objects) as a table of its fields, for `json_columns` (with the rows'
+    values of that column as parsed): texts `_confirm_fields` checked are taken as they are."""
+    values = table.column(name).combine_chunks()
+    return pa.Table.from_arrays(
+        values.flatten(), schema=pa.schema(list(values.type), table.schema.metadata)
+    )
+
+
+def in_field_order(table: pa.Table, name: str) -> bool:
+    """Whether every row holds every field of column `name` in the column's order (checked in
+    the lines' text by `_confirm_fields`)."""
+    return bool(table.schema.field(name).metadata == _IN_ORDER)
+
+
+# The field metadata of a column whose text each row of the source was seen to hold as
+# `json_values` writes it (see `_confirm_texts`).
+_CONFIRMED = {b"taskpack": b"text confirmed"}
+
+
+_CONFIRMED_ABSENT = {b"taskpack": b"text confirmed, null fields absent"}  # see `_json_objects`
+
+
+_MARKS = (_CONFIRMED, _CONFIRMED_ABSENT)
+
+
+# The field metadata of a column of objects every row holds with every field, in its order.
+_IN_ORDER = {b"taskpack": b"fields in order"}
+
+
+# The schema metadata of a JSON Lines piece's table: its records are JSON values.
+_JSON_LINES = {b"taskpack": b"json lines"}
+
+
+def _holds(kind: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
+    """Whether values of `kind` hold a value of a type `test` takes, at any depth."""
+    if test(kind):
+        return True
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds(kind.value_type, test)
+    return pa.types.is_struct(kind) and any(_holds(f.type, test) for f in kind)
+
+
+def _unsure(kind: pa.DataType) -> bool:
+    """Arrow's reading of JSON text that the row path reads otherwise: an object (Arrow's
+    struct keeps the first row's key order and gives a key a row lacks null; the row path keeps
+    each row's dict as it is), a float (Arrow reads `5` as 5.0 in a column of floats)."""
+    return bool(pa.types.is_struct(kind) or pa.types.is_floating(kind))
+
+
+def _confirm_texts(
+    table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array], by_field: frozenset[str]
+) -> pa.Table:
+    """The table, each column holding objects or floats marked confirmed where every line holds
+    right after its key the very text `json_values` makes of the row's value (compact, or with
+    `json.dumps`'s default spaces): then its keys and numbers are the row path's. An object's
+    null field is either written `null` in every line (`_CONFIRMED`) or lacking in every line
+    (`_CONFIRMED_ABSENT`): Arrow gives both null."""
+    fields = list(table.schema)
+    # The spacing the first line writes is tried first (`json.dumps` writes `": `).
+    spacings = (True, False) if b'": ' in lines[0].as_py() else (False, True)
+    for i, field in enumerate(fields):
+        if field.name in by_field or not _holds(field.type, _unsure):
+            continue
+        values = table.column(i).combine_chunks()
+        after = pc.add(keys[field.name], len(field.name) + 3)  # past `"<name>":`
+        for absent, mark in zip((False, True), _MARKS, strict=True):
+            found = None
+            try:
+                for spaced in spacings:
+                    written = json_values(values, True, spaced=spaced, absent=absent)
+                    at = _holds_at(lines, pc.add(after, 1) if spaced else after, written)
+                    found = at if found is None else pc.or_(found, at)
+                    if pc.all(found).as_py():
+                        break
+            except NotColumnar:
+                break
+            if found is not None and pc.all(found).as_py():
+                fields[i] = field.with_metadata(mark)
+                break
+            if not values.null_count and not _holds(field.type, pa.types.is_struct):
+                break  # no field to lack
+    return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
+
+
+def _holds_at(lines: pa.Array, starts: pa.Array, texts: pa.Array) -> pa.Array:
+    """Whether each line holds from byte `starts` on its `texts` value, and no more of a number
+    after it (`0.5` is not `0.50`). Gathered with numpy: Arrow slices every row at one place."""
+    import numpy as np
+
+    bounds = _offsets(lines)
+    begin = bounds[:-1] + np.asarray(starts, np.int64)
+    want = texts.cast(pa.large_binary())
+    sizes = np.diff(_offsets(want))
+    fits = begin + sizes <= bounds[1:]
+    sizes = np.where(fits, sizes, 0)
+    ends = np.cumsum(sizes)
+    at = np.repeat(begin - (ends - sizes), sizes) + np.arange(ends[-1] if len(ends) else 0)
+    raw = np.frombuffer(lines.buffers()[2], np.uint8)
+    found = pa.Array.from_buffers(
+        pa.large_binary(),
+        len(sizes),
+        [None, pa.py_buffer(np.concatenate([[0], ends]).astype(np.int64)), pa.py_buffer(raw[at])],
+    )
+    after = begin + sizes
+    more = after < bounds[1:]
+    ended = ~more | ~np.isin(
+        raw[np.where(more, after, 0)], np.frombuffer(b"0123456789.eE+-", np.uint8)
+    )
+    return pc.and_(pa.array(fits & ended), pc.equal(found, want))
