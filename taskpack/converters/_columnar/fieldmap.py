@@ -257,6 +257,7 @@ class FieldMap:
             raise NotColumnar(uri)
         template = functools.lru_cache(maxsize=64)(functools.partial(self._template, split))
         first_names: list[list[str]] = []
+        groups: dict[str, dict[str, str]] = {}  # a batch's groups: each kind's shared text
 
         def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
             names = table.schema.names
@@ -272,16 +273,22 @@ class FieldMap:
                 self._check_struct(table, name, parsed)
             rows = row_numbers(first, table.num_rows)
             at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
-            keys = [k.groups(at, key) for key, k in self.fields.items()]
-            shaped = [k for k in keys if k is not None]
+            keys = {key: k.groups(at, key) for key, k in self.fields.items()}
+            shaped = {key: texts for key, texts in keys.items() if texts is not None}
             if not shaped:
                 return one(table, rows, parsed, "")
-            joined = ["\x1e".join(parts) for parts in zip(*shaped, strict=True)]
+            joined = ["\x1e".join(parts) for parts in zip(*shaped.values(), strict=True)]
+            first_of: dict[str, int] = {}
+            for i, text in enumerate(joined):
+                first_of.setdefault(text, i)
+            groups.clear()
+            groups.update({g: {k: shaped[k][i] for k in shaped} for g, i in first_of.items()})
             return grouped(joined, table, rows, parsed, one)
 
-        def one(table: pa.Table, rows: pa.Array, parsed: Parsed, _: str) -> Batch:
-            """Rows of one shape."""
+        def one(table: pa.Table, rows: pa.Array, parsed: Parsed, group: str) -> Batch:
+            """Rows of one shape (`group`: what they share of the kinds that group them)."""
             at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
+            at.grouped = groups.get(group, {})
             for key, kind in self._kinds(table.schema.names).items():
                 at.shapes[key], taken = kind.take(at, key)
                 at.columns |= taken

@@ -71,12 +71,17 @@ class At:
     ids: Callable[[], pa.Array]
     columns: Columns = field(default_factory=dict)
     shapes: Shapes = field(default_factory=dict)
+    # of the kinds that group a batch (`Kind.groups`), the text these rows share
+    grouped: dict[str, str] = field(default_factory=dict)
+    _fields: dict[str, pa.Table] = field(default_factory=dict)
 
     def fields(self, name: str) -> tuple[pa.Table, Parsed]:
         """Struct column `name` as a table of its fields (their text checked against the
         source, see `_sources.jsonl.fields_table`), and its rows' objects as the row path parses
         them."""
-        return fields_table(self.table, name), lambda: [row[name] for row in self.parsed()]
+        if name not in self._fields:
+            self._fields[name] = fields_table(self.table, name)
+        return self._fields[name], lambda: [row[name] for row in self.parsed()]
 
 
 def has(table: pa.Table, key: str) -> bool:
@@ -444,6 +449,8 @@ class SameJson(Kind):
         return cast("list[str]", _json_texts(at, key).to_pylist())
 
     def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
+        if key in at.grouped:  # the text these rows were grouped by
+            return at.grouped[key], {}
         return one_text(_json_texts(at, key)), {}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
