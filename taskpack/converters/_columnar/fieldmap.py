@@ -1,7 +1,7 @@
 """A format's field map: what its source rows hold and how they become tasks, stated once.
 
 A row format (one row, one task) declares a `FieldMap`: its fields, each of a kind named in
-`_kinds` (text, a whole number, chat messages, a value every row shares, the text after a mark,
+`kinds` (text, a whole number, chat messages, a value every row shares, the text after a mark,
 a Python function of other fields...), its id rule, and its mapping from those values to task
 fields. Both readers are built from that one declaration, as sqlglot builds a dialect's parser
 and generator from its tables:
@@ -9,7 +9,7 @@ and generator from its tables:
 - the row reader maps each row: a flat mapping (`Flat`) checks its fields by their kinds, in the
   order declared (the first error is the row's), then maps the values; a native one (`Native`:
   the formats whose rows round-trip whole tasks, `_rows`) is its `to_task`, residue and all;
-- the columnar reader (`_columnar`) takes the same kinds a batch at a time: each kind's batch
+- the columnar reader (this package) takes the same kinds a batch at a time: each kind's batch
   half refuses what its row half would refuse or could map otherwise, rows are grouped by the
   kinds' shapes (a chat's roles), and the mapping, applied once to a row of slots per shape, is
   the template every batch of that shape fills.
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 
 class IdRule(Protocol):
+    """How a row's task id comes: from a row's values (the row path), from a batch's columns."""
+
     def value(self, values: Values, split: str, row: int) -> str: ...
 
     def column(self, columns: Columns, split: str, rows: pa.Array) -> pa.Array: ...
@@ -77,8 +79,6 @@ class IdOf:
         return f"{self.prefix}{values[self.key]}"
 
     def column(self, columns: Columns, split: str, rows: pa.Array) -> pa.Array:
-        import pyarrow.compute as pc
-
         ids = columns[self.key]
         if self.prefix:
             ids = pc.binary_join_element_wise(self.prefix, ids, "")

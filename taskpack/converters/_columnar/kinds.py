@@ -1,4 +1,4 @@
-"""The kinds of field a format's field map names (`_fieldmap`): each holds its row half and its
+"""The kinds of field a format's field map names (`fieldmap`): each holds its row half and its
 batch half side by side, so that a rule is changed in one place for both paths.
 
 The row half (`value`) checks a field in one source row and gives its value, raising `RowError`
