@@ -258,6 +258,7 @@ class FieldMap:
         template = functools.lru_cache(maxsize=64)(functools.partial(self._template, split))
         first_names: list[list[str]] = []
         groups: dict[str, dict[str, str]] = {}  # a batch's groups: each kind's shared text
+        whole: list[At] = []  # the batch as its groups were found
 
         def batch(table: pa.Table, first: int, parsed: Parsed) -> Batch:
             names = table.schema.names
@@ -273,6 +274,7 @@ class FieldMap:
                 self._check_struct(table, name, parsed)
             rows = row_numbers(first, table.num_rows)
             at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
+            whole[:] = [at]
             keys = {key: k.groups(at, key) for key, k in self.fields.items()}
             shaped = {key: texts for key, texts in keys.items() if texts is not None}
             if not shaped:
@@ -289,6 +291,8 @@ class FieldMap:
             """Rows of one shape (`group`: what they share of the kinds that group them)."""
             at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
             at.grouped = groups.get(group, {})
+            if whole and whole[0].table is table:  # the batch in one group: what it built
+                at.share(whole[0])
             for key, kind in self._kinds(table.schema.names).items():
                 at.shapes[key], taken = kind.take(at, key)
                 at.columns |= taken

@@ -83,6 +83,10 @@ class At:
             self._fields[name] = fields_table(self.table, name)
         return self._fields[name], lambda: [row[name] for row in self.parsed()]
 
+    def share(self, other: At) -> None:
+        """Take the struct tables `other`, a batch of the very same rows, has built."""
+        self._fields = other._fields
+
 
 def has(table: pa.Table, key: str) -> bool:
     """Whether the table has the field (`a.b`: a struct column `a` with a field `b`)."""
@@ -91,6 +95,21 @@ def has(table: pa.Table, key: str) -> bool:
         return False
     kind = table.schema.field(name).type
     return not inner or (pa.types.is_struct(kind) and kind.get_field_index(inner) >= 0)
+
+
+def _none_of(values: pa.Array, never: tuple[str, ...], key: str) -> None:
+    """Refuses the rows whose `values` is one of `never` (values the row path reads otherwise)."""
+    for other in never:
+        refuse(pc.equal(values, other), f"{key} {other!r}")
+
+
+def _always(values: pa.Array, other: pa.Array, what: str) -> bool:
+    """Whether `values` is `other` in every row (False: in none); rows where it is only
+    sometimes need a template each, and the batch goes by the row path."""
+    same = pc.sum(pc.equal(values, other).cast(pa.int64())).as_py()
+    if same not in (0, len(values)):
+        raise NotColumnar(f"{what} only in some rows")
+    return bool(same)
 
 
 class Kind:
@@ -128,8 +147,7 @@ class Text(Kind):
 
     def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
         values = text(column(at.table, key))
-        for other in self.never:
-            refuse(pc.equal(values, other), f"{key} {other!r}")
+        _none_of(values, self.never, key)
         if self.among:
             refuse(pc.invert(pc.is_in(values, pa.array(self.among))), f"{key} not among some")
         return None, {key: values}
@@ -426,11 +444,7 @@ class LastUser(Kind):
                 return None, {}
             raise NotColumnar(f"a {self.chat} without a user message")
         values = text(column(at.table, key))
-        message = at.columns[f"#{self.chat}{last}"]
-        same = pc.sum(pc.equal(values, message).cast(pa.int64())).as_py()
-        if same not in (0, at.table.num_rows):
-            raise NotColumnar(f"a {key} that is the last user message only in some rows")
-        if same:
+        if _always(values, at.columns[f"#{self.chat}{last}"], f"{key} the last user message"):
             return last, {}
         return None, {} if self.optional else {key: values}  # JSON: `json_columns` fills it
 
@@ -536,13 +550,9 @@ class SameAs(Kind):
     def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
         values = text(column(at.table, key))
         if self.of not in at.columns:
-            for other in self.never:
-                refuse(pc.equal(values, other), f"{key} {other!r}")
+            _none_of(values, self.never, key)
             return False, {key: values}
-        same = pc.sum(pc.equal(values, at.columns[self.of]).cast(pa.int64())).as_py()
-        if same not in (0, at.table.num_rows):
-            raise NotColumnar(f"a {key} that is {self.of} only in some rows")
-        return same > 0, {key: values}
+        return _always(values, at.columns[self.of], f"{key} {self.of}"), {key: values}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
         return slot(self.of if shape else key)
