@@ -175,3 +175,52 @@ def test_the_cli_help_and_completion_load_neither_pyarrow_nor_pydantic() -> None
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# Every attempt to import pandas recorded, and refused (as where it is not installed): pyarrow's
+# pandas shim asks once a process, so the first attempt is the only one and names its caller.
+CONVERT = """
+import json, sys, traceback
+asked = []
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "pandas":
+            asked.append(traceback.format_stack(limit=8))
+            raise ImportError("pandas refused")
+sys.meta_path.insert(0, Refuse())
+from taskpack.importer import import_sources
+done = import_sources(sys.argv[1], {"train": [sys.argv[2]]}, sys.argv[3],
+                      options=json.loads(sys.argv[4]), name="x")
+print(json.dumps({"rows": done.manifest.splits["train"].rows, "asked": asked}))
+"""
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "source", "options"),
+    [
+        ("gsm8k", DATA / "gsm8k" / "test.jsonl", {}),
+        ("humaneval", DATA / "humaneval" / "HumanEval.jsonl.gz", {}),
+        ("kaggle", DATA / "kaggle_llm_science_exam" / "train.csv", {"preset": "multiple-choice"}),
+        ("swebench", DATA / "swebench" / "swebench_verified_sample50.jsonl", {}),
+        ("nemo", DATA / "peers" / "nemo_gym" / "mcqa.jsonl", {}),
+        ("nemo", DATA / "peers" / "nemo_gym" / "xlam_fc.jsonl", {}),
+        ("skyrl", DATA / "peers" / "skyrl" / "gsm8k" / "train.parquet", {}),
+        ("verifiers", DATA / "peers" / "verifiers" / "gsm8k" / "train.parquet", {}),
+    ],
+    ids=lambda v: v.name if isinstance(v, Path) else None,
+)
+def test_a_columnar_conversion_never_asks_for_pandas(
+    tmp_path: Path, fmt: str, source: Path, options: dict[str, str]
+) -> None:
+    """Arrays are built from buffers (`taskpack._arrow`): pyarrow's pandas shim would import
+    pandas, a third of a small conversion's time."""
+    out = tmp_path / "set"
+    argv = [str(out), str(source), fmt, json.dumps(options)]
+    proc = subprocess.run(
+        [sys.executable, "-c", CONVERT, *argv], capture_output=True, text=True, check=True
+    )
+    result = json.loads(proc.stdout)
+    assert result["rows"] > 0
+    assert result["asked"] == [], "".join(result["asked"][0])

@@ -36,6 +36,7 @@ import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
+from taskpack._arrow import repeated, scalar, texts
 from taskpack.converters._columnar.checks import refuse, text
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Ordinal, Own
 from taskpack.converters._columnar.kinds import ABSENT, At, Kind, Maybe, Text, column
@@ -317,9 +318,10 @@ class _Scored(Kind):
         if self.answer not in at.table.schema.names:
             return None, {}
         kinds = _kinds(self.options, text(column(at.table, self.answer)))
-        kind = kinds[0].as_py() if len(kinds) else None
-        refuse(pc.not_equal(kinds, kind), "answers scored otherwise than the first")
-        return kind, {}
+        if not len(kinds):
+            return None, {}
+        refuse(pc.not_equal(kinds, kinds[0]), "answers scored otherwise than the first")
+        return kinds[0].as_py(), {}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
         return ABSENT
@@ -330,19 +332,20 @@ def _kinds(options: KaggleOptions, answers: pa.Array) -> pa.Array:
     hold a digit and are not a plain decimal (which are numbers whatever else is true)."""
     import pyarrow.compute as pc
 
-    plain = pc.fill_null(pc.match_substring_regex(answers, r"^-?[0-9]+(\.[0-9]+)?$"), False)
+    plain = pc.match_substring_regex(answers, r"^-?[0-9]+(\.[0-9]+)?$")
+    plain = pc.fill_null(plain, scalar(False))
     if options.reward != "auto":
         if options.reward == "numeric_match":  # the row path checks the others, row by row
             refuse(pc.invert(plain), "an answer to check as a number")
-        return pa.array([options.reward] * len(answers), pa.string())
-    digits = pc.fill_null(pc.match_substring_regex(answers, r"[0-9]"), False)
-    kinds = pc.if_else(plain, "numeric_match", "exact_match")
+        return repeated(options.reward, len(answers))
+    digits = pc.fill_null(pc.match_substring_regex(answers, r"[0-9]"), scalar(False))
+    kinds = pc.if_else(plain, scalar("numeric_match"), scalar("exact_match"))
     unsure = pc.indices_nonzero(pc.and_(digits, pc.invert(plain))).to_pylist()
     if unsure:
         found = kinds.to_pylist()
         for i in unsure:
             found[i] = reward_kind(options, answers[i].as_py())
-        kinds = pa.array(found, pa.string())
+        kinds = texts(found)
     return kinds
 
 

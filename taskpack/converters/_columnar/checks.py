@@ -10,6 +10,7 @@ from typing import Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from taskpack._arrow import concat, numbers, scalar, texts
 from taskpack.converters._sources.chunk import NotColumnar, Parsed
 from taskpack.converters._sources.jsonl import (
     _CONFIRMED_ABSENT,
@@ -26,13 +27,14 @@ def refuse(bad: pa.Array | pa.ChunkedArray, reason: str) -> None:
     """`NotColumnar` naming the rows of a batch where `bad` holds (a null is no refusal), if
     any: those rows go row by row, the others stay columnar (see `mapped`)."""
     if pc.any(bad).as_py():
-        raise NotColumnar(reason, pc.indices_nonzero(pc.fill_null(bad, False)).to_pylist())
+        raise NotColumnar(reason, pc.indices_nonzero(pc.fill_null(bad, scalar(False))).to_pylist())
 
 
 def _list_offsets(values: pa.Array) -> pa.Array:
     """The offsets of a list array's items in its `list_flatten`, nulls as empty lists."""
-    lengths = pc.fill_null(pc.list_value_length(values), 0)
-    return pa.array([0, *accumulate(lengths.to_pylist())], pa.int32())
+    lengths = pc.list_value_length(values)
+    lengths = pc.fill_null(lengths, scalar(0, lengths.type))
+    return numbers([0, *accumulate(lengths.to_pylist())], pa.int32())
 
 
 def without(prompt: pa.Array, field: str) -> pa.Array:
@@ -61,8 +63,8 @@ def role_keys(prompt: pa.Array) -> list[str]:
     if "role" not in item_fields(prompt.type):
         return [""] * len(prompt)
     roles = pc.struct_field(pc.list_flatten(prompt), "role")
-    joined = pc.binary_join(pa.ListArray.from_arrays(_list_offsets(prompt), roles), "\x1f")
-    return cast(list[str], pc.fill_null(joined, "").to_pylist())
+    joined = pc.binary_join(pa.ListArray.from_arrays(_list_offsets(prompt), roles), scalar("\x1f"))
+    return cast(list[str], pc.fill_null(joined, scalar("")).to_pylist())
 
 
 def text(values: pa.Array) -> pa.Array:
@@ -87,8 +89,8 @@ def messages(prompt: pa.Array | pa.ChunkedArray) -> tuple[list[str], list[pa.Arr
         refuse(pc.is_null(prompt), "no prompt")
     lengths = pc.list_value_length(prompt)
     count = pc.mode(lengths)[0]["mode"].as_py() if len(prompt) else 0
-    refuse(pc.not_equal(lengths, count), "prompts of different lengths")
-    items = [pc.list_element(prompt, k) for k in range(count)]
+    refuse(pc.not_equal(lengths, scalar(count)), "prompts of different lengths")
+    items = [pc.list_element(prompt, scalar(k)) for k in range(count)]
     roles = [one_text(pc.struct_field(item, "role")) for item in items]
     return roles, [text(pc.struct_field(item, "content")) for item in items]
 
@@ -109,16 +111,15 @@ def own_names(names: Sequence[str]) -> None:
 def task_ids(ids: pa.Array) -> pa.Array:
     """`ids`, each one the model takes as a task id: 1 to 512 characters, none a control one."""
     lengths = pc.utf8_length(ids)
-    refuse(pc.or_(pc.less(lengths, 1), pc.greater(lengths, 512)), "an empty or overlong id")
+    short, long = pc.less(lengths, scalar(1)), pc.greater(lengths, scalar(512))
+    refuse(pc.or_(short, long), "an empty or overlong id")
     refuse(pc.match_substring_regex(ids, r"[\x00-\x1f\x7f]"), "an id with a control character")
     return ids
 
 
 def ordinal_ids(split: str, rows: pa.Array) -> pa.Array:
     """`<split>-<row, 5 digits at least>`: the ids a reader gives rows that have none."""
-    return pc.binary_join_element_wise(
-        f"{split}-", pc.utf8_lpad(pc.cast(rows, pa.string()), 5, "0"), ""
-    )
+    return concat(f"{split}-", pc.utf8_lpad(pc.cast(rows, pa.string()), 5, "0"))
 
 
 def json_columns(
@@ -174,4 +175,4 @@ def python_texts(values: list[Any]) -> tuple[pa.Array, pa.Array]:
         hashed = [canonical_json(v).decode("utf-8") for v in values]
     except (ValueError, TypeError, RecursionError, PydanticSerializationError) as e:
         raise NotColumnar(str(e)) from None
-    return pa.array(stored, pa.string()), pa.array(hashed, pa.string())
+    return texts(stored), texts(hashed)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from taskpack._arrow import concat
 from taskpack.converters._columnar.checks import (
     json_columns,
     ordinal_ids,
@@ -81,7 +82,7 @@ class IdOf:
     def column(self, columns: Columns, split: str, rows: pa.Array) -> pa.Array:
         ids = columns[self.key]
         if self.prefix:
-            ids = pc.binary_join_element_wise(self.prefix, ids, "")
+            ids = concat(self.prefix, ids)
         return task_ids(ids)
 
 
@@ -304,7 +305,8 @@ class FieldMap:
                 nulls = [
                     pc.or_(pc.is_null(columns[n]), pc.is_null(table.column(n))) for n in others
                 ]
-                refuse(functools.reduce(pc.or_, nulls, pa.repeat(False, len(rows))), "a null")
+                if nulls:
+                    refuse(functools.reduce(pc.or_, nulls), "a null")
             for name in self.open:
                 kept = [f for f in _field_names(table, name) if f not in self._structs[name]]
                 fields, objects = at.fields(name)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, NamedTuple, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from taskpack._arrow import concat, numbers, scalar, texts
 from taskpack.converters._columnar.checks import (
     item_fields,
     json_columns,
@@ -100,7 +101,7 @@ def has(table: pa.Table, key: str) -> bool:
 def _none_of(values: pa.Array, never: tuple[str, ...], key: str) -> None:
     """Refuses the rows whose `values` is one of `never` (values the row path reads otherwise)."""
     for other in never:
-        refuse(pc.equal(values, other), f"{key} {other!r}")
+        refuse(pc.equal(values, scalar(other)), f"{key} {other!r}")
 
 
 def _always(values: pa.Array, other: pa.Array, what: str) -> bool:
@@ -149,7 +150,7 @@ class Text(Kind):
         values = text(column(at.table, key))
         _none_of(values, self.never, key)
         if self.among:
-            refuse(pc.invert(pc.is_in(values, pa.array(self.among))), f"{key} not among some")
+            refuse(pc.invert(pc.is_in(values, texts(self.among))), f"{key} not among some")
         return None, {key: values}
 
 
@@ -171,7 +172,7 @@ class Whole(Kind):
             raise NotColumnar(f"a {key} that is not a whole number")
         refuse(pc.is_null(values), f"no {key}")
         if self.least is not None:
-            refuse(pc.less(values, self.least), f"a {key} under {self.least}")
+            refuse(pc.less(values, scalar(self.least)), f"a {key} under {self.least}")
         if self.number is None:
             return None, {}  # its JSON text (`json_columns`) is its decimal text
         return None, {key: pc.cast(values, pa.string())}
@@ -194,7 +195,8 @@ class TextList(Kind):
         kind = values.type
         if not pa.types.is_list(kind) or not pa.types.is_string(kind.value_type):
             raise NotColumnar(f"a {key} that is not a list of text")
-        short = pc.fill_null(pc.less(pc.list_value_length(values), self.least), True)
+        short = pc.less(pc.list_value_length(values), scalar(self.least))
+        short = pc.fill_null(short, scalar(True))
         refuse(short, f"a {key} of fewer than {self.least} items")
         if values.flatten().null_count:
             raise NotColumnar(f"an item of {key} that is not text")
@@ -233,9 +235,9 @@ def _list_items(raw: pa.Array) -> pa.Array:
 
     if pc.any(pc.match_substring(raw, "\n")).as_py():
         raise NotColumnar("a list over several lines")
-    lines = pc.binary_join_element_wise('{"t":', raw, "}", "")
-    one = pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()), lines)
-    whole = pc.binary_join(one, "\n")[0].as_buffer()
+    lines = concat('{"t":', raw, "}")
+    one = pa.ListArray.from_arrays(numbers([0, len(lines)], pa.int32()), lines)
+    whole = pc.binary_join(one, scalar("\n"))[0].as_buffer()
     if too_deep(whole.to_pybytes(), lines=True) is not None:  # Arrow's parser would crash
         raise NotColumnar("a list nested too deeply")
     try:
@@ -312,7 +314,7 @@ class AfterLast(Kind):
         after = pc.ascii_trim_whitespace(tail)
         for c in self.drop:
             after = pc.replace_substring(after, c, "")
-        refuse(pc.equal(pc.binary_length(after), 0), f"nothing after '{self.mark}'")
+        refuse(pc.equal(pc.binary_length(after), scalar(0)), f"nothing after '{self.mark}'")
         return None, {key: after}
 
 
@@ -335,7 +337,7 @@ class PerRow(Kind):
 
     def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
         args = [_python(at.table, at.columns, k) for k in self.of]
-        out = pa.array([self.function(*a) for a in zip(*args, strict=True)], pa.string())
+        out = texts([self.function(*a) for a in zip(*args, strict=True)])
         refuse(pc.is_null(out), self.missing)
         return None, {key: out}
 
@@ -401,7 +403,7 @@ class Chat(Kind):
             roles, contents = messages(values)
         last = last_user(roles)
         if self.responses and last is not None:
-            refuse(pc.equal(contents[last], ""), "an empty user message")
+            refuse(pc.equal(contents[last], scalar("")), "an empty user message")
         return Roles(tuple(roles), form), {f"#{key}{k}": c for k, c in enumerate(contents)}
 
     def stand_in(self, key: str, shape: Hashable) -> Any:
@@ -419,7 +421,7 @@ def _typed(items: pa.Array) -> bool:
         return False
     refuse(pc.is_null(items), "no input")
     kinds = pc.struct_field(pc.list_flatten(items), "type")
-    other = pc.invert(pc.fill_null(pc.equal(kinds, "message"), False))
+    other = pc.invert(pc.fill_null(pc.equal(kinds, scalar("message")), scalar(False)))
     if pc.any(other).as_py():
         rows = pc.unique(pc.filter(pc.list_parent_indices(items), other))
         raise NotColumnar("an input item not a message", sorted(rows.to_pylist()))

@@ -10,6 +10,7 @@ from typing import TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from taskpack._arrow import numbers
 from taskpack.converters._columnar.template import Batch
 from taskpack.converters._sources.chunk import Chunk, NotColumnar, Parsed
 from taskpack.converters._sources.records import Record
@@ -150,13 +151,13 @@ def grouped(
         raise NotColumnar(f"{len(groups)} different templates in {len(keys)} rows")
     filled = []
     for key, at in groups.items():
-        take = pa.array(at, pa.int64())
+        take = numbers(at)
         some = cache(lambda at=at: [parsed()[i] for i in at])
         try:
             filled.append(one(table.take(take), rows.take(take), some, key))
         except NotColumnar as e:
             refused = at if e.rows is None else [at[i] for i in e.rows]
             raise NotColumnar(str(e), refused) from None
-    back = pc.sort_indices(pa.array([i for at in groups.values() for i in at], pa.int64()))
+    back = pc.sort_indices(numbers([i for at in groups.values() for i in at]))
     table = pa.concat_tables([b.table for b in filled]).take(back)
     return Batch(table, pa.concat_arrays([b.canonical for b in filled]).take(back))

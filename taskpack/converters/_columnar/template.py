@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from taskpack._arrow import concat, numbers, repeated
 from taskpack.converters._sources.chunk import NotColumnar
 from taskpack.converters._sources.jsontext import json_escape
 from taskpack.digests import canonical_json
@@ -107,9 +108,8 @@ class Template:
                 raise NotColumnar("a file too large to store inline")
             sha = _sha256_each(data, "")
             files.append((fields, data, sizes, sha))
-            escaped[f"file:{column}"] = pc.binary_join_element_wise(
-                '"sha256":"', sha, '","size":', pc.cast(sizes, pa.string()), ""
-            )
+            size_text = pc.cast(sizes, pa.string())
+            escaped[f"file:{column}"] = concat('"sha256":"', sha, '","size":', size_text)
 
         def text(pieces: list[Piece], sources: Mapping[str, pa.Array] = columns) -> Column:
             parts: list[Column] = []
@@ -130,7 +130,7 @@ class Template:
                 parts.append(escaped[key])
             if len(parts) == 1:
                 return parts[0]
-            return pc.binary_join_element_wise(*parts, "")
+            return concat(*parts)
 
         stored = {
             name: _array(None if p is None else text(p), size) for name, p in self.columns.items()
@@ -208,17 +208,17 @@ def _files(size: int, files: list[tuple[dict[str, Any], pa.Array, pa.Array, pa.A
     per_row = len(files)
     struct = SCHEMA.field("files").type.value_type
     if not per_row:
-        none = pa.array(np.zeros(size + 1, np.int32))
-        return pa.ListArray.from_arrays(none, pa.array([], struct))
+        none = numbers(np.zeros(size + 1, np.int32), pa.int32())
+        return pa.ListArray.from_arrays(none, pa.nulls(0, struct))
     parts = []
     for fields, data, sizes, sha in files:
         parts.append(
             pa.StructArray.from_arrays(
                 [
-                    pa.repeat(pa.scalar(fields["path"], pa.string()), size),
-                    pa.repeat(pa.scalar(fields["role"], pa.string()), size),
-                    pa.repeat(pa.scalar(fields["step"], pa.string()), size),
-                    pa.repeat(pa.scalar(fields["mode"], pa.int32()), size),
+                    repeated(fields["path"], size),
+                    repeated(fields["role"], size),
+                    repeated(fields["step"], size),
+                    numbers(np.full(size, fields["mode"]), pa.int32()),
                     pc.cast(sizes, pa.int64()),
                     sha,
                     data,
@@ -229,8 +229,8 @@ def _files(size: int, files: list[tuple[dict[str, Any], pa.Array, pa.Array, pa.A
     values = pa.concat_arrays(parts)
     if per_row > 1:  # file k of row i is at k * size + i: interleave them by row
         order = np.arange(size * per_row).reshape(per_row, size).T.ravel()
-        values = values.take(pa.array(order))
-    offsets = pa.array(np.arange(0, size * per_row + 1, per_row, dtype=np.int32))
+        values = values.take(numbers(order))
+    offsets = numbers(np.arange(0, size * per_row + 1, per_row), pa.int32())
     return pa.ListArray.from_arrays(offsets, values)
 
 
@@ -247,18 +247,18 @@ def _sha256_each(texts: pa.Array, prefix: str) -> pa.Array:
     hexes = b"".join([sha(view[a:b]).digest() for a, b in pairwise(ends)]).hex().encode()
     cuts = pa.py_buffer(np.arange(0, len(hexes) + 1, 64, dtype=np.int32))
     digests = pa.Array.from_buffers(pa.string(), len(texts), [None, cuts, pa.py_buffer(hexes)])
-    return pc.binary_join_element_wise(prefix, digests, "") if prefix else digests
+    return concat(prefix, digests) if prefix else digests
 
 
 def _array(part: Column, size: int) -> pa.Array:
     if part is None:
         return pa.nulls(size, pa.string())
     if isinstance(part, str):
-        return pa.repeat(pa.scalar(part, pa.string()), size)
+        return repeated(part, size)
     return part
 
 
 def row_numbers(first: int, size: int) -> pa.Array:
     import numpy as np
 
-    return pa.array(np.arange(first, first + size, dtype=np.int64))
+    return numbers(np.arange(first, first + size))

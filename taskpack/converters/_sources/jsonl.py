@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from taskpack._arrow import numbers, scalar, texts, view
 from taskpack.converters._sources import chunk as chunking
 from taskpack.converters._sources.chunk import Chunk, Lines, NotColumnar, Parsed, _chunk
 from taskpack.converters._sources.jsontext import _offsets, json_values
@@ -221,13 +222,14 @@ def _parse(
     if table.num_rows != lines:
         raise NotColumnar("blank lines or more than one object on a line")
     if keyed is not None:
-        texts = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
+        whole = texts([piece.rstrip(b"\n")], pa.binary())
+        line_texts = pc.list_flatten(pc.split_pattern(whole, "\n"))
         names = table.schema.names
         spaced = re.search(rb'"[ \t\r]+:', piece) is not None
         try:
-            keys = _key_positions(texts, piece, names, spaced)
-            table = _confirm_texts(table, texts, keys, by_field)
-            table = _confirm_fields(table, texts, piece, keys, by_field, spaced)
+            keys = _key_positions(line_texts, piece, names, spaced)
+            table = _confirm_texts(table, line_texts, keys, by_field)
+            table = _confirm_fields(table, line_texts, piece, keys, by_field, spaced)
         except NotColumnar:  # a key's text is no guide to its value: objects go by the records
             if any(list(row) != names for row in keyed()):
                 raise NotColumnar("keys in another order than the columns") from None
@@ -251,7 +253,7 @@ def _key_positions(
         if json.dumps(name) != f'"{name}"':
             raise NotColumnar(f"a key to escape: {name!r}")
         at = found[name] = pc.find_substring(lines, key)
-        if piece.count(key.encode()) != len(lines) or pc.any(pc.less(at, 0)).as_py():
+        if piece.count(key.encode()) != len(lines) or pc.any(pc.less(at, scalar(0))).as_py():
             raise NotColumnar(f"key {name!r} more than once on a line, or missing")
         gap = f'"{re.escape(name)}"[ \\t\\r]+:'
         if spaced and pc.any(pc.match_substring_regex(lines, gap)).as_py():
@@ -367,13 +369,13 @@ def _confirm_texts(
         if field.name in by_field or not _holds(field.type, _unsure):
             continue
         values = table.column(i).combine_chunks()
-        after = pc.add(keys[field.name], len(field.name) + 3)  # past `"<name>":`
+        after = pc.add(keys[field.name], scalar(len(field.name) + 3))  # past `"<name>":`
         for absent, mark in zip((False, True), _MARKS, strict=True):
             found = None
             try:
                 for spaced in spacings:
                     written = json_values(values, True, spaced=spaced, absent=absent)
-                    at = _holds_at(lines, pc.add(after, 1) if spaced else after, written)
+                    at = _holds_at(lines, pc.add(after, scalar(1)) if spaced else after, written)
                     found = at if found is None else pc.or_(found, at)
                     if pc.all(found).as_py():
                         break
@@ -393,7 +395,7 @@ def _holds_at(lines: pa.Array, starts: pa.Array, texts: pa.Array) -> pa.Array:
     import numpy as np
 
     bounds = _offsets(lines)
-    begin = bounds[:-1] + np.asarray(starts, np.int64)
+    begin = bounds[:-1] + view(starts).astype(np.int64)
     want = texts.cast(pa.large_binary())
     sizes = np.diff(_offsets(want))
     fits = begin + sizes <= bounds[1:]
@@ -411,4 +413,4 @@ def _holds_at(lines: pa.Array, starts: pa.Array, texts: pa.Array) -> pa.Array:
     ended = ~more | ~np.isin(
         raw[np.where(more, after, 0)], np.frombuffer(b"0123456789.eE+-", np.uint8)
     )
-    return pc.and_(pa.array(fits & ended), pc.equal(found, want))
+    return pc.and_(numbers(fits & ended, pa.bool_()), pc.equal(found, want))

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from taskpack._arrow import concat, numbers, repeated, scalar
 from taskpack.converters._sources.chunk import NotColumnar
 
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -58,27 +59,27 @@ def json_values(
     Anything else gives up."""
     kind = values.type
     if pa.types.is_string(kind):
-        text = pc.binary_join_element_wise('"', json_escape(values), '"', "")
+        text = concat('"', json_escape(values), '"')
     elif pa.types.is_integer(kind):
         text = pc.cast(values, pa.string())
     elif pa.types.is_boolean(kind):
-        text = pc.if_else(values, "true", "false")
+        text = pc.if_else(values, scalar("true"), scalar("false"))
     elif pa.types.is_null(kind):
-        return pa.repeat("null", len(values))
+        return repeated("null", len(values))
     elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
         ends = _offsets(values)
         items = values.values.slice(ends[0], ends[-1] - ends[0])  # null lists' too: aligned
         texts = json_values(items, confirmed, sort=sort, spaced=spaced, absent=absent)
-        lists = pa.LargeListArray.from_arrays(pa.array(ends - ends[0], pa.int64()), texts)
-        joined = pc.binary_join(lists, ", " if spaced else ",")
-        text = pc.binary_join_element_wise("[", joined, "]", "")
+        lists = pa.LargeListArray.from_arrays(numbers(ends - ends[0]), texts)
+        joined = pc.binary_join(lists, scalar(", " if spaced else ","))
+        text = concat("[", joined, "]")
     elif confirmed and pa.types.is_struct(kind):
         text = _json_objects(values, sort, spaced, absent)
     elif confirmed and pa.types.is_floating(kind):
         text = _python_floats(values)
     else:
         raise NotColumnar(f"a {kind} value")
-    return pc.if_else(pc.is_null(values), "null", text) if values.null_count else text
+    return pc.if_else(pc.is_null(values), scalar("null"), text) if values.null_count else text
 
 
 def _python_floats(values: pa.Array) -> pa.Array:
@@ -89,13 +90,12 @@ def _python_floats(values: pa.Array) -> pa.Array:
     values = values.cast(pa.float64())  # a float32's Python value is its double
     text = pc.cast(values, pa.string())
     size = pc.abs(values)
-    fixed = pc.and_(pc.greater_equal(size, 1e-4), pc.less(size, 1e16))
-    plain = pc.or_(pc.and_(fixed, pc.invert(pc.match_substring(text, "e"))), pc.equal(size, 0))
-    if not pc.all(pc.fill_null(plain, True)).as_py():
+    fixed = pc.and_(pc.greater_equal(size, scalar(1e-4)), pc.less(size, scalar(1e16)))
+    bare = pc.invert(pc.match_substring(text, "e"))
+    plain = pc.or_(pc.and_(fixed, bare), pc.equal(size, scalar(0.0)))
+    if not pc.all(pc.fill_null(plain, scalar(True))).as_py():
         raise NotColumnar("a float Python writes otherwise than Arrow")
-    return pc.if_else(
-        pc.match_substring(text, "."), text, pc.binary_join_element_wise(text, ".0", "")
-    )
+    return pc.if_else(pc.match_substring(text, "."), text, concat(text, ".0"))
 
 
 def json_items(values: pa.Array) -> pa.Array:
@@ -122,7 +122,7 @@ def _json_objects(values: pa.Array, sort: bool, spaced: bool, absent: bool) -> p
     if sort:
         fields.sort(key=lambda f: f[1].name)
     if not fields:
-        return pa.repeat("{}", len(values)).cast(pa.string())
+        return repeated("{}", len(values))
     colon, comma = (": ", ", ") if spaced else (":", ",")
     parts: list[Any] = []
     for index, field in fields:
@@ -132,11 +132,11 @@ def _json_objects(values: pa.Array, sort: bool, spaced: bool, absent: bool) -> p
         child = pc.struct_field(values, [index])
         text = json_values(child, True, sort=sort, spaced=spaced, absent=absent)
         if absent:  # each present field with a comma before it, the first comma cut below
-            part = pc.binary_join_element_wise(comma + key + colon, text, "")
-            parts.append(pc.if_else(pc.is_null(child), "", part))
+            part = concat(comma + key + colon, text)
+            parts.append(pc.if_else(pc.is_null(child), scalar(""), part))
         else:
             parts += [(comma if parts else "{") + key + colon, text]
     if not absent:
-        return pc.binary_join_element_wise(*parts, "}", "")
-    inner = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*parts, ""), len(comma))
-    return pc.binary_join_element_wise("{", inner, "}", "")
+        return concat(*parts, "}")
+    inner = pc.utf8_slice_codeunits(concat(*parts), len(comma))
+    return concat("{", inner, "}")

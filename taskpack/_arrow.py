@@ -1,0 +1,87 @@
+"""Arrow arrays and scalars made from Python values by their buffers.
+
+Why not `pa.array`, `pa.scalar`, `pa.repeat` or a Python value handed to a compute function:
+each asks pyarrow's pandas shim whether the value is a pandas object, and the shim's first
+question imports pandas, where it is installed: 0.2-0.4 s of every process that converts a
+few thousand rows (bench/convert.py), a third of a small import. These build the same arrays
+from NumPy buffers and never ask. `tests/test_light_imports.py` holds the converting path
+to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+Number = int | float | bool
+INT64 = pa.int64()
+STRING = pa.string()
+
+
+def numbers(values: Sequence[Number] | np.ndarray, kind: pa.DataType = INT64) -> pa.Array:
+    """Fixed-width numbers (or booleans) of `kind`, none null."""
+    if pa.types.is_boolean(kind):
+        flags = np.asarray(values, dtype=np.bool_)
+        bits = np.packbits(flags, bitorder="little")
+        return pa.Array.from_buffers(kind, len(flags), [None, pa.py_buffer(bits)])
+    data = np.ascontiguousarray(values, dtype=kind.to_pandas_dtype())
+    return pa.Array.from_buffers(kind, len(data), [None, pa.py_buffer(data)])
+
+
+def texts(values: Sequence[str | bytes | None], kind: pa.DataType = STRING) -> pa.Array:
+    """Text or bytes of `kind` (string, binary or their large forms), None as null. Text
+    not encodable as UTF-8 (a lone surrogate) raises `pa.ArrowInvalid`, as `pa.array` does."""
+    try:
+        encoded = [v.encode() if isinstance(v, str) else v or b"" for v in values]
+    except UnicodeEncodeError as e:
+        raise pa.ArrowInvalid(str(e)) from None
+    size = len(encoded)
+    offsets = np.zeros(size + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, size), out=offsets[1:])
+    if not (pa.types.is_large_string(kind) or pa.types.is_large_binary(kind)):
+        if offsets[-1] >= 2**31:
+            raise pa.ArrowInvalid(f"{offsets[-1]} bytes do not fit one {kind} array")
+        offsets = offsets.astype(np.int32)
+    valid = None
+    if any(v is None for v in values):
+        present = np.fromiter((v is not None for v in values), np.bool_, size)
+        valid = pa.py_buffer(np.packbits(present, bitorder="little"))
+    buffers = [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(kind, size, buffers)
+
+
+def repeated(value: str, size: int) -> pa.Array:
+    """`value` `size` times, as text."""
+    return texts([value]).take(numbers(np.zeros(size, np.int64)))
+
+
+def scalar(value: str | Number, kind: pa.DataType | None = None) -> pa.Scalar:
+    """One value as an Arrow scalar, for a compute function's argument (of the argument's own
+    `kind` where the function wants one: `fill_null` converts any other again)."""
+    if isinstance(value, str):
+        return texts([value])[0]
+    if kind is None:
+        kind = pa.bool_() if isinstance(value, bool) else pa.int64()
+        kind = pa.float64() if isinstance(value, float) else kind
+    return numbers([value], kind)[0]
+
+
+def view(values: pa.Array) -> np.ndarray:
+    """A fixed-width array's values, none null, as NumPy sees them in its own buffer
+    (`to_numpy` and `np.asarray` ask the pandas shim too)."""
+    if values.null_count:
+        raise ValueError("an array with nulls has no plain NumPy view")
+    kind = values.type.to_pandas_dtype()
+    if not len(values):
+        return np.zeros(0, kind)
+    return np.frombuffer(values.buffers()[1], kind)[values.offset : values.offset + len(values)]
+
+
+def concat(*parts: pa.Array | str) -> pa.Array:
+    """Text arrays and constant texts joined row by row (a null in any part makes a null)."""
+    import pyarrow.compute as pc
+
+    values = [scalar(p) if isinstance(p, str) else p for p in parts]
+    return pc.binary_join_element_wise(*values, scalar(""))
