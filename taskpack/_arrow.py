@@ -10,6 +10,7 @@ to it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +58,7 @@ def repeated(value: str, size: int) -> pa.Array:
     return texts([value]).take(numbers(np.zeros(size, np.int64)))
 
 
+@functools.lru_cache(maxsize=4096, typed=True)  # scalars are immutable; JSON's few recur
 def scalar(value: str | Number, kind: pa.DataType | None = None) -> pa.Scalar:
     """One value as an Arrow scalar, for a compute function's argument (of the argument's own
     `kind` where the function wants one: `fill_null` converts any other again)."""
