@@ -53,9 +53,10 @@ def texts(values: Sequence[str | bytes | None], kind: pa.DataType = STRING) -> p
     return pa.Array.from_buffers(kind, size, buffers)
 
 
-def repeated(value: str, size: int) -> pa.Array:
-    """`value` `size` times, as text."""
-    return texts([value]).take(numbers(np.zeros(size, np.int64)))
+def repeated(value: str | None | pa.Array, size: int) -> pa.Array:
+    """`value` (text or None, or the value of an array of one) `size` times."""
+    one = value if isinstance(value, pa.Array) else texts([value])
+    return one.take(numbers(np.zeros(size, np.int64)))
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # scalars are immutable; JSON's few recur

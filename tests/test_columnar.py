@@ -15,6 +15,7 @@ import pytest
 import taskpack
 from taskpack.converters import reader
 from taskpack.converters._columnar import mapped as mapping
+from taskpack.converters._columnar.checks import json_columns
 from taskpack.converters._columnar.template import Batch
 from taskpack.converters._sources import chunk, jsonl, parquet
 from taskpack.converters._sources.chunk import NotColumnar
@@ -895,6 +896,17 @@ def _nemo(**fields: Any) -> dict[str, Any]:
             [_nemo(s=0.5), json.dumps(_nemo())[:-1] + ', "s": 0.50}'],
             True,
         ),
+        (
+            "a float written otherwise, the same on every line",
+            [json.dumps(_nemo())[:-1] + ', "s": 0.50}'] * 3,
+            True,
+        ),
+        ("the same objects on every line", [_nemo(meta={"p": 0.5, "t": [{"a": 1}]})] * 3, True),
+        (
+            "the same objects but on one line",
+            [_nemo(meta={"p": 0.5, "a": REF})] * 2 + [_nemo(meta={"p": 0.5, "a": FER})],
+            True,
+        ),
         ("an object's text escaped", [_nemo(meta={"t": "é"})] * 2, True),
         ("an object's date-like text", [_nemo(meta={"at": "2024-01-02T03:04:05"})] * 2, True),
         ("an object's text as it is", [_compact(_nemo(meta={"t": "é\n"}))] * 2, True),
@@ -1096,3 +1108,20 @@ def _odd_source(tmp: Path, rows: list[Any], suffix: str, monkeypatch: pytest.Mon
     monkeypatch.setattr(parquet, "_PARQUET_ROWS", 360)
     monkeypatch.setattr(mapping, "_SMALLEST", 8)
     return src
+
+
+def test_a_column_the_same_on_every_line_is_confirmed_once(tmp_path: Path) -> None:
+    """Text that is the same bytes on every line parses to the same value: the first line's
+    confirmation stands for all, and every row's JSON text is the first's. A line that differs
+    there makes the batch confirm each line again."""
+    tools = [{"type": "function", "name": "f", "parameters": {"p": 0.5, "q": [1, 2]}}]
+    same = [_nemo(tools=tools, n=i) for i in range(3)]
+    differs = [*same[:2], _nemo(tools=[{**tools[0], "name": "g"}], n=2)]
+    for lines, alike in ((same, True), (differs, False)):
+        piece = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        parsed = [json.loads(line) for line in piece.splitlines()]
+        table = jsonl._parse(piece, 3, None, lambda parsed=parsed: parsed, frozenset())
+        seen = jsonl.confirmed(table.schema.field("tools"))
+        assert seen.confirmed and seen.same == alike
+        texts, _ = json_columns(table, ["tools"], lambda parsed=parsed: parsed)
+        assert [json.loads(t) for t in texts["tools"].to_pylist()] == [r["tools"] for r in parsed]

@@ -10,14 +10,13 @@ from typing import Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import concat, numbers, scalar, texts
+from taskpack._arrow import concat, numbers, repeated, scalar, texts
 from taskpack.converters._sources.chunk import NotColumnar, Parsed
 from taskpack.converters._sources.jsonl import (
-    _CONFIRMED_ABSENT,
     _JSON_LINES,
-    _MARKS,
     _holds,
     _unsure,
+    confirmed,
 )
 from taskpack.converters._sources.jsontext import json_values
 from taskpack.digests import canonical_json
@@ -136,14 +135,20 @@ def json_columns(
     for name in names:
         field = table.schema.field(name)
         values = table.column(name).combine_chunks()
-        confirmed = field.metadata in _MARKS
-        absent = field.metadata == _CONFIRMED_ABSENT
+        seen = confirmed(field)
+        rows = len(values)
+
+        def each(text: pa.Array, rows: int = rows, same: bool = seen.same) -> pa.Array:
+            return repeated(text, rows) if same else text
+
+        if seen.same:  # the first row's text is every row's
+            values = values.slice(0, 1)
         try:
-            if not confirmed and _holds(field.type, _unsure):
+            if not seen.confirmed and _holds(field.type, _unsure):
                 raise NotColumnar("text to confirm")
-            texts[name] = json_values(values, confirmed, absent=absent)
-            if confirmed and _holds(field.type, pa.types.is_struct):
-                hashed[name] = json_values(values, True, sort=True, absent=absent)
+            texts[name] = each(json_values(values, seen.confirmed, absent=seen.absent))
+            if seen.confirmed and _holds(field.type, pa.types.is_struct):
+                hashed[name] = each(json_values(values, True, sort=True, absent=seen.absent))
         except NotColumnar:
             # From Parquet, a date, bytes or a map is no value of JSON; in JSON Lines, a date
             # is text Arrow read as one.

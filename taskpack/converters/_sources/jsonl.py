@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from itertools import pairwise
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -228,7 +228,7 @@ def _parse(
         spaced = re.search(rb'"[ \t\r]+:', piece) is not None
         try:
             keys = _key_positions(line_texts, piece, names, spaced)
-            table = _confirm_texts(table, line_texts, keys, by_field)
+            table = _confirm_texts(table, line_texts, keys, by_field, pc.binary_length(line_texts))
             table = _confirm_fields(table, line_texts, piece, keys, by_field, spaced)
         except NotColumnar:  # a key's text is no guide to its value: objects go by the records
             if any(list(row) != names for row in keyed()):
@@ -296,7 +296,9 @@ def _confirm_fields(
             for f in fields
         ):
             continue
-        own = _confirm_texts(pa.Table.from_arrays(children, names=fields), lines, at, frozenset())
+        own = _confirm_texts(
+            pa.Table.from_arrays(children, names=fields), lines, at, frozenset(), end
+        )
         struct = pa.StructArray.from_arrays(
             [c.combine_chunks() for c in own.columns], fields=list(own.schema)
         )
@@ -330,6 +332,26 @@ _CONFIRMED_ABSENT = {b"taskpack": b"text confirmed, null fields absent"}  # see 
 _MARKS = (_CONFIRMED, _CONFIRMED_ABSENT)
 
 
+# Added to a mark where every line held the very same text (`_same_text`): one row's JSON text
+# is every row's.
+_SAME = {b"taskpack-text": b"the same on every line"}
+
+
+class Confirmed(NamedTuple):
+    """What a column's marks say of its text (see `_confirm_texts`)."""
+
+    confirmed: bool
+    absent: bool  # a null field of its objects is a key the text lacks
+    same: bool  # every row's text is the first row's
+
+
+def confirmed(field: pa.Field) -> Confirmed:
+    meta = field.metadata or {}
+    mark = {k: v for k, v in meta.items() if k == b"taskpack"}
+    same = meta.get(b"taskpack-text") == _SAME[b"taskpack-text"]
+    return Confirmed(mark in _MARKS, mark == _CONFIRMED_ABSENT, same)
+
+
 # The field metadata of a column of objects every row holds with every field, in its order.
 _IN_ORDER = {b"taskpack": b"fields in order"}
 
@@ -355,13 +377,21 @@ def _unsure(kind: pa.DataType) -> bool:
 
 
 def _confirm_texts(
-    table: pa.Table, lines: pa.Array, keys: dict[str, pa.Array], by_field: frozenset[str]
+    table: pa.Table,
+    lines: pa.Array,
+    keys: dict[str, pa.Array],
+    by_field: frozenset[str],
+    end: pa.Array,
 ) -> pa.Table:
     """The table, each column holding objects or floats marked confirmed where every line holds
     right after its key the very text `json_values` makes of the row's value (compact, or with
     `json.dumps`'s default spaces): then its keys and numbers are the row path's. An object's
     null field is either written `null` in every line (`_CONFIRMED`) or lacking in every line
-    (`_CONFIRMED_ABSENT`): Arrow gives both null."""
+    (`_CONFIRMED_ABSENT`): Arrow gives both null.
+
+    `keys` are in the columns' order and `end` is where the last column's text ends at the
+    latest. A column whose text is the same bytes on every line (a tool list every request
+    offers) is confirmed on its first line: the same text parses to the same value."""
     fields = list(table.schema)
     # The spacing the first line writes is tried first (`json.dumps` writes `": `).
     spacings = (True, False) if b'": ' in lines[0].as_py() else (False, True)
@@ -370,23 +400,51 @@ def _confirm_texts(
             continue
         values = table.column(i).combine_chunks()
         after = pc.add(keys[field.name], scalar(len(field.name) + 3))  # past `"<name>":`
-        for absent, mark in zip((False, True), _MARKS, strict=True):
-            found = None
-            try:
-                for spaced in spacings:
-                    written = json_values(values, True, spaced=spaced, absent=absent)
-                    at = _holds_at(lines, pc.add(after, scalar(1)) if spaced else after, written)
-                    found = at if found is None else pc.or_(found, at)
-                    if pc.all(found).as_py():
-                        break
-            except NotColumnar:
-                break
-            if found is not None and pc.all(found).as_py():
-                fields[i] = field.with_metadata(mark)
-                break
-            if not values.null_count and not _holds(field.type, pa.types.is_struct):
-                break  # no field to lack
+        stop = keys[fields[i + 1].name] if i + 1 < len(fields) else end
+        same = len(values) > 1 and _same_text(lines, after, stop)
+        if same:
+            values, lines_, after = values.slice(0, 1), lines.slice(0, 1), after.slice(0, 1)
+        else:
+            lines_ = lines
+        mark = _confirmed(values, lines_, after, spacings)
+        if mark is not None:
+            fields[i] = field.with_metadata({**mark, **_SAME} if same else mark)
     return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
+
+
+def _confirmed(
+    values: pa.Array, lines: pa.Array, after: pa.Array, spacings: tuple[bool, bool]
+) -> dict[bytes, bytes] | None:
+    """The mark `values` earn where each line holds its text from `after` on (see
+    `_confirm_texts`), or None."""
+    for absent, mark in zip((False, True), _MARKS, strict=True):
+        found = None
+        try:
+            for spaced in spacings:
+                written = json_values(values, True, spaced=spaced, absent=absent)
+                at = _holds_at(lines, pc.add(after, scalar(1)) if spaced else after, written)
+                found = at if found is None else pc.or_(found, at)
+                if pc.all(found).as_py():
+                    break
+        except NotColumnar:
+            return None
+        if found is not None and pc.all(found).as_py():
+            return mark
+        if not values.null_count and not _holds(values.type, pa.types.is_struct):
+            return None  # no field to lack
+    return None
+
+
+def _same_text(lines: pa.Array, starts: pa.Array, stops: pa.Array) -> bool:
+    """Whether every line holds the same bytes from its `starts` to its `stops`."""
+    sizes = view(stops) - view(starts)
+    size = int(sizes[0])
+    if size <= 0 or (sizes != size).any():
+        return False
+    data = memoryview(lines.buffers()[2])
+    begin = (_offsets(lines)[:-1] + view(starts)).tolist()
+    first = data[begin[0] : begin[0] + size]
+    return all(data[b : b + size] == first for b in begin)
 
 
 def _holds_at(lines: pa.Array, starts: pa.Array, texts: pa.Array) -> pa.Array:
