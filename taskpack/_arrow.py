@@ -53,7 +53,7 @@ def texts(values: Sequence[str | bytes | None], kind: pa.DataType = STRING) -> p
     return pa.Array.from_buffers(kind, size, buffers)
 
 
-def repeated(value: str | None | pa.Array, size: int) -> pa.Array:
+def repeated(value: str | pa.Array | None, size: int) -> pa.Array:
     """`value` (text or None, or the value of an array of one) `size` times."""
     one = value if isinstance(value, pa.Array) else texts([value])
     return one.take(numbers(np.zeros(size, np.int64)))

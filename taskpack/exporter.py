@@ -12,14 +12,14 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from taskpack.converters import Losses, Target, reader, writer
 from taskpack.converters import options as format_options
 from taskpack.importer import split_tasks
 from taskpack.model import Task
 from taskpack.passrates import rate
-from taskpack.taskset import TaskSet, staged_output
+from taskpack.taskset import Split, TaskSet, staged_output
 
 
 @dataclass
@@ -30,7 +30,9 @@ class ExportResult:
     tasks: dict[str, int] = field(default_factory=dict)  # tasks written, per split
 
 
-Counter = Callable[[Iterator[Task], str], Iterator[Task]]  # wraps a split's tasks to count them
+T = TypeVar("T")
+# wraps a split's tasks (built, or `Later`) to count them
+Counter = Callable[[Iterator[Any], str], Iterator[Any]]
 
 
 def _write_all(
@@ -65,7 +67,7 @@ def _write_all(
     written: list[Path] = []
     counts: dict[str, int] = {}
 
-    def counted(tasks: Iterable[Task], name: str) -> Iterator[Task]:
+    def counted(tasks: Iterable[T], name: str) -> Iterator[T]:
         counts[name] = 0
         for task in progress(iter(tasks), name) if progress else tasks:
             counts[name] += 1
@@ -75,7 +77,11 @@ def _write_all(
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
             target.pass_rates = (pass_rates or {}).get(name, {})
-            files = target_format.write(counted(tasks, name), tmp, name, target)
+            if target_format.write_later is not None and isinstance(tasks, Split):
+                later = counted(tasks.later(), name)  # built in the processes that write them
+                files = target_format.write_later(later, tmp, name, target)
+            else:
+                files = target_format.write(counted(tasks, name), tmp, name, target)
             by_split[name] = [out.absolute() / p.relative_to(tmp) for p in files]
             written += [out / p.relative_to(tmp) for p in files]
         if mixture and target_format.mixture_configs is not None:

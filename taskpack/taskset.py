@@ -19,6 +19,7 @@ import itertools
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, overload
@@ -712,6 +713,16 @@ class Split(Rows):
         row = {name: array[k].as_py() for name, array in self._group(p, g)}
         return self._task(row, i)
 
+    def later(self) -> Iterator[Later]:
+        """Each task as its id and what builds it when asked: a writer that forks (folder
+        exports) builds its tasks in its children, and the ids alone are read here."""
+        first = 0
+        for table in self.row_groups():
+            group = _Group(self, table, first)
+            for i, task_id in enumerate(table.column("id").to_pylist()):
+                yield Later(task_id, group, i)
+            first += table.num_rows
+
     def _task(self, row: dict[str, Any], i: int) -> Task:
         """The row as a task; a row no writer of this format produces is one clear error."""
         try:
@@ -759,6 +770,31 @@ class Split(Rows):
     def __iter__(self) -> Iterator[Task]:
         for i, row in enumerate(self.rows()):
             yield self._task(row, i)
+
+
+class _Group:
+    """A row group's tasks, its rows made Python values once, when the first is built."""
+
+    def __init__(self, split: Split, table: pa.Table, first: int) -> None:
+        self.split, self.table, self.first = split, table, first
+        self.rows: list[dict[str, Any]] | None = None
+
+    def task(self, i: int) -> Task:
+        if self.rows is None:
+            self.rows = self.table.to_pylist()
+        return self.split._task(self.rows[i], self.first + i)
+
+
+@dataclass(frozen=True)
+class Later:
+    """A task of a split not built yet (`Split.later`)."""
+
+    id: str
+    group: _Group
+    index: int
+
+    def task(self) -> Task:
+        return self.group.task(self.index)
 
 
 class ObjectSource(Protocol):

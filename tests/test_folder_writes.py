@@ -49,6 +49,30 @@ def test_forked_writers_write_what_one_process_writes(
     assert len([p for p in (tmp_path / "forked" / "train").iterdir() if p.is_dir()]) == 61
 
 
+def test_forked_writers_build_the_tasks_and_the_parent_reads_only_ids(
+    tasks: taskpack.TaskSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export of a split hands the writers `Later` tasks: each child builds its own share
+    (the last, partial block too), so the parent's share of the work is the ids."""
+    from taskpack import taskset
+
+    built: list[str] = []
+    real = taskset.Split._task
+    monkeypatch.setattr(
+        taskset.Split,
+        "_task",
+        lambda self, row, i: (built.append(row["id"]), real(self, row, i))[1],
+    )
+    monkeypatch.setattr(_folders, "_BLOCK", 8)
+    monkeypatch.setattr(_folders.os, "cpu_count", lambda: 2)
+    export(tasks, "harbor", tmp_path / "forked")
+    assert built == []  # the children's builds stayed in the children
+    monkeypatch.setattr(_folders.os, "cpu_count", lambda: 1)
+    export(tasks, "harbor", tmp_path / "alone")
+    assert built == [f"t{i}" for i in range(61)]
+    assert tree(tmp_path / "forked") == tree(tmp_path / "alone")
+
+
 def test_a_childs_error_reaches_the_caller(
     tasks: taskpack.TaskSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

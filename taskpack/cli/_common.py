@@ -16,7 +16,6 @@ from taskpack.nesting import parse_json, without_nulls
 
 if TYPE_CHECKING:  # each command imports what it uses: `taskpack --help` loads neither
     # pydantic nor pyarrow
-    from taskpack.model import Task
     from taskpack.taskset import TaskSet
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -143,7 +142,7 @@ def _progress(
     quiet: bool,
     sources: dict[str, list[str]] | None = None,
     known: dict[str, int] | None = None,
-) -> Callable[[Iterator[Task], str], Iterator[Task]]:
+) -> Callable[[Iterator[Any], str], Iterator[Any]]:
     """A live task count on stderr while rows stream in (see taskpack.progress), with its
     total, rate and ETA when the split sizes are `known` or the sources' rows can be counted
     up front (local files)."""

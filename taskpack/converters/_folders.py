@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taskpack.converters._format import Losses
 from taskpack.converters._sources.records import Record, RowError
@@ -30,6 +30,9 @@ from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.nesting import parse_json
 from taskpack.records import rel_path
+
+if TYPE_CHECKING:
+    from taskpack.taskset import Later
 
 INDEX = "index.json"
 
@@ -186,14 +189,19 @@ def _write_task(folder: str, files: Files) -> None:
     calls, one folder creation each, because a big export is millions of these (a mode the
     umask leaves whole is given at creation, saving a chmod per file)."""
     os.mkdir(folder)
-    made = {folder}
+    made = {""}  # folders made, relative to `folder`
     for rel, (data, mode) in files.items():
-        path = os.path.join(folder, rel)
-        parent = os.path.dirname(path)
+        path = f"{folder}/{rel}"  # `rel_path` made it: relative, "/" between its parts
+        parent = rel.rpartition("/")[0]
         try:
             if parent not in made:
-                os.makedirs(parent, exist_ok=True)
-                made.add(parent)
+                if parent.rpartition("/")[0] in made:  # its own parent is there: one mkdir
+                    os.mkdir(f"{folder}/{parent}")
+                else:
+                    os.makedirs(f"{folder}/{parent}", exist_ok=True)
+                while parent not in made:  # and every folder above it
+                    made.add(parent)
+                    parent = parent.rpartition("/")[0]
         except (FileExistsError, NotADirectoryError):
             raise TaskpackError(f"{rel}: another of the task's files is in its way") from None
         whole = _UMASK is not None and not mode & ~0o777 and not mode & _UMASK
@@ -228,7 +236,7 @@ class WrittenSplit:
 
 
 def write_split(
-    tasks: Iterable[Task],
+    tasks: Iterable[Task | Later],
     out: Path,
     split: str,
     task_files: Callable[[Task], Files],
@@ -242,13 +250,15 @@ def write_split(
     Laying out and writing 20,000 task folders is seconds of Python per core, so a block of
     tasks is read here while the previous block is written by forked processes, one share per
     core: they inherit the tasks (nothing pickled) and send back only the losses they counted.
+    Given `Later` tasks (`Split.later`), a child builds its own share's from their rows: the
+    reading here is then the ids alone, and the work splits evenly between the cores.
     Off Linux, on one core or for a small split, it runs in-process."""
     split_dir = out / split
     split_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
     entries = []
     writing = _Writers(split, task_files, losses, digest)
-    block: list[tuple[str, Task]] = []
+    block: list[tuple[str, Task | Later]] = []
     try:
         for task in tasks:
             name = folder_name(task.id, taken)
@@ -272,19 +282,22 @@ Digest = Callable[[Files], str]  # what a format pins a task folder by, from its
 
 
 def _write_tasks(
-    block: list[tuple[str, Task]],
+    block: list[tuple[str, Task | Later]],
     split: str,
     task_files: Callable[[Task], Files],
     digest: Digest | None,
 ) -> dict[str, str]:
     """Each task's folder written; with `digest`, folder name -> its digest."""
+    from taskpack.taskset import Later  # pyarrow's already: the tasks came from a split
+
     digests = {}
-    for folder, task in block:
+    for folder, item in block:
         try:
+            task = item.task() if isinstance(item, Later) else item
             files = task_files(task)
             _write_task(folder, files)
         except TaskpackError as e:
-            raise TaskpackError(f"split {split!r} task {task.id!r}: {e}") from None
+            raise TaskpackError(f"split {split!r} task {item.id!r}: {e}") from None
         if digest is not None:
             digests[os.path.basename(folder)] = digest(files)
     return digests
@@ -308,21 +321,24 @@ class _Writers:
         forks = sys.platform.startswith("linux") and (os.cpu_count() or 1) > 1
         self.context = multiprocessing.get_context("fork") if forks else None
         self.running: list[tuple[Any, Any]] = []  # (process, the pipe it answers on)
+        self.forked = False  # a split's last block is forked too, when those before it were
 
-    def start(self, block: list[tuple[str, Task]]) -> None:
+    def start(self, block: list[tuple[str, Task | Later]]) -> None:
         self.wait()
-        if self.context is None or len(block) < _BLOCK:
+        if self.context is None or (len(block) < _BLOCK and not self.forked):
             self.digests.update(_write_tasks(block, self.split, self.task_files, self.digest))
             return
+        self.forked = True
         shares = os.cpu_count() or 1
-        for k in range(shares):
+        for k in range(shares):  # runs of tasks: a row group's are built by one child
+            share = block[k * len(block) // shares : (k + 1) * len(block) // shares]
             mine, theirs = self.context.Pipe(duplex=False)
-            process = self.context.Process(target=self._child, args=(block[k::shares], theirs))
+            process = self.context.Process(target=self._child, args=(share, theirs))
             process.start()
             theirs.close()
             self.running.append((process, mine))
 
-    def _child(self, block: list[tuple[str, Task]], answer: Any) -> None:
+    def _child(self, block: list[tuple[str, Task | Later]], answer: Any) -> None:
         self.losses.counts = Counter()
         try:
             digests = _write_tasks(block, self.split, self.task_files, self.digest)

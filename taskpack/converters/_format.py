@@ -23,6 +23,7 @@ from taskpack.model import Task
 
 if TYPE_CHECKING:
     from taskpack.converters._columnar.template import Batch
+    from taskpack.taskset import Later
 
 
 class Options(BaseModel):
@@ -110,6 +111,11 @@ ColumnReader = Callable[
 Writer = Callable[[Iterable[Task], Path, str, Target], list[Path]]
 
 
+# A writer that also takes tasks not built yet, building each where it writes it (a folder
+# writer forks: its children build their own share, the parent reads only the ids).
+LaterWriter = Callable[[Iterable["Task | Later"], Path, str, Target], list[Path]]
+
+
 @dataclass(frozen=True)
 class Format:
     name: str
@@ -117,6 +123,7 @@ class Format:
     read: Reader | None = None
     read_columns: ColumnReader | None = None
     write: Writer | None = None
+    write_later: LaterWriter | None = None  # the same writer, where it takes `Later` tasks
     read_options: type[Options] = Options
     write_options: type[WriteOptions] = WriteOptions
     # The task fields the writer maps natively; a function of the task where that depends on

@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomli_w
 from pydantic import Field, ValidationError
@@ -59,6 +59,9 @@ from taskpack.errors import TaskpackError, describe_error
 from taskpack.layouts import HARBOR_ROLE_DIRS, HARBOR_STEP_DIRS, harbor_place
 from taskpack.model import Task, TaskFile
 from taskpack.nesting import parse_json, parse_toml
+
+if TYPE_CHECKING:
+    from taskpack.taskset import Later
 
 MARKER = "task.toml"
 INSTRUCTION = "instruction.md"
@@ -534,7 +537,7 @@ def registry_entry(
     }
 
 
-def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+def write(tasks: Iterable[Task | Later], out: Path, split: str, target: Target) -> list[Path]:
     def files(task: Task) -> Files:
         return _task_files(task, target)
 
@@ -558,6 +561,7 @@ FORMAT = Format(
     summary="Harbor task folders: task.toml, instruction.md, environment/, tests/, solution/.",
     read=read,
     write=write,
+    write_later=write,
     split_globs=(("*/index.json", "folder"),),
     write_options=HarborWriteOptions,
     carries=frozenset(CHECKED_FIELDS) - {"rewards"},

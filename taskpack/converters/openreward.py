@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
@@ -48,6 +48,9 @@ from taskpack.converters._yaml import load_yaml
 from taskpack.errors import describe_error
 from taskpack.model import Task
 from taskpack.nesting import parse_json
+
+if TYPE_CHECKING:
+    from taskpack.taskset import Later
 
 MARKER = "task.yaml"
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's when PyYAML has it: faster
@@ -181,7 +184,7 @@ def _task_files(task: Task, target: Target) -> Files:
 _CARRIES = frozenset({"prompt", "reward", "files", "metadata"})
 
 
-def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+def write(tasks: Iterable[Task | Later], out: Path, split: str, target: Target) -> list[Path]:
     return [write_split(tasks, out, split, lambda t: _task_files(t, target), target.losses).index]
 
 
@@ -190,6 +193,7 @@ FORMAT = Format(
     summary="OpenReward (SETA-style) task folders: task.yaml, weights.json, tests/, solution/.",
     read=read,
     write=write,
+    write_later=write,
     split_globs=(("*/index.json", "folder"),),
     # A graded task's answer and solution travel as its verifier and oracle.
     carries=lambda task: _CARRIES | ({"answer", "solution"} if graded(task) else set()),
