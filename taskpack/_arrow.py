@@ -33,11 +33,9 @@ def numbers(values: Sequence[Number] | np.ndarray, kind: pa.DataType = INT64) ->
 
 def texts(values: Sequence[str | bytes | None], kind: pa.DataType = STRING) -> pa.Array:
     """Text or bytes of `kind` (string, binary or their large forms), None as null. Text
-    not encodable as UTF-8 (a lone surrogate) raises `pa.ArrowInvalid`, as `pa.array` does."""
-    try:
-        encoded = [v.encode() if isinstance(v, str) else v or b"" for v in values]
-    except UnicodeEncodeError as e:
-        raise pa.ArrowInvalid(str(e)) from None
+    not encodable as UTF-8 (a lone surrogate) raises `UnicodeEncodeError`, as `pa.array`
+    does."""
+    encoded = [v.encode() if isinstance(v, str) else v or b"" for v in values]
     size = len(encoded)
     offsets = np.zeros(size + 1, np.int64)
     np.cumsum(np.fromiter(map(len, encoded), np.int64, size), out=offsets[1:])
@@ -74,8 +72,8 @@ def scalar(value: str | Number, kind: pa.DataType | None = None) -> pa.Scalar:
 def view(values: pa.Array) -> np.ndarray:
     """A fixed-width array's values, none null, as NumPy sees them in its own buffer
     (`to_numpy` and `np.asarray` ask the pandas shim too)."""
-    if values.null_count:
-        raise ValueError("an array with nulls has no plain NumPy view")
+    if values.null_count or pa.types.is_boolean(values.type):  # booleans are bits
+        raise ValueError(f"no plain NumPy view of {values.type} values with nulls or bits")
     kind = values.type.to_pandas_dtype()
     if not len(values):
         return np.zeros(0, kind)

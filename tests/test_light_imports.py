@@ -224,3 +224,33 @@ def test_a_columnar_conversion_never_asks_for_pandas(
     result = json.loads(proc.stdout)
     assert result["rows"] > 0
     assert result["asked"] == [], "".join(result["asked"][0])
+
+
+def test_arrays_made_from_buffers_equal_pyarrows_own() -> None:
+    """`taskpack._arrow` builds what `pa.array` and `pa.scalar` build, nulls and slices
+    included, and fails where they fail."""
+    import numpy as np
+    import pyarrow as pa
+
+    from taskpack import _arrow
+
+    words = ["", "é", None, "a\nb", "x" * 300]
+    assert _arrow.texts(words).equals(pa.array(words, pa.string()))
+    assert _arrow.texts([b"\x00", None], pa.large_binary()).equals(
+        pa.array([b"\x00", None], pa.large_binary())
+    )
+    assert _arrow.numbers([3, -1], pa.int32()).equals(pa.array([3, -1], pa.int32()))
+    assert _arrow.numbers(np.array([True, False, True]), pa.bool_()).equals(
+        pa.array([True, False, True])
+    )
+    assert _arrow.repeated("ab", 3).equals(pa.array(["ab"] * 3))
+    assert _arrow.repeated(None, 2).equals(pa.array([None, None], pa.string()))
+    for value in ("", "x", 0, 7, True, 0.5):
+        assert _arrow.scalar(value).equals(pa.scalar(value))
+    assert _arrow.concat("<", pa.array(["a", None]), ">").equals(pa.array(["<a>", None]))
+    sliced = pa.array([5, 6, 7, 8], pa.int64()).slice(1, 2)
+    assert _arrow.view(sliced).tolist() == [6, 7]
+    with pytest.raises(UnicodeEncodeError):
+        pa.array(["\ud800"], pa.string())
+    with pytest.raises(UnicodeEncodeError):
+        _arrow.texts(["\ud800"])
