@@ -21,20 +21,33 @@ INT64 = pa.int64()
 STRING = pa.string()
 
 
-def numbers(values: Sequence[Number] | np.ndarray, kind: pa.DataType = INT64) -> pa.Array:
-    """Fixed-width numbers (or booleans) of `kind`, none null."""
+def numbers(values: Sequence[Number | None] | np.ndarray, kind: pa.DataType = INT64) -> pa.Array:
+    """Fixed-width numbers (or booleans) of `kind`, None as null."""
+    valid = _validity(values) if not isinstance(values, np.ndarray) else None
+    if valid is not None:
+        values = [0 if v is None else v for v in values]
     if pa.types.is_boolean(kind):
         flags = np.asarray(values, dtype=np.bool_)
         bits = np.packbits(flags, bitorder="little")
-        return pa.Array.from_buffers(kind, len(flags), [None, pa.py_buffer(bits)])
+        return pa.Array.from_buffers(kind, len(flags), [valid, pa.py_buffer(bits)])
     data = np.ascontiguousarray(values, dtype=kind.to_pandas_dtype())
-    return pa.Array.from_buffers(kind, len(data), [None, pa.py_buffer(data)])
+    return pa.Array.from_buffers(kind, len(data), [valid, pa.py_buffer(data)])
+
+
+def _validity(values: Sequence[object]) -> pa.Buffer | None:
+    """The validity bitmap of `values` (None is null), or None where none is."""
+    if None not in values:
+        return None
+    present = np.fromiter((v is not None for v in values), np.bool_, len(values))
+    return pa.py_buffer(np.packbits(present, bitorder="little"))
 
 
 def texts(values: Sequence[str | bytes | None], kind: pa.DataType = STRING) -> pa.Array:
     """Text or bytes of `kind` (string, binary or their large forms), None as null. Text
     not encodable as UTF-8 (a lone surrogate) raises `UnicodeEncodeError`, as `pa.array`
     does."""
+    if values and values.count(None) == len(values):
+        return pa.nulls(len(values), kind)
     encoded = [v.encode() if isinstance(v, str) else v or b"" for v in values]
     size = len(encoded)
     offsets = np.zeros(size + 1, np.int64)
@@ -43,11 +56,7 @@ def texts(values: Sequence[str | bytes | None], kind: pa.DataType = STRING) -> p
         if offsets[-1] >= 2**31:
             raise pa.ArrowInvalid(f"{offsets[-1]} bytes do not fit one {kind} array")
         offsets = offsets.astype(np.int32)
-    valid = None
-    if any(v is None for v in values):
-        present = np.fromiter((v is not None for v in values), np.bool_, size)
-        valid = pa.py_buffer(np.packbits(present, bitorder="little"))
-    buffers = [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    buffers = [_validity(values), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
     return pa.Array.from_buffers(kind, size, buffers)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -75,6 +76,34 @@ SCHEMA = pa.schema(
         *(pa.field(name, pa.string()) for name in JSON_COLUMNS),
     ]
 )
+
+
+def table_of(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Stored rows as a table of SCHEMA, built from their buffers (`Table.from_pylist` would
+    import pandas: see `taskpack._arrow`)."""
+    from taskpack._arrow import numbers, texts
+
+    def column(values: list[Any], kind: pa.DataType) -> pa.Array:
+        if pa.types.is_string(kind) or pa.types.is_binary(kind):
+            return texts(values, kind)
+        return numbers(values, kind)
+
+    columns = []
+    for field in SCHEMA:
+        if field.name != "files":
+            columns.append(column([row.get(field.name) for row in rows], field.type))
+            continue
+        lists = [row.get("files") for row in rows]
+        items = [item for files in lists for item in files or ()]
+        struct = field.type.value_type
+        fields = [column([item.get(f.name) for item in items], f.type) for f in struct]
+        values = pa.StructArray.from_arrays(fields, fields=list(struct))
+        ends = numbers([0, *accumulate(len(files or ()) for files in lists)], pa.int32())
+        nulls = None
+        if any(files is None for files in lists):
+            nulls = numbers([files is None for files in lists], pa.bool_())
+        columns.append(pa.ListArray.from_arrays(ends, values, mask=nulls))
+    return pa.Table.from_arrays(columns, schema=SCHEMA)
 
 
 def coerce_task(task: Task | Mapping[str, Any], where: str) -> Task:

@@ -40,6 +40,7 @@ from taskpack.rows import (
     first_duplicate,
     inline_mismatches,
     json_columns,
+    table_of,
     task_from_row,
     task_to_row,
 )
@@ -185,7 +186,7 @@ class _SplitWriter:
 
     def _flush(self) -> None:
         if self._rows:
-            table = pa.Table.from_pylist(self._rows, schema=SCHEMA)
+            table = table_of(self._rows)
             self._write(table, len(self._rows))
             self._rows, self._pending_bytes = [], 0
 

@@ -208,14 +208,18 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
         ("nemo", DATA / "peers" / "nemo_gym" / "xlam_fc.jsonl", {}),
         ("skyrl", DATA / "peers" / "skyrl" / "gsm8k" / "train.parquet", {}),
         ("verifiers", DATA / "peers" / "verifiers" / "gsm8k" / "train.parquet", {}),
+        # the row path: folders, and NeMo rows no batch check takes
+        ("terminal-bench", DATA / "terminal_bench", {}),
+        ("harbor", DATA / "peers" / "harbor_cookbook", {}),
+        ("nemo", DATA / "peers" / "nemo_gym" / "tau2.jsonl", {}),
     ],
     ids=lambda v: v.name if isinstance(v, Path) else None,
 )
-def test_a_columnar_conversion_never_asks_for_pandas(
+def test_a_conversion_never_asks_for_pandas(
     tmp_path: Path, fmt: str, source: Path, options: dict[str, str]
 ) -> None:
-    """Arrays are built from buffers (`taskpack._arrow`): pyarrow's pandas shim would import
-    pandas, a third of a small conversion's time."""
+    """Arrays are built from buffers (`taskpack._arrow`, `rows.table_of`): pyarrow's pandas
+    shim would import pandas, a third of a small conversion's time."""
     out = tmp_path / "set"
     argv = [str(out), str(source), fmt, json.dumps(options)]
     proc = subprocess.run(
@@ -250,7 +254,34 @@ def test_arrays_made_from_buffers_equal_pyarrows_own() -> None:
     assert _arrow.concat("<", pa.array(["a", None]), ">").equals(pa.array(["<a>", None]))
     sliced = pa.array([5, 6, 7, 8], pa.int64()).slice(1, 2)
     assert _arrow.view(sliced).tolist() == [6, 7]
+    assert _arrow.numbers([1, None], pa.int32()).equals(pa.array([1, None], pa.int32()))
     with pytest.raises(UnicodeEncodeError):
         pa.array(["\ud800"], pa.string())
     with pytest.raises(UnicodeEncodeError):
         _arrow.texts(["\ud800"])
+
+
+def test_stored_rows_made_from_buffers_equal_from_pylists() -> None:
+    """The split writer's table (`rows.table_of`) is the one `Table.from_pylist` makes of the
+    same rows: nulls, empty and missing file lists, inline and large files alike."""
+    import pyarrow as pa
+
+    from taskpack.rows import SCHEMA, table_of
+
+    file = {"path": "a.py", "role": "test", "step": None, "mode": 0o644, "size": 2}
+    rows = [
+        {"id": "t0", "digest": "d0", "files": [], "answer": '"1"'},
+        {"id": "t1", "digest": "d1", "files": None, "solution": "s"},
+        {
+            "id": "t2",
+            "digest": "d2",
+            "files": [
+                {**file, "sha256": "e" * 64, "data": b"ok"},
+                {**file, "path": "big.bin", "step": "1", "sha256": "f" * 64, "data": None},
+            ],
+        },
+    ]
+    made = table_of(rows)
+    made.validate(full=True)
+    assert made.equals(pa.Table.from_pylist(rows, schema=SCHEMA))
+    assert table_of([]).equals(SCHEMA.empty_table())
