@@ -11,7 +11,8 @@ to it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import accumulate
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,11 @@ def numbers(values: Sequence[Number | None] | np.ndarray, kind: pa.DataType = IN
         return pa.Array.from_buffers(kind, len(flags), [valid, pa.py_buffer(bits)])
     data = np.ascontiguousarray(values, dtype=kind.to_pandas_dtype())
     return pa.Array.from_buffers(kind, len(data), [valid, pa.py_buffer(data)])
+
+
+def offsets(lengths: Iterable[int]) -> pa.Array:
+    """The offsets of lists of these lengths, as a list array takes them."""
+    return numbers([0, *accumulate(lengths)], pa.int32())
 
 
 def _validity(values: Sequence[object]) -> pa.Buffer | None:

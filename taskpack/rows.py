@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -81,7 +80,7 @@ SCHEMA = pa.schema(
 def table_of(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Stored rows as a table of SCHEMA, built from their buffers (`Table.from_pylist` would
     import pandas: see `taskpack._arrow`)."""
-    from taskpack._arrow import numbers, texts
+    from taskpack._arrow import numbers, offsets, texts
 
     def column(values: list[Any], kind: pa.DataType) -> pa.Array:
         if pa.types.is_string(kind) or pa.types.is_binary(kind):
@@ -98,7 +97,7 @@ def table_of(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
         struct = field.type.value_type
         fields = [column([item.get(f.name) for item in items], f.type) for f in struct]
         values = pa.StructArray.from_arrays(fields, fields=list(struct))
-        ends = numbers([0, *accumulate(len(files or ()) for files in lists)], pa.int32())
+        ends = offsets(len(files or ()) for files in lists)
         nulls = None
         if any(files is None for files in lists):
             nulls = numbers([files is None for files in lists], pa.bool_())

@@ -4,16 +4,16 @@ refusing the rows it cannot vouch for."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import accumulate
 from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import concat, numbers, repeated, scalar, texts
+from taskpack._arrow import concat, offsets, repeated, scalar, texts
 from taskpack.converters._sources.chunk import NotColumnar, Parsed
 from taskpack.converters._sources.jsonl import (
     _JSON_LINES,
+    Confirmed,
     _holds,
     _unsure,
     confirmed,
@@ -33,7 +33,7 @@ def _list_offsets(values: pa.Array) -> pa.Array:
     """The offsets of a list array's items in its `list_flatten`, nulls as empty lists."""
     lengths = pc.list_value_length(values)
     lengths = pc.fill_null(lengths, scalar(0, lengths.type))
-    return numbers([0, *accumulate(lengths.to_pylist())], pa.int32())
+    return offsets(lengths.to_pylist())
 
 
 def without(prompt: pa.Array, field: str) -> pa.Array:
@@ -136,19 +136,12 @@ def json_columns(
         field = table.schema.field(name)
         values = table.column(name).combine_chunks()
         seen = confirmed(field)
-        rows = len(values)
-
-        def each(text: pa.Array, rows: int = rows, same: bool = seen.same) -> pa.Array:
-            return repeated(text, rows) if same else text
-
-        if seen.same:  # the first row's text is every row's
-            values = values.slice(0, 1)
         try:
             if not seen.confirmed and _holds(field.type, _unsure):
                 raise NotColumnar("text to confirm")
-            texts[name] = each(json_values(values, seen.confirmed, absent=seen.absent))
+            texts[name] = _json_texts(values, seen)
             if seen.confirmed and _holds(field.type, pa.types.is_struct):
-                hashed[name] = each(json_values(values, True, sort=True, absent=seen.absent))
+                hashed[name] = _json_texts(values, seen, sort=True)
         except NotColumnar:
             # From Parquet, a date, bytes or a map is no value of JSON; in JSON Lines, a date
             # is text Arrow read as one.
@@ -156,6 +149,14 @@ def json_columns(
                 raise
             texts[name], hashed[name] = python_texts([row.get(name) for row in parsed()])
     return texts, hashed
+
+
+def _json_texts(values: pa.Array, seen: Confirmed, sort: bool = False) -> pa.Array:
+    """`json_values` of a column as its marks say; where every row's text is the first's, the
+    first row's alone, repeated."""
+    if seen.same:
+        return repeated(_json_texts(values[:1], seen._replace(same=False), sort), len(values))
+    return json_values(values, seen.confirmed, sort=sort, absent=seen.absent)
 
 
 def _not_json(kind: pa.DataType) -> bool:

@@ -401,14 +401,13 @@ def _confirm_texts(
         values = table.column(i).combine_chunks()
         after = pc.add(keys[field.name], scalar(len(field.name) + 3))  # past `"<name>":`
         stop = keys[fields[i + 1].name] if i + 1 < len(fields) else end
-        same = len(values) > 1 and _same_text(lines, after, stop)
-        if same:
-            values, lines_, after = values.slice(0, 1), lines.slice(0, 1), after.slice(0, 1)
+        if len(values) > 1 and _same_text(lines, after, stop):  # the first line stands for all
+            mark = _confirmed(values[:1], lines[:1], after[:1], spacings)
+            mark = mark and {**mark, **_SAME}
         else:
-            lines_ = lines
-        mark = _confirmed(values, lines_, after, spacings)
-        if mark is not None:
-            fields[i] = field.with_metadata({**mark, **_SAME} if same else mark)
+            mark = _confirmed(values, lines, after, spacings)
+        if mark:
+            fields[i] = field.with_metadata(mark)
     return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, table.schema.metadata))
 
 
