@@ -1,6 +1,7 @@
 """The file-system moves every reader and writer here relies on, written once.
 
-`write_atomic`: readers see the old file or the whole new one, never a half-written one.
+`write_atomic`, `fill_atomic`: readers see the old file or the whole new one, never a
+half-written one.
 `temp_beside`, `sweep`: a writer's temporary names say which machine and process made them, so
 the next writer removes what a killed one left, and never a live writer's.
 `DirWriter`: files written under a folder through directory descriptors, so that a folder
@@ -79,17 +80,19 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
         if mode is not None:
             tmp.chmod(mode)
 
-    _atomic(path, fill)
+    fill_atomic(path, fill)
 
 
 def copy_atomic(source: Path, path: Path) -> None:
     """Copy the file `source` to `path` the same way: whole or not at all."""
     import shutil  # not on the read path: `import taskpack` stays light
 
-    _atomic(path, lambda tmp: shutil.copyfile(source, tmp))
+    fill_atomic(path, lambda tmp: shutil.copyfile(source, tmp))
 
 
-def _atomic(path: Path, fill: Callable[[Path], object]) -> None:
+def fill_atomic(path: Path, fill: Callable[[Path], object]) -> None:
+    """`fill(tmp)` writes a temporary file beside `path`, which then replaces `path`; an error
+    it raises leaves `path` as it was."""
     # The file is created by open(), so it gets the mode the user's umask gives (0644 with the
     # usual 022): a registry folder shared by a team stays readable to it.
     path.parent.mkdir(parents=True, exist_ok=True)

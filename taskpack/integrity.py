@@ -10,9 +10,8 @@ pulled from a registry):
 
 from __future__ import annotations
 
-from taskpack._fs import check_regular
 from taskpack.errors import TaskpackError, describe_error
-from taskpack.objects import file_sha256
+from taskpack.objects import WrongBytes, require_bytes
 from taskpack.rows import check_split, validated_task_from_row
 from taskpack.taskset import TaskSet
 
@@ -57,13 +56,11 @@ def verify_objects(ts: TaskSet) -> list[str]:
     problems = []
     for sha in ts.manifest.objects():
         try:
-            path = ts.object(sha)
-            check_regular(path)
+            require_bytes(ts.object(sha), sha)
+        except WrongBytes as e:
+            problems.append(str(e))
         except (OSError, TaskpackError) as e:
             problems.append(f"object {sha}: {e}")
-            continue
-        if file_sha256(path) != sha:
-            problems.append(f"{path} does not hash to {sha}")
     return problems
 
 

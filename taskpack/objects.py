@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
+from taskpack._fs import check_regular
 from taskpack.errors import TaskpackError
 
 MANIFEST = "manifest.json"
@@ -97,9 +98,69 @@ class HashedFile:
         return self._hash.hexdigest()
 
 
+class WrongBytes(TaskpackError):
+    """An object's bytes do not hash to the address its manifest gives them."""
+
+
+class HashedSource:
+    """A file being uploaded, hashed as its bytes are read to be sent: an object is hashed
+    once, as it streams out, and a store makes it visible only once `require` holds. Reads
+    must run front to back: a read that starts anywhere but where the last ended leaves a hash
+    of nothing in particular, so `require` refuses it rather than believe it."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._hash = hashlib.sha256()
+        self._hashed = 0  # bytes hashed so far, all of them from the file's start
+        self._in_order = True
+
+    def read(self, size: int = -1, /) -> bytes:
+        at = self._file.tell()
+        data = self._file.read(size)
+        if at != self._hashed:
+            self._in_order = False
+        else:
+            self._hash.update(data)
+            self._hashed += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+    def require(self, sha: str, path: Path) -> None:
+        """Raise WrongBytes unless the file was read once through, in order, and hashed to
+        `sha`."""
+        whole = self._hashed == os.fstat(self._file.fileno()).st_size
+        if not (self._in_order and whole and self.hexdigest() == sha):
+            raise WrongBytes(f"{path} does not hash to {sha}")
+
+
+def _read_through(source: HashedSource) -> HashedSource:
+    while source.read(1 << 20):
+        pass
+    return source
+
+
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return _read_through(HashedSource(f)).hexdigest()
+
+
+def require_bytes(path: Path, sha: str) -> None:
+    """Raise WrongBytes unless the regular file at `path` hashes to `sha` (TaskpackError if it
+    is no regular file, OSError if it cannot be read)."""
+    check_regular(path)
+    with path.open("rb") as f:
+        _read_through(HashedSource(f)).require(sha, path)

@@ -110,7 +110,10 @@ def test_publish_uploads_only_what_is_missing(tmp_path: Path, registry_url: str)
     assert isinstance(reg, ObjectStoreRegistry)
     uploaded: list[str] = []
     real = reg.store.upload
-    reg.store.upload = lambda key, path, progress=None: (uploaded.append(key), real(key, path))[1]  # type: ignore[method-assign]
+    reg.store.upload = lambda key, path, sha, progress=None: (  # type: ignore[method-assign]
+        uploaded.append(key),
+        real(key, path, sha),
+    )[1]
     reg.publish(taskpack.open(build(tmp_path / "a", "1.0.0")))
     assert len(uploaded) == 3  # two splits and one large file
     uploaded.clear()
@@ -319,6 +322,94 @@ def test_publish_refuses_bytes_that_do_not_match_the_manifest(tmp_path: Path) ->
     with pytest.raises(TaskpackError, match=r"not published, invalid: .*does not hash to"):
         publish(path, registry=str(tmp_path / "reg"))
     assert open_registry(str(tmp_path / "reg")).versions("arith") == []
+
+
+def _with_blob(path: Path, size: int) -> tuple[Path, Path]:
+    """A task set with one large file of `size` bytes; (its folder, the blob's file)."""
+    rng = __import__("random").Random(size)
+    task = make_task(1, files=[{"path": "big.bin", "data": rng.randbytes(size)}])
+    taskpack.write(path, {"train": [make_task(0), task]}, name="blobby", version="1.0.0")
+    sha = next(iter(taskpack.open(path).manifest.splits["train"].blobs))
+    return path, path / "blobs" / "sha256" / sha[:2] / sha
+
+
+@pytest.mark.parametrize("size", [INLINE_MAX + 5, (8 << 20) + 5], ids=["one-request", "multipart"])
+def test_publish_hashes_each_object_once_as_it_is_sent(
+    tmp_path: Path, registry_url: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every object file is read once, front to back, by the upload that hashes it; no pass
+    of its own reads it before (the hash of a local file is taken only for objects not sent)."""
+    import taskpack.objects as objects
+
+    path, blob = _with_blob(tmp_path / "a", size)
+    read: dict[str, int] = {}
+    real_read = objects.HashedSource.read
+
+    def counted(self: objects.HashedSource, n: int = -1, /) -> bytes:
+        data = real_read(self, n)
+        name = self._file.name  # type: ignore[attr-defined]
+        read[name] = read.get(name, 0) + len(data)
+        return data
+
+    monkeypatch.setattr(objects.HashedSource, "read", counted)
+    monkeypatch.setattr(objects, "file_sha256", lambda p: pytest.fail(f"{p} hashed apart"))
+    publish(path, registry=registry_url)
+    ts = taskpack.open(path)
+    files = [ts.object(sha) for sha in ts.manifest.objects()]
+    assert read == {str(f): f.stat().st_size for f in files}
+    got = taskpack.load("blobby@1.0.0", registry=registry_url).get("t1")
+    assert got is not None and got.file("big.bin").read_bytes() == blob.read_bytes()
+
+
+@pytest.mark.parametrize("size", [INLINE_MAX + 5, (8 << 20) + 5], ids=["one-request", "multipart"])
+def test_an_object_with_wrong_bytes_never_lands(
+    tmp_path: Path, registry_url: str, size: int
+) -> None:
+    """Bytes that do not hash to their address are refused before the store shows them: the
+    key stays empty (a multipart upload is aborted, not completed), and no version appears."""
+    from taskpack.objects import object_key
+
+    path, blob = _with_blob(tmp_path / "a", size)
+    data = bytearray(blob.read_bytes())
+    data[len(data) // 2] ^= 1  # same size: only the hash can tell
+    blob.chmod(0o644)
+    blob.write_bytes(bytes(data))
+    with pytest.raises(
+        TaskpackError,
+        match=rf"not published, invalid: .*{blob.name}.* does not hash to {blob.name}",
+    ):
+        publish(path, registry=registry_url)
+    reg = open_registry(registry_url)
+    assert isinstance(reg, ObjectStoreRegistry)
+    assert reg.store.sha256(object_key(blob.name)) is None
+    assert reg.versions("blobby") == []
+    if registry_url.startswith("s3://"):
+        import boto3
+
+        bucket = registry_url.removeprefix("s3://").split("/")[0]
+        assert boto3.client("s3").list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+
+
+def test_a_source_hashed_out_of_order_or_in_part_is_never_believed(tmp_path: Path) -> None:
+    import hashlib
+
+    from taskpack.objects import HashedSource, WrongBytes
+
+    f = tmp_path / "x"
+    f.write_bytes(b"abcdef")
+    sha = hashlib.sha256(b"abcdef").hexdigest()
+    with f.open("rb") as fh:
+        source = HashedSource(fh)
+        assert source.read(3) + source.read() == b"abcdef"
+        source.require(sha, f)
+    for reads in ([(0, 3), (0, 6)], [(3, 3), (0, 3)], [(0, 3)]):  # again, skipped, short
+        with f.open("rb") as fh:
+            source = HashedSource(fh)
+            for at, n in reads:
+                source.seek(at)
+                source.read(n)
+            with pytest.raises(WrongBytes, match=f"does not hash to {sha}"):
+                source.require(sha, f)
 
 
 def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:

@@ -52,6 +52,22 @@ def test_publish_resolve_load_and_materialize(tmp_path: Path, hub: Any) -> None:
     assert (big.materialize(tmp_path / "out") / "big.bin").read_bytes() == b"q" * (INLINE_MAX + 1)
 
 
+def test_a_large_file_with_wrong_bytes_is_refused_before_the_commit(
+    tmp_path: Path, hub: Any
+) -> None:
+    url = f"hf://{hub.owner}"
+    path = build(tmp_path / "a", "1.0.0")
+    sha = next(iter(taskpack.open(path).manifest.splits["train"].blobs))
+    blob = path / "blobs" / "sha256" / sha[:2] / sha
+    blob.chmod(0o644)
+    blob.write_bytes(b"r" * (INLINE_MAX + 1))  # same size, other bytes
+    with pytest.raises(
+        taskpack.TaskpackError, match=f"not published, invalid: .*does not hash to {sha}"
+    ):
+        publish(path, registry=url)
+    assert open_registry(url).versions("hubset") == []
+
+
 def test_republish_same_is_noop_different_is_refused(tmp_path: Path, hub: Any) -> None:
     url = f"hf://{hub.owner}"
     path = build(tmp_path / "a", "1.0.0")

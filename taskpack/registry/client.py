@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
 from taskpack.nesting import parse_json
-from taskpack.objects import MANIFEST, Progress, object_key
+from taskpack.objects import MANIFEST, Progress, WrongBytes, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
@@ -340,21 +340,23 @@ def publish(
 
     `source` is a task-set folder, an open TaskSet, or `NAME@VERSION` in `source_registry`
     (default: the default registry): a published version is then mirrored, same manifest and
-    digest, into `registry`. Every object's bytes are checked against the manifest's hashes
-    first, and every split opened as a reader would (row counts, columns, ids, JSON, paths,
-    modes, digests), so a version that could not be read back is never published (it would be
-    immutable). `full_check` re-validates every task too (as `taskpack validate` does).
+    digest, into `registry`. Every object's bytes are hashed as they are sent and must be the
+    manifest's (the backend refuses them before they land), and every split is opened as a
+    reader would (row counts, columns, ids, JSON, paths, modes, digests), so a version that
+    could not be read back is never published (it would be immutable). `full_check`
+    re-validates every task too (as `taskpack validate` does), before anything is sent.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from taskpack.integrity import verify, verify_objects, verify_readable
+    from taskpack.integrity import verify, verify_readable
     from taskpack.progress import progress
 
     ts = source if isinstance(source, TaskSet) else open(source, registry=source_registry)
     dest = open_registry(registry)
     m = ts.manifest
     total = sum(s.bytes for s in m.splits.values())
-    _refuse(ts, verify(ts, limit=5) if full_check else verify_objects(ts))
+    if full_check:
+        _refuse(ts, verify(ts, limit=5))
     with ThreadPoolExecutor(1, thread_name_prefix="taskpack-check") as pool:
         # The rows are checked while the objects upload (both take about as long); the
         # version's manifest is written only once they hold.
@@ -364,6 +366,8 @@ def publish(
             created = dest.publish(
                 ts, tags=tags, progress=bar, ready=lambda: _refuse(ts, readable.result())
             )
+        except WrongBytes as e:
+            raise _invalid(ts, [str(e)]) from None
         finally:
             if bar:
                 bar.close()
@@ -372,7 +376,11 @@ def publish(
 
 def _refuse(ts: TaskSet, problems: list[str]) -> None:
     if problems:
-        raise TaskpackError(f"{ts.where}: not published, invalid: " + "; ".join(problems))
+        raise _invalid(ts, problems)
+
+
+def _invalid(ts: TaskSet, problems: list[str]) -> TaskpackError:
+    return TaskpackError(f"{ts.where}: not published, invalid: " + "; ".join(problems))
 
 
 def pull(

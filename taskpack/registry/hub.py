@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from taskpack.errors import TaskpackError, require
 from taskpack.model import Manifest
 from taskpack.nesting import parse_json
-from taskpack.objects import MANIFEST, Progress, Sink
+from taskpack.objects import MANIFEST, Progress, Sink, require_bytes
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_release, is_version, version_key
@@ -364,7 +364,11 @@ class HubRegistry(Registry):
 
         m = ts.manifest
         branch = "main" if self._highest_release(m) else OLDER_BRANCH
-        files = {path: str(ts.object(sha)) for sha, path in m.objects().items()}
+        files = {}
+        for sha, path in m.objects().items():
+            local = ts.object(sha)
+            require_bytes(local, sha)  # hashed here, once: the Hub client sends files as they are
+            files[path] = str(local)
         adds: list[Any] = [CommitOperationAdd(path, local) for path, local in files.items()]
         adds.append(CommitOperationAdd(MANIFEST, m.model_dump_json(indent=2).encode()))
         adds.append(CommitOperationAdd(CARD, dataset_card(ts, self.owner).encode()))

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from taskpack.errors import TaskpackError
-from taskpack.objects import Progress, Sink, object_key
+from taskpack.objects import Progress, Sink, object_key, require_bytes
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, tag_version, version_key
@@ -97,8 +97,11 @@ class ObjectStoreRegistry(Registry):
                 # A key already there is trusted only if its bytes are right: a wrong object
                 # left by anyone would otherwise make this version unreadable for good.
                 if self.store.sha256(object_key(sha)) != sha:
-                    self.store.upload(object_key(sha), path, progress)
-                elif progress:
+                    self.store.upload(object_key(sha), path, sha, progress)
+                    continue
+                # Not sent, so hashed here: the rows checked beside the upload are this file's.
+                require_bytes(path, sha)
+                if progress:
                     progress(path.stat().st_size)
             if ready is not None:
                 ready()

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from taskpack._fs import check_regular
 from taskpack.errors import TaskpackError, require
-from taskpack.objects import Progress, Sink
+from taskpack.objects import HashedSource, Progress, Sink
 from taskpack.registry.location import Location
 from taskpack.registry.store import (
     PAGE_BYTES,
@@ -34,6 +35,7 @@ _AUTH_CODES = {
 _CONFLICT_CODES = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
 _STREAM_ATTEMPTS = 3
+_MULTIPART = 8 << 20  # boto3's own multipart threshold, named: below it, one request
 
 
 class S3Store(Store):
@@ -41,7 +43,6 @@ class S3Store(Store):
         require("boto3", "s3")
         import boto3
         import botocore.session
-        from botocore.config import Config
 
         self.bucket = where.bucket
         self.prefix = where.prefix
@@ -50,15 +51,41 @@ class S3Store(Store):
         # Its data files (the S3 service model, endpoints) are parsed once per process.
         session = botocore.session.Session()
         session.register_component("data_loader", _data_loader())
-        self.client: Any = boto3.session.Session(botocore_session=session).client(
+        self._session = boto3.session.Session(botocore_session=session)
+        self.client: Any = self._client()
+        # Each multipart upload's check, by key, run before S3 is asked to complete it.
+        self._completing: dict[str, Callable[[], None]] = {}
+
+    def _client(self, **s3: Any) -> Any:
+        from botocore.config import Config
+
+        return self._session.client(
             "s3",
             config=Config(
-                s3={"addressing_style": "path"},
+                s3={"addressing_style": "path", **s3},
                 retries={"mode": "standard", "max_attempts": 5},
                 connect_timeout=network_timeout(),
                 read_timeout=network_timeout(),
             ),
         )
+
+    @functools.cached_property
+    def _sender(self) -> Any:
+        """The client that uploads objects. Their bodies go unsigned, covered by the CRC32
+        checksum S3 verifies, as boto3 sends every upload over HTTPS; over plain HTTP that
+        spares botocore's SHA-256 of each part (and the server's). An object is its own
+        signature: its key is the SHA-256 of its bytes, checked here before the upload
+        completes and by every reader; manifests and tags stay signed."""
+        client = self._client(payload_signing_enabled=False)
+        client.meta.events.register(
+            "before-parameter-build.s3.CompleteMultipartUpload", self._before_complete
+        )
+        return client
+
+    def _before_complete(self, params: dict[str, Any], **_: Any) -> None:
+        check = self._completing.get(params["Key"])
+        if check is not None:
+            check()
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}/{key}" if self.prefix else key
@@ -153,10 +180,39 @@ class S3Store(Store):
             raise self._fail(e, prefix) from None
         return sorted(keys)
 
-    def upload(self, key: str, path: Path, progress: Progress | None = None) -> None:
+    def upload(self, key: str, path: Path, sha: str, progress: Progress | None = None) -> None:
+        """A file under boto3's multipart threshold is read, hashed and sent in one request; a
+        larger one goes up in parts read in order, each once, hashed on the way, and the upload
+        is completed only if they hash to `sha` (until then S3 shows nothing at the key, and a
+        refusal aborts it)."""
+        from boto3.s3.transfer import TransferConfig
+
+        check_regular(path)
+        size = path.stat().st_size
+        full = self._key(key)
+
         def up(tick: Callable[[int], None]) -> None:
-            tick(path.stat().st_size)  # boto3 reports bytes as they are sent, not answered
-            self.client.upload_file(str(path), self.bucket, self._key(key), Callback=progress)
+            tick(size)  # boto3 reports bytes as they are sent, not answered
+            with path.open("rb") as f:
+                source = HashedSource(f)
+                if size < _MULTIPART:
+                    data = source.read()
+                    source.require(sha, path)
+                    self._sender.put_object(Bucket=self.bucket, Key=full, Body=data)
+                    if progress:
+                        progress(size)
+                    return
+                self._completing[full] = lambda: source.require(sha, path)
+                try:
+                    self._sender.upload_fileobj(
+                        source,
+                        self.bucket,
+                        full,
+                        Callback=progress,
+                        Config=TransferConfig(multipart_threshold=_MULTIPART),
+                    )
+                finally:
+                    self._completing.pop(full, None)
 
         try:
             bounded(f"{self.url}/{key}", up)

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from taskpack._fs import copy_atomic, file_lock
+from taskpack._fs import check_regular, file_lock, fill_atomic
 from taskpack.errors import TaskpackError
-from taskpack.objects import Progress, Sink, file_sha256
+from taskpack.objects import HashedSource, Progress, Sink, file_sha256
 
 
 def _setting(name: str, default: float, unit: str) -> float:
@@ -116,8 +116,11 @@ class Store(ABC):
         """Keys below `prefix`, relative to it."""
 
     @abstractmethod
-    def upload(self, key: str, path: Path, progress: Progress | None = None) -> None:
-        """Upload a (possibly large) file to `key`, unconditionally."""
+    def upload(self, key: str, path: Path, sha: str, progress: Progress | None = None) -> None:
+        """Upload a (possibly large) file to `key`, unconditionally, hashing its bytes as they
+        are sent: unless they hash to `sha` it raises WrongBytes and `key` is left as it was
+        (a wrong object never lands, even for a moment, where another publisher's right one
+        may already be named by a manifest)."""
 
     @abstractmethod
     def download(self, key: str, out: Sink, progress: Progress | None = None) -> None:
@@ -190,8 +193,17 @@ class LocalStore(Store):
             if p.is_file() and not p.name.startswith(".")
         )
 
-    def upload(self, key: str, path: Path, progress: Progress | None = None) -> None:
-        copy_atomic(path, self._path(key))
+    def upload(self, key: str, path: Path, sha: str, progress: Progress | None = None) -> None:
+        import shutil
+
+        def fill(tmp: Path) -> None:
+            with path.open("rb") as f, tmp.open("wb") as out:
+                source = HashedSource(f)
+                shutil.copyfileobj(source, out, 1 << 20)
+                source.require(sha, path)
+
+        check_regular(path)
+        fill_atomic(self._path(key), fill)
         if progress:
             progress(path.stat().st_size)
 
