@@ -2,8 +2,11 @@
 
 Task-by-index JSON (random indices, keep-alive clients, wrk) from `taskpack serve --workers W`
 against nginx (Debian's package, W worker processes, a config of its own in a temp folder)
-serving each task's JSON, byte for byte the server's answer, as a static file. Rounds alternate
-between the two; medians of requests/s and of p99 latency are reported, with the ratio.
+serving each task's JSON, byte for byte the server's answer, as a static file, and beside them
+granian itself, run with `taskpack serve`'s options, answering every request with one task's
+bytes from an application that does nothing else (what the server allows on this machine).
+Each is warmed until its rate settles; rounds alternate; medians of requests/s and of p99
+latency are reported, with the ratio to nginx.
 
 Then what the server must withstand, measured on the same server:
   idle       N connections opened and left silent; the slowest of a run of normal requests
@@ -85,6 +88,18 @@ def start_nginx(root: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]
     raise RuntimeError("nginx did not start")
 
 
+def warm(url: str, script: Path, clients: int, most: int = 10) -> None:
+    """Short runs until the rate stops rising by 5%: connections made, and every task rendered
+    once in each worker's response cache (as a server that has run a while has them; nginx's
+    files are in the page cache from their writing)."""
+    last = 0.0
+    for _ in range(most):
+        rate = wrk(url, script, clients, 2)[0]
+        if rate < last * 1.05:
+            return
+        last = rate
+
+
 def wrk(url: str, script: Path, clients: int, seconds: int) -> tuple[float, float]:
     """(requests/s, p99 ms) of one wrk run; non-2xx answers fail the run."""
     threads = str(min(clients, 2))
@@ -102,6 +117,40 @@ def wrk(url: str, script: Path, clients: int, seconds: int) -> tuple[float, floa
     return rps, value
 
 
+# The same granian, with the options `taskpack serve` runs it with, in front of an application
+# that answers every request with fixed bytes: what the server itself allows on this machine.
+BARE = """import sys
+from granian import Granian
+from taskpack.serve import _options
+BODY = open(sys.argv[3], "rb").read()
+HEADERS = [("content-type", "application/json")]
+class App:
+    async def __rsgi__(self, scope, protocol):
+        protocol.response_bytes(200, HEADERS, BODY)
+def app():
+    return App()
+if __name__ == "__main__":
+    Granian("bare:app", address="127.0.0.1", port=int(sys.argv[1]), workers=int(sys.argv[2]),
+            factory=True, **_options()).serve()
+"""
+
+
+def start_bare(root: Path, workers: int, body: Path) -> tuple[subprocess.Popen[bytes], str]:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "bare.py").write_text(BARE)
+    port = free_port()
+    command = [sys.executable, "bare.py", str(port), str(workers), str(body)]
+    proc = subprocess.Popen(command, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            httpx.get(url + "/", timeout=1)
+            return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise RuntimeError("the bare granian server did not start")
+
+
 def throughput(args: argparse.Namespace, root: Path) -> None:
     ts = build_taskset(root / "ts", args.tasks)
     with served(str(ts), "--workers", str(args.workers)) as (_, url):
@@ -110,27 +159,33 @@ def throughput(args: argparse.Namespace, root: Path) -> None:
         with httpx.Client(base_url=url, timeout=10) as http:  # the very bytes it answers
             for i in range(args.tasks):
                 (static / str(i)).write_bytes(http.get(f"/api/v1/splits/train/tasks/{i}").content)
+        median = sorted(static.iterdir(), key=lambda f: f.stat().st_size)[args.tasks // 2]
         server, nginx_url = start_nginx(root / "nginx", args.workers)
+        bare, bare_url = start_bare(root / "bare", args.workers, median)
         try:
-            compared(args, root, {"taskpack": url, "nginx": nginx_url})
+            urls = {"taskpack": url, "nginx": nginx_url, "granian bare": bare_url}
+            compared(args, root, urls)
         finally:
-            server.terminate()
-            server.wait()
+            for proc in (server, bare):
+                proc.terminate()
+                proc.wait()
 
 
 def compared(args: argparse.Namespace, root: Path, urls: dict[str, str]) -> None:
     """Each server's requests/s and p99 at each number of clients, rounds alternating."""
     scripts = {}
-    for name, prefix in (("taskpack", "/api/v1/splits/train/tasks/"), ("nginx", "/t/")):
-        scripts[name] = root / f"{name}.lua"
-        scripts[name].write_text(LUA.format(seed=7, prefix=prefix, last=args.tasks - 1))
+    prefixes = {"taskpack": "/api/v1/splits/train/tasks/", "nginx": "/t/", "granian bare": "/t/"}
+    for name in urls:
+        scripts[name] = root / f"{name.replace(' ', '-')}.lua"
+        scripts[name].write_text(LUA.format(seed=7, prefix=prefixes[name], last=args.tasks - 1))
     print(
         f"task by index, {args.tasks} tasks, {args.workers} workers each, "
-        f"{machine()}; median of {args.rounds} rounds of {args.seconds} s:"
+        f"{machine()}; each warmed until its rate settles, then median of {args.rounds} rounds "
+        f"of {args.seconds} s (granian bare: the same server answering fixed bytes):"
     )
     for clients in args.clients:
-        for name in urls:  # warm both: caches filled, connections made
-            wrk(urls[name], scripts[name], clients, 2)
+        for name in urls:
+            warm(urls[name], scripts[name], clients)
         runs: dict[str, list[tuple[float, float]]] = {n: [] for n in urls}
         for _ in range(args.rounds):
             for name in urls:
@@ -140,7 +195,7 @@ def compared(args: argparse.Namespace, root: Path, urls: dict[str, str]) -> None
         print(f"  {clients} keep-alive clients:")
         for name in urls:
             print(
-                f"    {name:10} {rps[name]:9.0f} req/s   p99 {p99[name]:7.1f} ms"
+                f"    {name:13} {rps[name]:9.0f} req/s   p99 {p99[name]:7.1f} ms"
                 f"   req/s / nginx = {rps[name] / rps['nginx']:.2f}"
             )
 
