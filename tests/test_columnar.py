@@ -1125,3 +1125,94 @@ def test_a_column_the_same_on_every_line_is_confirmed_once(tmp_path: Path) -> No
         assert seen.confirmed and seen.same == alike
         texts, _ = json_columns(table, ["tools"], lambda parsed=parsed: parsed)
         assert [json.loads(t) for t in texts["tools"].to_pylist()] == [r["tools"] for r in parsed]
+
+
+def _nemo_rows(path: Path, rows: int) -> Path:
+    """NeMo Gym rows with a tool list and, every other row, a conversation: more than one
+    piece of source text, two templates in each batch."""
+    tools = [
+        {"type": "function", "name": n, "description": f"{n} two numbers", "strict": True,
+         "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}
+        for n in ("add", "multiply")
+    ]  # fmt: skip
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(rows):
+            said = [{"role": "user", "content": f"What is {i} + 1? " + "x" * 200}]
+            if i % 2:
+                said[:0] = [{"role": "system", "content": "Answer in \\boxed{}."}]
+            row = {
+                "responses_create_params": {"input": said, "tools": tools},
+                "expected_answer": str(i + 1),
+                "agent_ref": {"type": "responses_api_agents", "name": "simple_agent"},
+                "metadata": {"level": i % 5, "p": 0.25},
+            }
+            f.write(json.dumps(row) + "\n")
+    assert path.stat().st_size > 2 * chunk.BLOCK
+    return path
+
+
+def test_a_columnar_import_leaves_no_cycles_of_its_own(tmp_path: Path) -> None:
+    """Each batch's source text and tables are freed when it is done, not when the cyclic
+    collector next runs: a closure holding the object that holds it (a batch's ids, a
+    chunk's parsed rows) kept every batch of a run alive until then."""
+    import gc
+    import types
+
+    src = _nemo_rows(tmp_path / "n.jsonl", 4000)
+    assert columnar_reads(src, "nemo")
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        import_sources(tmp_path / "out", {"train": [str(src)]}, "nemo", name="n")
+        gc.collect()
+        ours = [
+            o
+            for o in gc.garbage
+            if (isinstance(o, types.FunctionType) and o.__module__.startswith("taskpack"))
+            or type(o).__module__.startswith("taskpack")
+        ]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert ours == []
+
+
+def test_chunks_are_parsed_one_ahead_in_order(tmp_path: Path) -> None:
+    """`parsed_ahead` hands out the very chunks, in order, each table parsed at most one chunk
+    ahead of the one being read, and a parse's refusal comes where its table is asked for."""
+    src = _nemo_rows(tmp_path / "n.jsonl", 4000)
+    plain = list(jsonl.jsonl_chunks(str(src)))
+    tables = [c.table() for c in plain if isinstance(c, chunk.Chunk)]
+    parsed: list[int] = []
+    real = jsonl._parse
+
+    def counted(piece: bytes, *args: Any) -> pa.Table:
+        parsed.append(len(piece))
+        return real(piece, *args)
+
+    jsonl._parse = counted  # type: ignore[assignment]
+    try:
+        ahead = chunk.parsed_ahead(jsonl.jsonl_chunks(str(src)))
+        seen = 0
+        for item, same, table in zip(ahead, plain, tables, strict=True):
+            assert isinstance(item, chunk.Chunk) and isinstance(same, chunk.Chunk)
+            assert len(parsed) <= seen + 2  # this one and at most the next
+            assert item.table().equals(table) and item.rows == same.rows
+            seen += 1
+        parsed.clear()  # a reader that asks for no table (rows gone row by row):
+        assert len(list(chunk.parsed_ahead(jsonl.jsonl_chunks(str(src))))) == seen
+        assert len(parsed) <= 2  # no parse past the first two
+    finally:
+        jsonl._parse = real  # type: ignore[assignment]
+    assert seen == len(plain) > 2
+
+    def refused() -> pa.Table:
+        raise NotColumnar("no")
+
+    bad = chunk.Chunk(refused, plain[0].records, plain[0].parsed, 1, plain[0].cut)
+    got = list(chunk.parsed_ahead(iter([bad, 7])))
+    assert got[1] == 7
+    with pytest.raises(NotColumnar, match="no"):
+        got[0].table()

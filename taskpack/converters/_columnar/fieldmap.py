@@ -274,7 +274,7 @@ class FieldMap:
             for name in self._structs:
                 self._check_struct(table, name, parsed)
             rows = row_numbers(first, table.num_rows)
-            at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
+            at = At(table, parsed, lambda columns: self.id.column(columns, split, rows))
             whole[:] = [at]
             keys = {key: k.groups(at, key) for key, k in self.fields.items()}
             shaped = {key: texts for key, texts in keys.items() if texts is not None}
@@ -290,7 +290,7 @@ class FieldMap:
 
         def one(table: pa.Table, rows: pa.Array, parsed: Parsed, group: str) -> Batch:
             """Rows of one shape (`group`: what they share of the kinds that group them)."""
-            at = At(table, parsed, lambda: self.id.column(at.columns, split, rows))
+            at = At(table, parsed, lambda columns: self.id.column(columns, split, rows))
             at.grouped = groups.get(group, {})
             if whole and whole[0].table is table:  # the batch in one group: what it built
                 at.share(whole[0])

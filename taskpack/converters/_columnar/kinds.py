@@ -69,7 +69,9 @@ class At:
 
     table: pa.Table
     parsed: Parsed
-    ids: Callable[[], pa.Array]
+    # the rows' ids from the columns taken so far (given them, not holding this batch: a
+    # closure over it would be a cycle, kept until the cyclic collector runs)
+    id_of: Callable[[Columns], pa.Array]
     columns: Columns = field(default_factory=dict)
     shapes: Shapes = field(default_factory=dict)
     # of the kinds that group a batch (`Kind.groups`), the text these rows share
@@ -83,6 +85,9 @@ class At:
         if name not in self._fields:
             self._fields[name] = fields_table(self.table, name)
         return self._fields[name], lambda: [row[name] for row in self.parsed()]
+
+    def ids(self) -> pa.Array:
+        return self.id_of(self.columns)
 
     def share(self, other: At) -> None:
         """Take the struct tables `other`, a batch of the very same rows, has built."""

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 from taskpack.converters._sources.records import Record
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     import pyarrow as pa
 
 # Bytes of source text per batch: Arrow's parser works in several times this, so it bounds
@@ -57,7 +59,12 @@ def _chunk(
     rows: int,
     cut: Callable[[list[int]], list[Chunk]],
 ) -> Chunk:
-    return Chunk(table, records, cache(partial(_parsed_rows, records, rows)), rows, cut)
+    return Chunk(table, records, parsed_once(records, rows), rows, cut)
+
+
+def parsed_once(records: Records, rows: int) -> Parsed:
+    """The `rows` rows of `records` as the row path reads them, parsed when first asked."""
+    return cache(partial(_parsed_rows, records, rows))
 
 
 def _parsed_rows(records: Records, size: int) -> list[dict[str, Any]]:
@@ -67,3 +74,39 @@ def _parsed_rows(records: Records, size: int) -> list[dict[str, Any]]:
     if len(rows) != size or not all(isinstance(row, dict) for row in rows):
         raise NotColumnar("rows the row path reads otherwise")
     return cast("list[dict[str, Any]]", rows)
+
+
+def parsed_ahead(chunks: Iterator[Chunk | int]) -> Iterator[Chunk | int]:
+    """The chunks, each one's table parsed on a thread while the one before it is mapped: a
+    parser that releases the GIL (Arrow's) then runs on the second core. One chunk is parsed
+    ahead at most, so memory grows by one chunk's table; and only while tables are asked for
+    (rows gone to the row path are not parsed for nothing)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="taskpack-parse") as pool:
+        held: Chunk | int | None = None
+        handed: _Early | None = None  # the table of the chunk handed out last
+        for item in chunks:
+            if isinstance(item, Chunk):
+                early = _Early(item.table, pool if handed is None or handed.asked else None)
+                item = item._replace(table=early)
+            if held is not None:
+                yield held
+                if isinstance(held, Chunk):
+                    handed = cast(_Early, held.table)
+            held = item
+        if held is not None:
+            yield held
+
+
+class _Early:
+    """A chunk's table: parsed on `pool` from the start when given one, else when asked."""
+
+    def __init__(self, table: Callable[[], pa.Table], pool: Executor | None) -> None:
+        self.asked = False
+        self._table = table
+        self._future = None if pool is None else pool.submit(table)
+
+    def __call__(self) -> pa.Table:
+        self.asked = True
+        return self._table() if self._future is None else self._future.result()

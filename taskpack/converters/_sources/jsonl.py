@@ -16,7 +16,7 @@ import pyarrow.json as pj
 
 from taskpack._arrow import numbers, scalar, texts, view
 from taskpack.converters._sources import chunk as chunking
-from taskpack.converters._sources.chunk import Chunk, Lines, NotColumnar, Parsed, _chunk
+from taskpack.converters._sources.chunk import Chunk, Lines, NotColumnar, Parsed, parsed_once
 from taskpack.converters._sources.jsontext import _offsets, json_values
 from taskpack.converters._sources.opening import max_line_bytes, open_binary
 from taskpack.converters._sources.records import Record
@@ -160,9 +160,16 @@ def _jsonl_chunk(
     tables = [] if parsed is None else [parsed]
     lines = _line_count(piece)
 
+    def records() -> Iterator[Record]:  # a stream of its own each time: read more than once
+        return json_lines(io.BytesIO(piece), uri, line)
+
+    # Named here, not reached through the chunk: a closure that held the chunk holding it would
+    # be a cycle, and each chunk's text and table would wait for the cyclic collector.
+    rows = parsed_once(records, lines)
+
     def table() -> pa.Table:
         if not tables:
-            tables.append(_parse(piece, lines, most, chunk.parsed if keyed else None, by_field))
+            tables.append(_parse(piece, lines, most, rows if keyed else None, by_field))
         return tables[0]
 
     def cut(bounds: list[int]) -> list[Chunk]:
@@ -182,11 +189,7 @@ def _jsonl_chunk(
             for a, b in pairwise(bounds)
         ]
 
-    def records() -> Iterator[Record]:  # a stream of its own each time: read more than once
-        return json_lines(io.BytesIO(piece), uri, line)
-
-    chunk = _chunk(table, records, lines, cut)
-    return chunk
+    return Chunk(table, records, rows, lines, cut)
 
 
 def _parse(

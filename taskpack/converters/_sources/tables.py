@@ -89,9 +89,10 @@ def table_chunks(
         raise NotColumnar(uri)
     suffix = base_suffix(uri)
     if suffix == ".jsonl":
+        from taskpack.converters._sources.chunk import parsed_ahead
         from taskpack.converters._sources.jsonl import jsonl_chunks
 
-        return jsonl_chunks(uri, keyed, by_field, lines)
+        return parsed_ahead(jsonl_chunks(uri, keyed, by_field, lines))
     if lines is not None:
         raise NotColumnar("lines of a source other than JSON Lines")
     if suffix in (".csv", ".tsv", ".txt"):
