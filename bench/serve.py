@@ -78,14 +78,21 @@ def start_nginx(root: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]
     conf = root / "nginx.conf"
     conf.write_text(NGINX.format(workers=workers, root=root, port=port))
     proc = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(root), "-g", "daemon off;"])
+    return answering(proc, port, "nginx", tries=100)
+
+
+def answering(
+    proc: subprocess.Popen[bytes], port: int, what: str, tries: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`proc` and its URL once it answers on `port` (any HTTP answer), polled `tries` times."""
     url = f"http://127.0.0.1:{port}"
-    for _ in range(100):
+    for _ in range(tries):
         try:
             httpx.get(url + "/", timeout=1)
             return proc, url
         except httpx.HTTPError:
             time.sleep(0.05)
-    raise RuntimeError("nginx did not start")
+    raise RuntimeError(f"{what} did not start")
 
 
 def warm(url: str, script: Path, clients: int, most: int = 10) -> None:
@@ -140,15 +147,7 @@ def start_bare(root: Path, workers: int, body: Path) -> tuple[subprocess.Popen[b
     (root / "bare.py").write_text(BARE)
     port = free_port()
     command = [sys.executable, "bare.py", str(port), str(workers), str(body)]
-    proc = subprocess.Popen(command, cwd=root)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            httpx.get(url + "/", timeout=1)
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise RuntimeError("the bare granian server did not start")
+    return answering(subprocess.Popen(command, cwd=root), port, "the bare granian server", 200)
 
 
 def throughput(args: argparse.Namespace, root: Path) -> None:
