@@ -99,6 +99,11 @@ def start_seaweedfs(workdir: Path) -> Server:
         f"-s3.config={config}",
         "-s3.allowDeleteBucketNotEmpty=false",
         "-s3.autoCreateBucket=false",
+        # Each bucket is a collection of its own volumes, and the tests make a bucket per test:
+        # left to itself the server allows free disk / 1 GiB volumes, so a machine with 30 GiB
+        # free refuses writes after about 30 buckets (InternalError, "no free volumes left").
+        "-master.volumeSizeLimitMB=128",
+        "-volume.max=2000",
         "-webdav=false",
         "-admin.ui=false",
         "-s3.port.iceberg=0",
