@@ -373,6 +373,7 @@ def test_the_html_view_in_a_headless_browser(served: tuple[str, Path], tmp_path:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
 
     url, _ = served
     options = webdriver.ChromeOptions()
@@ -386,10 +387,13 @@ def test_the_html_view_in_a_headless_browser(served: tuple[str, Path], tmp_path:
         box = driver.find_element(By.NAME, "where")
         box.send_keys("difficulty=easy")
         box.submit()
+        # submit() returns before the filtered page has loaded: wait for it, or the old page
+        # (or an empty one, mid-load) is read
+        WebDriverWait(driver, 30).until(lambda d: "30 of 61 tasks" in d.page_source)
         listed = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "tbody td:first-child a")]
         assert listed == [f"t{i}" for i in range(1, 60, 2)]
         driver.find_element(By.LINK_TEXT, "t1").click()
-        assert "t1" in driver.title
+        WebDriverWait(driver, 30).until(lambda d: "t1" in d.title)
         driver.get(url + "/view/train/t99")
         task = httpx.get(url + "/api/v1/splits/train/by-id/t99").json()["task"]
         page = driver.find_element(By.TAG_NAME, "body").text
