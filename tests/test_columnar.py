@@ -1061,6 +1061,37 @@ def test_request_fields_each_once_in_order_are_read_without_parsing_rows(
     _one_batch_parsed(tmp_path, monkeypatch, rows)
 
 
+def test_rows_are_grouped_by_every_shape_in_the_order_first_seen() -> None:
+    """`shapes`: rows alike in every key share a group, numbered as first seen; a null is a
+    shape of its own."""
+    roles = pa.array(["u", "s\x1fu", "u", "s\x1fu", "u", None])
+    tools = pa.array(["[]", "[]", "[f]", "[]", "[]", "[]"])
+    codes, firsts = mapping.shapes([roles, tools])
+    assert codes.tolist() == [0, 1, 2, 1, 0, 3] and firsts == [0, 1, 2, 5]
+    codes, firsts = mapping.shapes([tools])
+    assert codes.tolist() == [0, 0, 1, 0, 0, 0] and firsts == [0, 2]
+
+
+def test_a_key_is_placed_only_where_every_line_holds_it_once() -> None:
+    """A key found as many times as there are lines is not thereby once on each line: one line
+    holding it twice and the next none is refused, as are more than lines; each place found is
+    counted from its own line's start."""
+    import pyarrow.compute as pc
+
+    def places(*rows: str) -> list[int] | str:
+        piece = "\n".join(rows).encode() + b"\n"
+        lines = pc.list_flatten(pc.split_pattern(pa.array([piece.rstrip(b"\n")]), "\n"))
+        try:
+            return jsonl._key_positions(lines, piece, ["a"], spaced=False)["a"].to_pylist()
+        except NotColumnar as e:
+            return str(e)
+
+    assert places('{"a": 1}', '{"b": 2, "a": 3}', '{"a": {"b": 1}}') == [1, 9, 1]
+    assert "more than once" in str(places('{"a": {"a": 1}}', '{"b": 2}'))
+    assert "more than once" in str(places('{"a": {"a": 1}}', '{"a": 2}'))
+    assert "more than once" in str(places('{"a": 1}', '{"b": 2}'))
+
+
 def _one_batch_parsed(tmp: Path, monkeypatch: pytest.MonkeyPatch, rows: list[Any]) -> Any:
     """The NeMo import of 3000 `rows` whose row 1500 is odd: every row columnar, the same task
     set as the row path's, and only the batch holding row 1500 parsed row by row."""

@@ -4,7 +4,7 @@ refusing the rows it cannot vouch for."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,14 +56,14 @@ def last_user(roles: Sequence[str]) -> int | None:
     return len(roles) - 1 - list(roles)[::-1].index("user") if "user" in roles else None
 
 
-def role_keys(prompt: pa.Array) -> list[str]:
+def role_keys(prompt: pa.Array) -> pa.Array:
     """Each row's roles as one text (a key for `grouped`); all alike where the prompt is not a
     list of messages (`messages` then refuses it)."""
     if "role" not in item_fields(prompt.type):
-        return [""] * len(prompt)
+        return repeated("", len(prompt))
     roles = pc.struct_field(pc.list_flatten(prompt), "role")
     joined = pc.binary_join(pa.ListArray.from_arrays(_list_offsets(prompt), roles), scalar("\x1f"))
-    return cast(list[str], pc.fill_null(joined, scalar("")).to_pylist())
+    return pc.fill_null(joined, scalar(""))
 
 
 def text(values: pa.Array) -> pa.Array:

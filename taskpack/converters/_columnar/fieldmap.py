@@ -36,7 +36,7 @@ from taskpack.converters._columnar.checks import (
     task_ids,
 )
 from taskpack.converters._columnar.kinds import ABSENT, At, Columns, Kind, Values
-from taskpack.converters._columnar.mapped import grouped, mapped
+from taskpack.converters._columnar.mapped import grouped, mapped, shapes
 from taskpack.converters._columnar.template import ROW, Batch, Template, json_slot, row_numbers
 from taskpack.converters._sources.chunk import Lines, NotColumnar, Parsed
 from taskpack.converters._sources.jsonl import in_field_order
@@ -280,13 +280,12 @@ class FieldMap:
             shaped = {key: texts for key, texts in keys.items() if texts is not None}
             if not shaped:
                 return one(table, rows, parsed, "")
-            joined = ["\x1e".join(parts) for parts in zip(*shaped.values(), strict=True)]
-            first_of: dict[str, int] = {}
-            for i, text in enumerate(joined):
-                first_of.setdefault(text, i)
+            codes, firsts = shapes(list(shaped.values()))
+            texts = [{k: shaped[k][i].as_py() for k in shaped} for i in firsts]
+            names = ["\x1e".join(shape.values()) for shape in texts]
             groups.clear()
-            groups.update({g: {k: shaped[k][i] for k in shaped} for g, i in first_of.items()})
-            return grouped(joined, table, rows, parsed, one)
+            groups.update(zip(names, texts, strict=True))
+            return grouped(codes, names, table, rows, parsed, one)
 
         def one(table: pa.Table, rows: pa.Array, parsed: Parsed, group: str) -> Batch:
             """Rows of one shape (`group`: what they share of the kinds that group them)."""

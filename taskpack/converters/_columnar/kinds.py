@@ -128,7 +128,7 @@ class Kind:
         """The row path: the field's value in a row whose earlier fields are checked."""
         return values.get(key)
 
-    def groups(self, at: At, key: str) -> list[str] | None:
+    def groups(self, at: At, key: str) -> pa.Array | None:
         """Each row's shape as text, where rows of one batch may differ in it."""
         return None
 
@@ -394,7 +394,7 @@ class Chat(Kind):
 
     responses: bool = False
 
-    def groups(self, at: At, key: str) -> list[str] | None:
+    def groups(self, at: At, key: str) -> pa.Array | None:
         return role_keys(column(at.table, key))
 
     def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
@@ -466,8 +466,8 @@ class SameJson(Kind):
     """A JSON value every row of a template shares, where a slot cannot stand for it (NeMo's
     tool list maps to model objects): a batch is grouped by its text."""
 
-    def groups(self, at: At, key: str) -> list[str] | None:
-        return cast("list[str]", _json_texts(at, key).to_pylist())
+    def groups(self, at: At, key: str) -> pa.Array | None:
+        return _json_texts(at, key)
 
     def take(self, at: At, key: str) -> tuple[Hashable, Columns]:
         if key in at.grouped:  # the text these rows were grouped by
@@ -534,7 +534,7 @@ class Maybe(Kind):
     kind: Kind
     required: ClassVar[bool] = False
 
-    def groups(self, at: At, key: str) -> list[str] | None:
+    def groups(self, at: At, key: str) -> pa.Array | None:
         return self.kind.groups(at, key) if has(at.table, key) else None
 
     def take(self, at: At, key: str) -> tuple[Hashable, Columns]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Sequence
 from functools import cache
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import numbers
+from taskpack._arrow import numbers, view
 from taskpack.converters._columnar.template import Batch
 from taskpack.converters._sources.chunk import Chunk, NotColumnar, Parsed
 from taskpack.converters._sources.records import Record
@@ -131,33 +131,54 @@ _TEMPLATES = 8
 _ROWS_PER_TEMPLATE = 32
 
 
+def shapes(keys: Sequence[pa.Array]) -> tuple[Any, list[int]]:
+    """Each row's group (rows alike in every one of `keys`, texts each row's shape in one
+    respect: its roles, its tool list), numbered in the order of their first rows; and those
+    first rows. Found in Arrow's hash tables, not by a Python dict of each row's texts: a tool
+    list is hundreds of bytes on every row."""
+    import numpy as np
+
+    code = np.zeros(len(keys[0]) if keys else 0, np.int64)
+    for values in keys:
+        encoded = pc.dictionary_encode(values, null_encoding="encode")
+        code = code * len(encoded.dictionary) + view(encoded.indices)
+        code = np.unique(code, return_inverse=True)[1].reshape(-1)  # kept below the row count
+    _, firsts, each = np.unique(code, return_index=True, return_inverse=True)
+    order = np.argsort(firsts)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[each.reshape(-1)], firsts[order].tolist()
+
+
 def grouped(
+    codes: Any,
     keys: Sequence[str],
     table: pa.Table,
     rows: pa.Array,
     parsed: Parsed,
     one: Callable[[pa.Table, pa.Array, Parsed, str], Batch],
 ) -> Batch:
-    """A batch whose rows differ in a constant of their template (`keys[i]`: a row's roles, its
-    tool list): the rows of each key mapped by `one` as a batch of their own (with their row
-    numbers, parsed rows and key), put back in row order. A refusal names the batch's rows; a group
-    refused whole goes row by row."""
-    groups: dict[str, list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key, []).append(i)
-    if len(groups) == 1:
+    """A batch whose rows differ in a constant of their template (row i's is `keys[codes[i]]`
+    (see `shapes`): its roles, its tool list): the rows of each key mapped by `one` as a batch
+    of their own (with their row numbers, parsed rows and key), put back in row order. A
+    refusal names the batch's rows; a group refused whole goes row by row."""
+    import numpy as np
+
+    if len(keys) == 1:
         return one(table, rows, parsed, keys[0])
-    if len(groups) > max(_TEMPLATES, len(keys) // _ROWS_PER_TEMPLATE):
-        raise NotColumnar(f"{len(groups)} different templates in {len(keys)} rows")
-    filled = []
-    for key, at in groups.items():
+    if len(keys) > max(_TEMPLATES, len(codes) // _ROWS_PER_TEMPLATE):
+        raise NotColumnar(f"{len(keys)} different templates in {len(codes)} rows")
+    filled, order = [], []
+    for number, key in enumerate(keys):
+        at = np.flatnonzero(codes == number)
+        order.append(at)
         take = numbers(at)
-        some = cache(lambda at=at: [parsed()[i] for i in at])
+        some = cache(lambda at=at: [parsed()[i] for i in at.tolist()])
         try:
             filled.append(one(table.take(take), rows.take(take), some, key))
         except NotColumnar as e:
-            refused = at if e.rows is None else [at[i] for i in e.rows]
+            refused = at.tolist() if e.rows is None else [int(at[i]) for i in e.rows]
             raise NotColumnar(str(e), refused) from None
-    back = pc.sort_indices(numbers([i for at in groups.values() for i in at]))
+    back = pc.sort_indices(numbers(np.concatenate(order)))
     table = pa.concat_tables([b.table for b in filled]).take(back)
     return Batch(table, pa.concat_arrays([b.canonical for b in filled]).take(back))
