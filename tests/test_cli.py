@@ -306,6 +306,31 @@ def test_an_option_typo_names_the_nearest_option(tmp_path: Path, data_dir: Path)
     assert "Extra inputs" not in out.output
 
 
+def test_no_options_given_are_every_format_s_defaults_as_validation_makes_them() -> None:
+    """`options` skips pydantic's schema where validating nothing could only give the defaults:
+    for every format's read and write options the result is what validation gives, and a
+    model with a validator (Kaggle's, Verifiers') is still validated."""
+    from pydantic import ValidationError
+
+    from taskpack.converters import get, names, options
+    from taskpack.converters._format import _defaults_only
+
+    skipped = []
+    for fmt in map(get, names()):
+        for write, model in ((False, fmt.read_options), (True, fmt.write_options)):
+            skipped += [model.__name__] if _defaults_only(model) else []
+            try:
+                expected = model.model_validate({})
+            except ValidationError:  # Kaggle's: a prompt column or template is required
+                with pytest.raises(TaskpackError, match=fmt.name):
+                    options(fmt, {}, write=write)
+                continue
+            mine = options(fmt, {}, write=write)
+            assert type(mine) is model and mine == expected, fmt.name
+    assert "NemoWriteOptions" in skipped
+    assert not {"KaggleOptions", "VerifiersWriteOptions"} & set(skipped)
+
+
 def test_diff_shows_the_changed_region_of_a_long_text() -> None:
     """Not the same 60-character prefix twice (issue 39): both sides around the first
     difference."""

@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from taskpack._lazy import lazy
-from taskpack.converters._format import Format, Losses, Target, WriteOptions
+from taskpack.converters._format import Format, Losses, Target, WriteOptions, options
 from taskpack.converters._sources.opening import base_suffix, line_count, rows_hint
 from taskpack.converters._sources.records import Record, RowError
 from taskpack.converters._sources.tables import iter_table_rows
-from taskpack.errors import TaskpackError, describe_error, unknown
+from taskpack.errors import TaskpackError, unknown
 
 if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
     from taskpack.converters._columnar.template import Batch
@@ -98,19 +96,6 @@ def reader(name: str) -> Format:
 
 def writer(name: str) -> Format:
     return _able(name, "write")
-
-
-def options(fmt: Format, values: dict[str, Any], write: bool = False) -> Any:
-    """`values` checked against the format's typed options, as one readable error."""
-    model = fmt.write_options if write else fmt.read_options
-    try:
-        return model.model_validate(values)
-    except ValidationError as e:
-        typo = next((err["loc"] for err in e.errors() if err["type"] == "extra_forbidden"), None)
-        if typo:  # named with its nearest option, not in pydantic's words
-            what = "write option" if write else "option"
-            raise unknown(what, str(typo[-1]), sorted(model.model_fields), where=fmt.name) from None
-        raise TaskpackError(f"{fmt.name}: {describe_error(e)}") from None
 
 
 def export_splits(uri: str, fmt: str) -> dict[str, list[str]] | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from taskpack.converters._format import Format, Losses, Target, report_uncarried
+from taskpack.converters._format import Format, Losses, Target, options, report_uncarried
 from taskpack.converters._residue import apply, residue
 from taskpack.converters._sources.records import Record, RowError
 from taskpack.errors import describe_error
@@ -74,7 +74,7 @@ def native_template(
 
 def _probe(fmt: Format) -> Target:
     """Where `to_row` writes when a residue is computed (its losses are not the reader's)."""
-    return Target(fmt.write_options(), Losses(fmt.name))
+    return Target(options(fmt, {}, write=True), Losses(fmt.name))
 
 
 def _native(
