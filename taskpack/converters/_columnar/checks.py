@@ -18,7 +18,7 @@ from taskpack.converters._sources.jsonl import (
     _unsure,
     confirmed,
 )
-from taskpack.converters._sources.jsontext import json_values
+from taskpack.converters._sources.jsontext import json_orders
 from taskpack.digests import canonical_json
 
 
@@ -139,9 +139,10 @@ def json_columns(
         try:
             if not seen.confirmed and _holds(field.type, _unsure):
                 raise NotColumnar("text to confirm")
-            texts[name] = _json_texts(values, seen)
             if seen.confirmed and _holds(field.type, pa.types.is_struct):
-                hashed[name] = _json_texts(values, seen, sort=True)
+                texts[name], hashed[name] = _json_texts(values, seen, (False, True))
+            else:
+                (texts[name],) = _json_texts(values, seen, (False,))
         except NotColumnar:
             # From Parquet, a date, bytes or a map is no value of JSON; in JSON Lines, a date
             # is text Arrow read as one.
@@ -151,12 +152,15 @@ def json_columns(
     return texts, hashed
 
 
-def _json_texts(values: pa.Array, seen: Confirmed, sort: bool = False) -> pa.Array:
-    """`json_values` of a column as its marks say; where every row's text is the first's, the
+def _json_texts(
+    values: pa.Array, seen: Confirmed, orders: tuple[bool, ...]
+) -> tuple[pa.Array, ...]:
+    """`json_orders` of a column as its marks say; where every row's text is the first's, the
     first row's alone, repeated."""
     if seen.same:
-        return repeated(_json_texts(values[:1], seen._replace(same=False), sort), len(values))
-    return json_values(values, seen.confirmed, sort=sort, absent=seen.absent)
+        first = _json_texts(values[:1], seen._replace(same=False), orders)
+        return tuple(repeated(text, len(values)) for text in first)
+    return json_orders(values, seen.confirmed, orders, absent=seen.absent)
 
 
 def _not_json(kind: pa.DataType) -> bool:

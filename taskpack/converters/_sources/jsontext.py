@@ -4,6 +4,7 @@ reader fills its templates with, and what the text of a source is checked agains
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -57,29 +58,66 @@ def json_values(
     in the column's field order or with `sort` sorted (as digests hash them), and floats.
     `spaced`: with `json.dumps`'s default separators; `absent`: an object's null field left out.
     Anything else gives up."""
+    return json_orders(values, confirmed, (sort,), spaced=spaced, absent=absent)[0]
+
+
+def json_orders(
+    values: pa.Array,
+    confirmed: bool,
+    orders: tuple[bool, ...],
+    *,
+    spaced: bool = False,
+    absent: bool = False,
+) -> tuple[pa.Array, ...]:
+    """`json_values` in each order asked for (False: keys in field order, True: sorted), each
+    value's parts made once for all (a row's object is stored in its own order and hashed with
+    its keys sorted: only the objects' joins differ)."""
     kind = values.type
-    if pa.types.is_string(kind):
-        text = concat('"', json_escape(values), '"')
-    elif pa.types.is_integer(kind):
-        text = pc.cast(values, pa.string())
-    elif pa.types.is_boolean(kind):
-        text = pc.if_else(values, scalar("true"), scalar("false"))
-    elif pa.types.is_null(kind):
-        return repeated("null", len(values))
-    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         ends = _offsets(values)
         items = values.values.slice(ends[0], ends[-1] - ends[0])  # null lists' too: aligned
-        texts = json_values(items, confirmed, sort=sort, spaced=spaced, absent=absent)
-        lists = pa.LargeListArray.from_arrays(numbers(ends - ends[0]), texts)
-        joined = pc.binary_join(lists, scalar(", " if spaced else ","))
-        text = concat("[", joined, "]")
+        lists = numbers(ends - ends[0])
+        comma = scalar(", " if spaced else ",")
+        out = _each_once(
+            json_orders(items, confirmed, orders, spaced=spaced, absent=absent),
+            lambda t: concat(
+                "[", pc.binary_join(pa.LargeListArray.from_arrays(lists, t), comma), "]"
+            ),
+        )
     elif confirmed and pa.types.is_struct(kind):
-        text = _json_objects(values, sort, spaced, absent)
-    elif confirmed and pa.types.is_floating(kind):
-        text = _python_floats(values)
+        out = _json_objects(values, orders, spaced, absent)
     else:
-        raise NotColumnar(f"a {kind} value")
-    return pc.if_else(pc.is_null(values), scalar("null"), text) if values.null_count else text
+        out = (_json_scalars(values, confirmed),) * len(orders)
+    if not values.null_count:
+        return out
+    return _each_once(out, lambda t: pc.if_else(pc.is_null(values), scalar("null"), t))
+
+
+def _each_once(
+    texts: tuple[pa.Array, ...], make: Callable[[pa.Array], pa.Array]
+) -> tuple[pa.Array, ...]:
+    """`make` of each of `texts`, once for orders that share one array (no object in them)."""
+    made: dict[int, pa.Array] = {}
+    for text in texts:
+        if id(text) not in made:
+            made[id(text)] = make(text)
+    return tuple(made[id(text)] for text in texts)
+
+
+def _json_scalars(values: pa.Array, confirmed: bool) -> pa.Array:
+    """Values that are neither lists nor objects as JSON texts (see `json_values`)."""
+    kind = values.type
+    if pa.types.is_string(kind):
+        return concat('"', json_escape(values), '"')
+    if pa.types.is_integer(kind):
+        return pc.cast(values, pa.string())
+    if pa.types.is_boolean(kind):
+        return pc.if_else(values, scalar("true"), scalar("false"))
+    if pa.types.is_null(kind):
+        return repeated("null", len(values))
+    if confirmed and pa.types.is_floating(kind):
+        return _python_floats(values)
+    raise NotColumnar(f"a {kind} value")
 
 
 def _python_floats(values: pa.Array) -> pa.Array:
@@ -115,28 +153,33 @@ def _offsets(values: pa.Array) -> Any:
     return raw[values.offset : values.offset + len(values) + 1].astype(np.int64)
 
 
-def _json_objects(values: pa.Array, sort: bool, spaced: bool, absent: bool) -> pa.Array:
-    """Each struct value as a JSON object, its keys in field order or sorted; `absent`: a null
-    field as a key the object lacks."""
-    fields = list(enumerate(values.type))
-    if sort:
-        fields.sort(key=lambda f: f[1].name)
-    if not fields:
-        return repeated("{}", len(values))
+def _json_objects(
+    values: pa.Array, orders: tuple[bool, ...], spaced: bool, absent: bool
+) -> tuple[pa.Array, ...]:
+    """Each struct value as a JSON object in each of `orders`: keys in field order or sorted;
+    `absent`: a null field as a key the object lacks. Each field's texts are made once."""
+    if not values.type.num_fields:
+        return (repeated("{}", len(values)),) * len(orders)
     colon, comma = (": ", ", ") if spaced else (":", ",")
-    parts: list[Any] = []
-    for index, field in fields:
-        key = f'"{field.name}"'
-        if json.dumps(field.name) != key:
+    made: dict[str, tuple[pa.Array, tuple[pa.Array, ...]]] = {}
+    for index, field in enumerate(values.type):
+        if json.dumps(field.name) != f'"{field.name}"':
             raise NotColumnar(f"a key to escape: {field.name!r}")
         child = pc.struct_field(values, [index])
-        text = json_values(child, True, sort=sort, spaced=spaced, absent=absent)
-        if absent:  # each present field with a comma before it, the first comma cut below
-            part = concat(comma + key + colon, text)
-            parts.append(pc.if_else(pc.is_null(child), scalar(""), part))
+        made[field.name] = child, json_orders(child, True, orders, spaced=spaced, absent=absent)
+    out = []
+    for k, sort in enumerate(orders):
+        parts: list[Any] = []
+        for name in sorted(made) if sort else made:
+            child, text = made[name][0], made[name][1][k]
+            key = f'"{name}"'
+            if absent:  # each present field with a comma before it, the first comma cut below
+                part = concat(comma + key + colon, text)
+                parts.append(pc.if_else(pc.is_null(child), scalar(""), part))
+            else:
+                parts += [(comma if parts else "{") + key + colon, text]
+        if absent:
+            out.append(concat("{", pc.utf8_slice_codeunits(concat(*parts), len(comma)), "}"))
         else:
-            parts += [(comma if parts else "{") + key + colon, text]
-    if not absent:
-        return concat(*parts, "}")
-    inner = pc.utf8_slice_codeunits(concat(*parts), len(comma))
-    return concat("{", inner, "}")
+            out.append(concat(*parts, "}"))
+    return tuple(out)
