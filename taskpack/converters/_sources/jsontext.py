@@ -161,18 +161,19 @@ def _json_objects(
     if not values.type.num_fields:
         return (repeated("{}", len(values)),) * len(orders)
     colon, comma = (": ", ", ") if spaced else (":", ",")
-    made: dict[str, tuple[pa.Array, tuple[pa.Array, ...]]] = {}
+    made: list[tuple[str, pa.Array, tuple[pa.Array, ...]]] = []
     for index, field in enumerate(values.type):
         if json.dumps(field.name) != f'"{field.name}"':
             raise NotColumnar(f"a key to escape: {field.name!r}")
         child = pc.struct_field(values, [index])
-        made[field.name] = child, json_orders(child, True, orders, spaced=spaced, absent=absent)
+        made.append(
+            (field.name, child, json_orders(child, True, orders, spaced=spaced, absent=absent))
+        )
     out = []
     for k, sort in enumerate(orders):
         parts: list[Any] = []
-        for name in sorted(made) if sort else made:
-            child, text = made[name][0], made[name][1][k]
-            key = f'"{name}"'
+        for name, child, texts in sorted(made, key=lambda f: f[0]) if sort else made:
+            text, key = texts[k], f'"{name}"'
             if absent:  # each present field with a comma before it, the first comma cut below
                 part = concat(comma + key + colon, text)
                 parts.append(pc.if_else(pc.is_null(child), scalar(""), part))
