@@ -24,7 +24,7 @@ Why granian, on its own interface (RSGI) rather than ASGI: its HTTP layer is Rus
 tokio), so parsing, keep-alive and idle connections cost the Python loop nothing, and it sends
 a file from disk itself, in pieces; on this API it answers about twice what uvicorn answers and
 two thirds (64 clients) to all (512) of what nginx answers serving the same bytes from disk, where
-granian itself, answering fixed bytes, gives three quarters at 64 (bench/serve.py,
+granian itself, answering fixed bytes, gives 0.7 at 64 (bench/serve.py,
 bench/RESULTS.md). Its loop is uvloop (the `serve` extra installs it; 1.15x
 the requests/s of asyncio's), and a request answered from the response cache, as most are, runs
 no coroutine and no thread.
