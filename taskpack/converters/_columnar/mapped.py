@@ -138,16 +138,16 @@ def shapes(keys: Sequence[pa.Array]) -> tuple[Any, list[int]]:
     list is hundreds of bytes on every row."""
     import numpy as np
 
-    code = np.zeros(len(keys[0]) if keys else 0, np.int64)
+    code = np.zeros(len(keys[0]), np.int64)
     for values in keys:
         encoded = pc.dictionary_encode(values, null_encoding="encode")
         code = code * len(encoded.dictionary) + view(encoded.indices)
-        code = np.unique(code, return_inverse=True)[1].reshape(-1)  # kept below the row count
+        code = np.unique(code, return_inverse=True)[1]  # kept below the row count
     _, firsts, each = np.unique(code, return_index=True, return_inverse=True)
     order = np.argsort(firsts)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    return rank[each.reshape(-1)], firsts[order].tolist()
+    return rank[each], firsts[order].tolist()
 
 
 def grouped(
