@@ -13,9 +13,10 @@ nesting has no brackets; its loader's RecursionError is caught where it loads.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
+
+from taskpack.settings import number
 
 _OPENERS = (b"[", b"{")
 _OTHERS = bytes(c for c in range(256) if c not in b'[]{}"\n')  # all but what the count reads
@@ -23,11 +24,7 @@ _NOT_OPENERS = bytes(c for c in range(256) if c not in b"[{\n")
 
 
 def max_depth() -> int:
-    value = os.environ.get("TASKPACK_MAX_DEPTH")
-    try:
-        return int(value) if value else 100
-    except ValueError:
-        raise ValueError(f"TASKPACK_MAX_DEPTH={value!r}: expected a number of levels") from None
+    return number("TASKPACK_MAX_DEPTH", 100, "a number of levels")
 
 
 def too_deep(text: bytes | str, *, lines: bool = False) -> int | None:

@@ -3,10 +3,11 @@ terminal, never with `-q`, and never when `TQDM_DISABLE` is set (tqdm's own swit
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
+
+from taskpack.settings import switch
 
 T = TypeVar("T")
 
@@ -42,7 +43,7 @@ def on_terminal() -> bool:
 def progress(
     label: str, total: int | None = None, unit: str = "B", quiet: bool = False
 ) -> Progress | None:
-    disabled = os.environ.get("TQDM_DISABLE", "").lower() in ("1", "true", "yes")
+    disabled = switch("TQDM_DISABLE")
     if quiet or disabled or not on_terminal():
         return None
     return Progress(label, total, unit)

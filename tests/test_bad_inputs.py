@@ -542,3 +542,30 @@ def test_a_source_cut_anywhere_is_one_error_line(tmp_path: Path, codec: str) -> 
         errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
         assert len(errors) == 1 and src.name in errors[0], (cut, result.output)
         assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "unit"),
+    [
+        ("TASKPACK_MAX_LINE_BYTES", "a number of bytes"),
+        ("TASKPACK_MAX_DEPTH", "a number of levels"),
+        ("TASKPACK_MAX_DECOMPRESSED", "a number of bytes"),
+        ("TASKPACK_MAX_RATIO", "a whole ratio"),
+        ("TASKPACK_MAX_DECOMPRESS_SECONDS", "whole seconds"),
+    ],
+)
+def test_a_setting_that_is_no_number_is_one_error_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, unit: str
+) -> None:
+    """Never read as its default: a limit mistyped would otherwise be no limit the user set."""
+    source = tmp_path / "rows.jsonl.gz"
+    source.write_bytes(gzip.compress((ROW + "\n").encode()))
+    out = tmp_path / "out.taskset"
+    monkeypatch.setenv(name, "1.5x")
+    args = ["convert", str(source), "--from", "gsm8k", "-o", str(out), "-q"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert result.output.strip() == f"Error: {name}='1.5x': expected {unit}", result.output
+    assert not out.exists()
+    monkeypatch.setenv(name, "")  # empty is unset: the default holds
+    assert CliRunner().invoke(main, args).exit_code == 0

@@ -63,6 +63,7 @@ EPISODE_MODULES = [
     "taskpack.registry.location",
     "taskpack.registry.refs",
     "taskpack.rows",
+    "taskpack.settings",
     "taskpack.taskset",
     "taskpack.views",
 ]

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from taskpack.converters._sources.opening import limit
 from taskpack.converters._sources.records import RowError
 from taskpack.nesting import check_depth
+from taskpack.settings import number
 
 
 def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
@@ -41,7 +41,7 @@ def load_yaml(text: str, name: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        most = limit("TASKPACK_MAX_YAML_NODES", 1_000_000)
+        most = number("TASKPACK_MAX_YAML_NODES", 1_000_000, "a number of nodes")
         if _expanded_size(node, {}) > most:
             raise RowError(f"{name}: YAML that expands to over {most} values (aliases); refused")
         return loader.construct_document(node)

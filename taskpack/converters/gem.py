@@ -70,10 +70,6 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     return [path]
 
 
-def _format() -> Format:
-    return FORMAT
-
-
 # `problem` and/or `question`, the question either always or never the problem (the template
 # compares them as each row would), the first one never empty (the row path asks the next).
 FIELDS = FieldMap(
@@ -84,14 +80,14 @@ FIELDS = FieldMap(
         "id": Maybe(Text()),
     },
     id=IdOr("id", Ordinal()),
-    mapping=Native(_format, to_task, to_row, embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row, embedded),
     rest=True,
     keyed=True,
     never=(PAYLOAD_KEY,),
 )
 
 
-FORMAT = Format(
+FORMAT: Format = Format(
     name="gem",
     summary="GEM rows (Parquet): problem, question, answer.",
     read=FIELDS.read,

@@ -248,10 +248,6 @@ def mixture_configs(
     }
 
 
-def _format() -> Format:
-    return FORMAT
-
-
 # Rows grouped by the roles of their messages and their tool list (tools map to model objects a
 # slot cannot stand for); the request's other fields and the row's kept as each row has them.
 FIELDS = FieldMap(
@@ -262,7 +258,7 @@ FIELDS = FieldMap(
         "id": Maybe(NotTheId()),
     },
     id=Ordinal(),
-    mapping=Native(_format, to_task, to_row, embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row, embedded),
     rest=True,
     rest_nulls=False,
     open=(PARAMS,),
@@ -271,7 +267,7 @@ FIELDS = FieldMap(
 )
 
 
-FORMAT = Format(
+FORMAT: Format = Format(
     name="nemo",
     summary="NeMo Gym JSONL: responses_create_params (input, tools), expected_answer, agent_ref.",
     read=FIELDS.read,

@@ -168,10 +168,6 @@ def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _format() -> Format:
-    return FORMAT
-
-
 # SkyRL's dataset scripts' Parquet, its rows grouped by the roles of their prompts. In JSON
 # Lines, extra_info's key order may vary: those go row by row.
 FIELDS = FieldMap(
@@ -184,12 +180,12 @@ FIELDS = FieldMap(
         "extra_info": JsonFields(never=("id", PAYLOAD_KEY)),
     },
     id=Ordinal(),
-    mapping=Native(_format, to_task, to_row, _embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row, _embedded),
     suffixes=(".parquet",),
 )
 
 
-FORMAT = Format(
+FORMAT: Format = Format(
     name="skyrl",
     summary="SkyRL training Parquet: data_source, prompt, env_class, reward_spec, extra_info.",
     read=FIELDS.read,

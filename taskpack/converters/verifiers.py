@@ -224,10 +224,6 @@ def _native(records: Iterator[Record], split: str, first: int = 0) -> Iterator[R
     return FIELDS.rows(records, split, first)
 
 
-def _format() -> Format:
-    return FORMAT
-
-
 # Files as `vf.SingleTurnEnv` datasets hold them, rows grouped by the roles of their prompts;
 # a saved dataset or a taskset package (a folder) goes row by row.
 FIELDS = FieldMap(
@@ -238,7 +234,7 @@ FIELDS = FieldMap(
         "example_id": Whole(least=0, number=0),  # a number: the id is written back as it
     },
     id=IdOf("example_id"),
-    mapping=Native(_format, to_task, to_row, _embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row, _embedded),
     keyed=True,
 )
 
@@ -445,7 +441,7 @@ def _taskset_records(package: Path, split: str) -> Iterator[Record]:
         yield from json_lines(f, str(data))
 
 
-FORMAT = Format(
+FORMAT: Format = Format(
     name="verifiers",
     summary="Verifiers: 0.4 taskset packages (TaskData rows), or 0.3 datasets (form: dataset).",
     read=read,

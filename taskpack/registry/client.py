@@ -26,6 +26,7 @@ from taskpack.objects import MANIFEST, Progress, WrongBytes, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
+from taskpack.settings import switch
 from taskpack.taskset import Split, TaskSet, open_folder
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ _PARQUET_MIN = 12  # its magic at both ends and the footer's length: a shorter f
 def _offline(flag: bool | None) -> bool:
     if flag is not None:
         return flag
-    return os.environ.get("TASKPACK_OFFLINE", "").lower() in ("1", "true", "yes")
+    return switch("TASKPACK_OFFLINE")
 
 
 class RegistryObjects:

@@ -24,26 +24,19 @@ from typing import Any, TypeVar, cast
 from taskpack._fs import check_regular, file_lock, fill_atomic
 from taskpack.errors import TaskpackError
 from taskpack.objects import HashedSource, Progress, Sink, file_sha256
-
-
-def _setting(name: str, default: float, unit: str) -> float:
-    value = os.environ.get(name)
-    try:
-        return float(value) if value else default
-    except ValueError:
-        raise TaskpackError(f"{name}={value!r}: expected {unit}") from None
+from taskpack.settings import number
 
 
 def network_timeout() -> float:
     """Seconds a request may take (TASKPACK_NETWORK_TIMEOUT, 60): to connect, for the next
     bytes, and for the whole request beyond the time its bytes take (`bounded`); a server that
     never answers, or trickles, fails the call instead of hanging it."""
-    return _setting("TASKPACK_NETWORK_TIMEOUT", 60.0, "seconds")
+    return number("TASKPACK_NETWORK_TIMEOUT", 60.0, "seconds")
 
 
 def min_transfer_rate() -> float:
     """Bytes per second below which a transfer has stalled (TASKPACK_MIN_TRANSFER_RATE, 64 KiB)."""
-    return max(_setting("TASKPACK_MIN_TRANSFER_RATE", 64 << 10, "bytes per second"), 1.0)
+    return max(number("TASKPACK_MIN_TRANSFER_RATE", float(64 << 10), "bytes per second"), 1.0)
 
 
 T = TypeVar("T")

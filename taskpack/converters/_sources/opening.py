@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from taskpack.errors import TaskpackError
+from taskpack.settings import number
 
 _COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
 
@@ -30,19 +31,10 @@ def base_suffix(uri: str) -> str:
     return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 
-def limit(name: str, default: int) -> int:
-    """A size limit on input, configurable by an environment variable (see SECURITY.md)."""
-    value = os.environ.get(name)
-    try:
-        return int(value) if value else default
-    except ValueError:
-        raise TaskpackError(f"{name}={value!r}: expected a number of bytes") from None
-
-
 def max_line_bytes() -> int:
     """The longest JSON line (or whole JSON document) read: `TASKPACK_MAX_LINE_BYTES`, 64 MiB
     by default."""
-    return limit("TASKPACK_MAX_LINE_BYTES", 64 << 20)
+    return number("TASKPACK_MAX_LINE_BYTES", 64 << 20, "a number of bytes")
 
 
 class _Counted(io.RawIOBase):
@@ -109,9 +101,11 @@ class _Capped(io.RawIOBase):
         import time
 
         self.inner, self.raw, self.uri, self.count = inner, raw, uri, 0
-        self.cap = limit("TASKPACK_MAX_DECOMPRESSED", 16 << 30)
-        self.ratio = limit("TASKPACK_MAX_RATIO", 1000)
-        self.deadline = time.monotonic() + limit("TASKPACK_MAX_DECOMPRESS_SECONDS", 3600)
+        self.cap = number("TASKPACK_MAX_DECOMPRESSED", 16 << 30, "a number of bytes")
+        self.ratio = number("TASKPACK_MAX_RATIO", 1000, "a whole ratio")
+        self.deadline = time.monotonic() + number(
+            "TASKPACK_MAX_DECOMPRESS_SECONDS", 3600, "whole seconds"
+        )
 
     def readable(self) -> bool:
         return True
