@@ -1,19 +1,25 @@
 """Cold pull and publish of a >=100 MB split on a real S3 server (SeaweedFS on 127.0.0.1),
 against plain boto3 moving the same bytes (`download_file`, `upload_file`).
 
+Each transfer starts with the disk's pending writes flushed (untimed): the last round's 126 MB
+would otherwise be written back during this one, at a moment chosen by the kernel. The spread
+of the rounds is printed beside the medians: on a shared 2-core machine it is wide.
+
     python bench/transfer.py [--megabytes 120] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import alternate, big_taskset, s3_client, s3_server
+from common import alternate_times, big_taskset, s3_client, s3_server
 
 
 def main() -> dict[str, dict[str, float]]:
@@ -36,6 +42,7 @@ def main() -> dict[str, dict[str, float]]:
             counter = iter(range(10**6))
 
             def timed(fn: object) -> float:
+                os.sync()
                 start = time.perf_counter()
                 fn()  # type: ignore[operator]
                 return time.perf_counter() - start
@@ -49,7 +56,7 @@ def main() -> dict[str, dict[str, float]]:
                 key = f"raw-{next(counter)}/train.parquet"
                 return timed(lambda: s3_client().upload_file(str(parquet), "bench", key))
 
-            published = alternate(
+            published = alternate_times(
                 {"taskpack publish": publish, "boto3 upload_file": upload}, args.rounds
             )
             taskpack.publish(ts, registry="s3://bench/pull")
@@ -71,23 +78,31 @@ def main() -> dict[str, dict[str, float]]:
                 dest.unlink()
                 return seconds
 
-            pulled = alternate(
+            pulled = alternate_times(
                 {"taskpack pull (cold)": pull, "boto3 download_file": download}, args.rounds
             )
         finally:
             server.stop()
     where = "SeaweedFS on 127.0.0.1"
     print(f"transfer of a {size / 1e6:.0f} MB split, {where} (median of {args.rounds}):")
-    for results, ours, theirs in (
+    medians = {}
+    for times, ours, theirs in (
         (published, "taskpack publish", "boto3 upload_file"),
         (pulled, "taskpack pull (cold)", "boto3 download_file"),
     ):
+        results = {name: statistics.median(values) for name, values in times.items()}
         ratio = results[ours] / results[theirs]
         print(
             f"  {ours:<22}{results[ours]:7.2f} s   {theirs:<20}{results[theirs]:7.2f} s   "
             f"ratio {ratio:5.2f}"
         )
-    return {"publish": published, "pull": pulled}
+        for name in (ours, theirs):
+            print(f"    {name}, each round: " + " ".join(f"{t:.2f}" for t in times[name]))
+        medians.update(results)
+    return {
+        "publish": {n: medians[n] for n in published},
+        "pull": {n: medians[n] for n in pulled},
+    }
 
 
 if __name__ == "__main__":
