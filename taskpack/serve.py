@@ -23,9 +23,9 @@ name are refused (421), which DNS rebinding needs; a bad request gets a 4xx and 
 Why granian, on its own interface (RSGI) rather than ASGI: its HTTP layer is Rust (hyper on
 tokio), so parsing, keep-alive and idle connections cost the Python loop nothing, and it sends
 a file from disk itself, in pieces; on this API it answers about twice what uvicorn answers and
-two thirds (64 clients) to all (512) of what nginx answers serving the same bytes from disk, where
-granian itself, answering fixed bytes, gives 0.7 at 64 (bench/serve.py,
-bench/RESULTS.md). Its loop is uvloop (the `serve` extra installs it; 1.15x
+0.6 to two thirds (64 clients) and three quarters to all (512) of what nginx answers serving the
+same bytes from disk, where granian itself, answering fixed bytes, gives 0.7 to 0.8 at 64
+(bench/serve.py, bench/RESULTS.md). Its loop is uvloop (the `serve` extra installs it; 1.15x
 the requests/s of asyncio's), and a request answered from the response cache, as most are, runs
 no coroutine and no thread.
 It bounds what clients hold (a backlog, requests at once per worker, a header-read timeout that
