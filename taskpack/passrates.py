@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from taskpack._arrow import STRING, numbers, texts
 from taskpack.digests import canonical_json, content_digest
 from taskpack.errors import TaskpackError
 
@@ -64,13 +65,20 @@ def digest(rows: list[dict[str, Any]]) -> str:
 
 
 def write(path: Path, rows: list[dict[str, Any]]) -> None:
+    """The rows' columns built from their buffers (`taskpack._arrow`): `Table.from_pylist`
+    would import pandas, where it is installed, into every command that rates or keeps tasks."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), path, compression="zstd")
+    columns = []
+    for field in SCHEMA:
+        values = [row[field.name] for row in rows]
+        columns.append(texts(values) if field.type == STRING else numbers(values, field.type))
+    pq.write_table(pa.Table.from_arrays(columns, schema=SCHEMA), path, compression="zstd")
 
 
 def read(path: Path) -> list[dict[str, Any]]:
     try:
-        table = pq.read_table(path)
+        with pq.ParquetFile(path) as parquet:  # not `read_table`: its datasets import pandas
+            table = parquet.read()
     except (pa.ArrowInvalid, OSError) as e:
         raise TaskpackError(f"{path}: pass rates do not read ({e}); taskpack validate") from None
     if table.schema.names != list(FIELDS):

@@ -151,6 +151,8 @@ class _SplitWriter:
         files the kept rows name."""
         import numpy as np  # a subset's positions; not on the episode-start path
 
+        from taskpack._arrow import numbers  # an Arrow array: NumPy's would ask for pandas
+
         wanted = None if keep is None else np.asarray(keep, dtype=np.int64)
         blobs: set[str] = set()
         end = 0  # the row after the current row group, in the split
@@ -158,7 +160,7 @@ class _SplitWriter:
             if wanted is not None:
                 start, end = end, end + table.num_rows
                 lo, hi = np.searchsorted(wanted, [start, end])
-                table = table.take(wanted[lo:hi] - start)
+                table = table.take(numbers(wanted[lo:hi] - start))
                 blobs.update(_large_files(table))
             if table.num_rows:
                 self.add_table(table.select(SCHEMA.names).cast(SCHEMA))

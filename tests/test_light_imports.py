@@ -231,6 +231,46 @@ def test_a_conversion_never_asks_for_pandas(
     assert result["asked"] == [], "".join(result["asked"][0])
 
 
+# The same refusal around rating tasks and keeping them with their pass rates (the rows written
+# as `annotations/SPLIT.parquet`, then read back).
+RATE = """
+import json, sys, traceback
+asked = []
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "pandas":
+            asked.append(traceback.format_stack(limit=8))
+            raise ImportError("pandas refused")
+sys.meta_path.insert(0, Refuse())
+import taskpack
+from taskpack.curation import annotate, keep
+report = annotate(sys.argv[1], [sys.argv[2]], model="m", settings={"n": 2})
+keep(report.taskset, report.kept(), sys.argv[3], version="1.1.0", source=report.record,
+     annotations=report.annotations())
+rows = taskpack.open(sys.argv[3]).annotations("train")
+print(json.dumps({"rows": [[r[f] for f in ("id", "count", "correct", "mean")] for r in rows],
+                  "asked": asked}))
+"""
+
+
+def test_rating_and_keeping_tasks_never_asks_for_pandas(tmp_path: Path) -> None:
+    """Pass rates are written from buffers (`passrates.write`), not `Table.from_pylist`."""
+    tasks = [make_task(i) for i in range(3)]
+    taskpack.write(tmp_path / "ts", {"train": tasks}, name="x")
+    rollouts = tmp_path / "rollouts.jsonl"
+    rewards = {"t0": [1.0, 0.0], "t1": [1.0, 1.0], "t2": [0.0, 0.5]}
+    rollouts.write_text(
+        "".join(json.dumps({"id": i, "reward": r}) + "\n" for i, rs in rewards.items() for r in rs)
+    )
+    argv = [str(tmp_path / "ts"), str(rollouts), str(tmp_path / "kept")]
+    proc = subprocess.run(
+        [sys.executable, "-c", RATE, *argv], capture_output=True, text=True, check=True
+    )
+    result = json.loads(proc.stdout)
+    assert result["asked"] == [], "".join(result["asked"][0])
+    assert result["rows"] == [["t0", 2, 1, 0.5], ["t1", 2, 2, 1.0], ["t2", 2, 0, 0.25]]
+
+
 def test_arrays_made_from_buffers_equal_pyarrows_own() -> None:
     """`taskpack._arrow` builds what `pa.array` and `pa.scalar` build, nulls and slices
     included, and fails where they fail."""
