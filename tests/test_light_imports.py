@@ -180,7 +180,7 @@ def test_the_cli_help_and_completion_load_neither_pyarrow_nor_pydantic() -> None
 
 # Every attempt to import pandas recorded, and refused (as where it is not installed): pyarrow's
 # pandas shim asks once a process, so the first attempt is the only one and names its caller.
-CONVERT = """
+REFUSING_PANDAS = """
 import json, sys, traceback
 asked = []
 class Refuse:
@@ -189,11 +189,16 @@ class Refuse:
             asked.append(traceback.format_stack(limit=8))
             raise ImportError("pandas refused")
 sys.meta_path.insert(0, Refuse())
+"""
+CONVERT = (
+    REFUSING_PANDAS
+    + """
 from taskpack.importer import import_sources
 done = import_sources(sys.argv[1], {"train": [sys.argv[2]]}, sys.argv[3],
                       options=json.loads(sys.argv[4]), name="x")
 print(json.dumps({"rows": done.manifest.splits["train"].rows, "asked": asked}))
 """
+)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -233,15 +238,9 @@ def test_a_conversion_never_asks_for_pandas(
 
 # The same refusal around rating tasks and keeping them with their pass rates (the rows written
 # as `annotations/SPLIT.parquet`, then read back).
-RATE = """
-import json, sys, traceback
-asked = []
-class Refuse:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] == "pandas":
-            asked.append(traceback.format_stack(limit=8))
-            raise ImportError("pandas refused")
-sys.meta_path.insert(0, Refuse())
+RATE = (
+    REFUSING_PANDAS
+    + """
 import taskpack
 from taskpack.curation import annotate, keep
 report = annotate(sys.argv[1], [sys.argv[2]], model="m", settings={"n": 2})
@@ -251,6 +250,7 @@ rows = taskpack.open(sys.argv[3]).annotations("train")
 print(json.dumps({"rows": [[r[f] for f in ("id", "count", "correct", "mean")] for r in rows],
                   "asked": asked}))
 """
+)
 
 
 def test_rating_and_keeping_tasks_never_asks_for_pandas(tmp_path: Path) -> None:
