@@ -85,12 +85,12 @@ def main() -> dict[str, dict[str, float]]:
             server.stop()
     where = "SeaweedFS on 127.0.0.1"
     print(f"transfer of a {size / 1e6:.0f} MB split, {where} (median of {args.rounds}):")
-    medians = {}
-    for times, ours, theirs in (
-        (published, "taskpack publish", "boto3 upload_file"),
-        (pulled, "taskpack pull (cold)", "boto3 download_file"),
+    medians: dict[str, dict[str, float]] = {}
+    for kind, times, ours, theirs in (
+        ("publish", published, "taskpack publish", "boto3 upload_file"),
+        ("pull", pulled, "taskpack pull (cold)", "boto3 download_file"),
     ):
-        results = {name: statistics.median(values) for name, values in times.items()}
+        results = medians[kind] = {name: statistics.median(v) for name, v in times.items()}
         ratio = results[ours] / results[theirs]
         print(
             f"  {ours:<22}{results[ours]:7.2f} s   {theirs:<20}{results[theirs]:7.2f} s   "
@@ -98,11 +98,7 @@ def main() -> dict[str, dict[str, float]]:
         )
         for name in (ours, theirs):
             print(f"    {name}, each round: " + " ".join(f"{t:.2f}" for t in times[name]))
-        medians.update(results)
-    return {
-        "publish": {n: medians[n] for n in published},
-        "pull": {n: medians[n] for n in pulled},
-    }
+    return medians
 
 
 if __name__ == "__main__":
