@@ -3,8 +3,8 @@
 Task-by-index JSON (random indices, keep-alive clients, wrk) from `taskpack serve --workers W`
 against nginx (Debian's package, W worker processes, a config of its own in a temp folder)
 serving each task's JSON, byte for byte the server's answer, as a static file, and beside them
-granian itself, run with `taskpack serve`'s options, answering every request with one task's
-bytes from an application that does nothing else (what the server allows on this machine).
+taskpack's HTTP server itself (taskpack/http1.py) answering every request with one task's bytes
+from an application that does nothing else (what the server allows on this machine).
 Each is warmed until its rate settles; rounds alternate; medians of requests/s and of p99
 latency are reported, with the ratio to nginx.
 
@@ -124,21 +124,23 @@ def wrk(url: str, script: Path, clients: int, seconds: int) -> tuple[float, floa
     return rps, value
 
 
-# The same granian, with the options `taskpack serve` runs it with, in front of an application
-# that answers every request with fixed bytes: what the server itself allows on this machine.
+# The same HTTP server `taskpack serve` runs on (taskpack/http1.py), in front of an application
+# that answers every request with one task's bytes and does nothing else: what the server
+# itself allows on this machine.
 BARE = """import sys
-from granian import Granian
-from taskpack.serve import _options
+from taskpack.http1 import Response, run
 BODY = open(sys.argv[3], "rb").read()
-HEADERS = [("content-type", "application/json")]
 class App:
-    async def __rsgi__(self, scope, protocol):
-        protocol.response_bytes(200, HEADERS, BODY)
-def app():
-    return App()
+    def __init__(self):
+        self.response = Response(200, "application/json", BODY)
+    def ready(self, method, path, query, host):
+        return self.response
+    def headers(self, response):
+        return [("content-type", response.content_type)]
+    def close(self):
+        pass
 if __name__ == "__main__":
-    Granian("bare:app", address="127.0.0.1", port=int(sys.argv[1]), workers=int(sys.argv[2]),
-            factory=True, **_options()).serve()
+    run(App, "127.0.0.1", int(sys.argv[1]), int(sys.argv[2]))
 """
 
 
@@ -147,7 +149,7 @@ def start_bare(root: Path, workers: int, body: Path) -> tuple[subprocess.Popen[b
     (root / "bare.py").write_text(BARE)
     port = free_port()
     command = [sys.executable, "bare.py", str(port), str(workers), str(body)]
-    return answering(subprocess.Popen(command, cwd=root), port, "the bare granian server", 200)
+    return answering(subprocess.Popen(command, cwd=root), port, "the bare server", 200)
 
 
 def throughput(args: argparse.Namespace, root: Path) -> None:
@@ -162,7 +164,7 @@ def throughput(args: argparse.Namespace, root: Path) -> None:
         server, nginx_url = start_nginx(root / "nginx", args.workers)
         bare, bare_url = start_bare(root / "bare", args.workers, median)
         try:
-            urls = {"taskpack": url, "nginx": nginx_url, "granian bare": bare_url}
+            urls = {"taskpack": url, "nginx": nginx_url, "bare server": bare_url}
             compared(args, root, urls)
         finally:
             for proc in (server, bare):
@@ -173,14 +175,14 @@ def throughput(args: argparse.Namespace, root: Path) -> None:
 def compared(args: argparse.Namespace, root: Path, urls: dict[str, str]) -> None:
     """Each server's requests/s and p99 at each number of clients, rounds alternating."""
     scripts = {}
-    prefixes = {"taskpack": "/api/v1/splits/train/tasks/", "nginx": "/t/", "granian bare": "/t/"}
+    prefixes = {"taskpack": "/api/v1/splits/train/tasks/", "nginx": "/t/", "bare server": "/t/"}
     for name in urls:
         scripts[name] = root / f"{name.replace(' ', '-')}.lua"
         scripts[name].write_text(LUA.format(seed=7, prefix=prefixes[name], last=args.tasks - 1))
     print(
         f"task by index, {args.tasks} tasks, {args.workers} workers each, "
         f"{machine()}; each warmed until its rate settles, then median of {args.rounds} rounds "
-        f"of {args.seconds} s (granian bare: the same server answering fixed bytes):"
+        f"of {args.seconds} s (bare server: the same HTTP server answering fixed bytes):"
     )
     for clients in args.clients:
         for name in urls:

@@ -29,12 +29,12 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
 from taskpack.errors import TaskpackError
+from taskpack.http1 import MAX_BODY
 
 if TYPE_CHECKING:
     from taskpack.model import Task
     from taskpack.taskset import Split, TaskSet
 
-MAX_BODY = 64 << 10  # bytes of a request's JSON body
 _TYPES = ("train", "validation", "test")  # ORS's split types; other names are "validation"
 
 

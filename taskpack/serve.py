@@ -37,45 +37,38 @@ on two lanes: a slow filter never holds the lane tasks are served from.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import hashlib
 import html
 import ipaddress
 import json
 import mimetypes
-import os
-import socket
-import sys
 import threading
-from collections import OrderedDict
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property, partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from taskpack import routes, viewer
+from taskpack import http1, routes, viewer
 from taskpack.browsing import Stats
 from taskpack.difflane import Busy, DiffLane, Served, checked_ref
 from taskpack.errors import TaskpackError
+from taskpack.http1 import HttpError, Response
+from taskpack.http1 import address as address  # the names `taskpack serve` and tests use
+from taskpack.http1 import background as background
 from taskpack.model import Task
 from taskpack.nesting import parse_json, without_nulls
-from taskpack.ors_api import MAX_BODY, Ors, OrsError
+from taskpack.ors_api import Ors, OrsError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.routes import Route
 from taskpack.taskset import Split, TaskSet
 
 PAGE = 50
 MAX_IDS = 1000
-CHUNK = 64 << 10  # bytes per piece of a streamed file
 CACHE_BYTES = 128 << 20  # rendered API answers kept, whole
-BACKLOG = 2048  # connections the kernel queues before they are accepted
-BACKPRESSURE = 1024  # requests a worker answers at once; beyond them, new ones wait
-MAX_HEAD = 32 << 10  # bytes a request (line and headers) may take: more is refused, never read
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
@@ -86,23 +79,6 @@ _IMAGES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class HttpError(Exception):
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass
-class Response:
-    status: int
-    content_type: str
-    body: bytes = b""
-    path: Path | None = None  # a file streamed from disk instead of `body`
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    cacheable: bool = False  # the same request always gets these bytes
-    header_list: list[tuple[str, str]] | None = None  # all of them, made once (`App.headers`)
 
 
 class Catalog:
@@ -532,7 +508,9 @@ class App:
         self.digest = api.catalog.digest if api is not None else ""
         self.fast = ThreadPoolExecutor(8, thread_name_prefix="taskpack-serve")
         self.slow = ThreadPoolExecutor(2, thread_name_prefix="taskpack-serve-slow")
-        self._cache: OrderedDict[str, Response] = OrderedDict()
+        # Kept first in, first out: an LRU's reordering on every hit costs more (it touches
+        # memory a hit otherwise would not) than the renders it saves under random access.
+        self._cache: dict[str, Response] = {}
         self._cache_bytes = 0
         served = routes.SERVED if api is not None else ()
         mirrored = routes.REGISTRY if registered is not None else ()
@@ -544,28 +522,24 @@ class App:
         """The response when it needs no work (a refusal, or kept from an earlier request),
         else None: answered without a coroutine or a thread, as most requests are."""
         if self.hosts is not None and host.lower() not in self.hosts:
-            return self._error(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
+            return self.error(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
         if method not in ("GET", "HEAD", "POST"):
-            return self._error(HTTPStatus.METHOD_NOT_ALLOWED, "GET, HEAD and POST are served")
+            return self.error(HTTPStatus.METHOD_NOT_ALLOWED, "GET, HEAD and POST are served")
         if method == "POST":
             return None  # an ORS verb: its answer depends on its body
-        key = path + "?" + query
-        cached = self._cache.get(key)
-        if cached is not None:
-            self._cache.move_to_end(key)
-        return cached
+        return self._cache.get(path + "?" + query)
 
     async def work(
         self,
         path: str,
         query_string: str,
         method: str = "GET",
-        body: Callable[[], Awaitable[bytes]] | None = None,
+        body: bytes = b"",
         headers: Mapping[str, str] | None = None,
     ) -> Response:
         """The response to a request `ready` had none for, built on a thread lane (a `where`
         filter on a lane of its own, a diff on the diff lane); never raises: an error is a
-        JSON 4xx or 5xx (an ORS verb's in ORS's shape). `body` reads a POST's body."""
+        JSON 4xx or 5xx (an ORS verb's in ORS's shape). `body`: a POST's."""
         found = None
         try:
             found = routes.match(path, self.routes, method)
@@ -576,8 +550,7 @@ class App:
                 assert self.api is not None
                 response = await self.api.diff(route, **params)
             elif route.name.startswith("ors_"):
-                data = await body() if body is not None and route.method == "POST" else b""
-                verb = partial(self._ors, route.name[4:], params, data, headers or {})
+                verb = partial(self._ors, route.name[4:], params, body, headers or {})
                 response = await asyncio.get_running_loop().run_in_executor(self.fast, verb)
             else:
                 lane = self.slow if "where=" in query_string else self.fast
@@ -603,7 +576,8 @@ class App:
         self._cache[key] = response
         self._cache_bytes += len(response.body) + len(key)
         while self._cache_bytes > CACHE_BYTES and self._cache:
-            old_key, old = self._cache.popitem(last=False)
+            old_key = next(iter(self._cache))
+            old = self._cache.pop(old_key)
             self._cache_bytes -= len(old.body) + len(old_key)
 
     def _answer(self, route: Route, params: dict[str, str], query: Query) -> Response:
@@ -627,14 +601,14 @@ class App:
             status, message = HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}"
         if found is not None and found[0].kind.startswith("text/html") and self.api is not None:
             return self.api.error_page(status, message, found[1])
-        return self._error(status, message)
+        return self.error(status, message)
 
     def close(self) -> None:
         """Stop the diff workers: a worker process exits only once its children have."""
         if self.api is not None:
             self.api.diffs.close()
 
-    def _error(self, status: int, message: str) -> Response:
+    def error(self, status: int, message: str) -> Response:
         body: dict[str, Any] = {"error": message}
         if self.digest:
             body["digest"] = self.digest
@@ -648,14 +622,13 @@ class App:
                 ("content-security-policy", CSP),
                 ("x-content-type-options", "nosniff"),
                 ("referrer-policy", "no-referrer"),
-                *response.headers,
             ]
             if self.digest:
                 found.append(("x-taskpack-digest", self.digest))
             response.header_list = found
         return response.header_list
 
-    # --- ASGI -------------------------------------------------------------------------------
+    # --- ASGI: for any ASGI server (`taskpack serve` runs on http1) ------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -670,20 +643,21 @@ class App:
         if scope["type"] != "http":
             return
         fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        host = fields.get("host", "")
+        method, path = scope["method"], scope["path"]
         query = scope["query_string"].decode("latin-1")
-        response = self.ready(scope["method"], scope["path"], query, host)
+        response = self.ready(method, path, query, fields.get("host", ""))
         if response is None:
-
-            async def body() -> bytes:
-                return await _bounded(_asgi_chunks(receive), fields.get("content-length"))
-
-            response = await self.work(scope["path"], query, scope["method"], body, fields)
+            try:
+                body = await _bounded(_asgi_chunks(receive), fields.get("content-length"))
+            except HttpError as e:
+                response = self.error(e.status, str(e))
+            else:
+                response = await self.work(path, query, method, body, fields)
         size = response.path.stat().st_size if response.path is not None else len(response.body)
         headers = [(k.encode(), v.encode()) for k, v in self.headers(response)]
         headers.append((b"content-length", str(size).encode()))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
-        if scope["method"] == "HEAD":
+        if method == "HEAD":
             await send({"type": "http.response.body", "body": b""})
         elif response.path is None:
             await send({"type": "http.response.body", "body": response.body})
@@ -691,46 +665,16 @@ class App:
             await self._stream(response.path, send)
 
     async def _stream(self, path: Path, send: Send) -> None:
-        """The file in CHUNK pieces, each read off the event loop: a slow client holds one
+        """The file in http1.CHUNK pieces, each read off the event loop: a slow client holds one
         piece in memory, whatever the file's size."""
         loop = asyncio.get_running_loop()
         with path.open("rb") as f:
             while True:
-                piece = await loop.run_in_executor(self.fast, f.read, CHUNK)
-                more = len(piece) == CHUNK
+                piece = await loop.run_in_executor(self.fast, f.read, http1.CHUNK)
+                more = len(piece) == http1.CHUNK
                 await send({"type": "http.response.body", "body": piece, "more_body": more})
                 if not more:
                     return
-
-    # --- RSGI (granian) ---------------------------------------------------------------------
-
-    def __rsgi_del__(self, loop: Any) -> None:
-        self.close()
-
-    async def __rsgi__(self, scope: Any, protocol: Any) -> None:
-        if scope.proto != "http":
-            return
-        # An absolute-form request (`GET http://other.host/...`) names its host in the request
-        # line, which then stands for the Host header (RFC 9112): that is the name checked.
-        host = getattr(scope, "authority", None) or scope.headers.get("host") or ""
-        response = self.ready(scope.method, scope.path, scope.query_string, host)
-        if response is None:
-
-            async def body() -> bytes:
-                return await _bounded(protocol, scope.headers.get("content-length"))
-
-            fields = {k.lower(): v for k, v in scope.headers.items()}
-            response = await self.work(scope.path, scope.query_string, scope.method, body, fields)
-        headers = self.headers(response)
-        if response.path is not None or scope.method == "HEAD":
-            size = response.path.stat().st_size if response.path else len(response.body)
-            headers = [*headers, ("content-length", str(size))]
-        if scope.method == "HEAD":
-            protocol.response_empty(response.status, headers)
-        elif response.path is not None:  # granian streams the file from disk itself
-            protocol.response_file(response.status, headers, str(response.path))
-        else:
-            protocol.response_bytes(response.status, headers, response.body)
 
 
 async def _asgi_chunks(receive: Receive) -> AsyncIterator[bytes]:
@@ -742,15 +686,15 @@ async def _asgi_chunks(receive: Receive) -> AsyncIterator[bytes]:
 
 
 async def _bounded(chunks: AsyncIterable[bytes], length: str | None) -> bytes:
-    """A request's body, refused past MAX_BODY before it is read when its length says so,
-    else as soon as it passes the bound."""
-    if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-        raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a body over {MAX_BODY} bytes")
+    """A request's body, refused past http1's bound before it is read when its length says
+    so, else as soon as it passes the bound."""
+    if http1.refused_length(length):
+        raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, http1.BODY_TOO_LARGE)
     got = b""
     async for chunk in chunks:
         got += chunk
-        if len(got) > MAX_BODY:
-            raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a body over {MAX_BODY} bytes")
+        if len(got) > http1.MAX_BODY:
+            raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, http1.BODY_TOO_LARGE)
     return got
 
 
@@ -784,102 +728,7 @@ class Config:
         return App(api=Api(Catalog(ts, self.registry)), hosts=hosts)
 
 
-_CONFIG = "TASKPACK_SERVE_CONFIG"
-
-
-def app_from_env() -> App:
-    """The application of a worker process, from the configuration its parent left it."""
-    return Config(**json.loads(os.environ[_CONFIG])).app()
-
-
-def address(host: str, port: int) -> tuple[str, int]:
-    """The address to serve on, `port` 0 made a free port, or one error line saying why
-    there is none: tried by binding it here, then released for the server to bind."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as e:
-        reason = e.strerror
-        raise TaskpackError(f"--host {host!r}: not an address of this machine ({reason})") from None
-    family, kind, proto, _, found = infos[0]
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(found)
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE:
-                taken = f"port {port} on {host} is in use (--port 0 takes a free one)"
-                raise TaskpackError(taken) from None
-            raise TaskpackError(f"cannot listen on {host}:{port}: {e.strerror}") from None
-        return str(found[0]), int(sock.getsockname()[1])
-
-
-def _raise_file_limit() -> None:
-    """Open files up to the hard limit: each idle client holds one."""
-    with contextlib.suppress(ImportError, ValueError, OSError):
-        import resource
-
-        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def _options() -> dict[str, Any]:
-    """What every granian server here runs with (see the module's docstring for why)."""
-    from granian.constants import Interfaces, RuntimeModes, TaskImpl
-    from granian.http import HTTP1Settings
-    from granian.log import LogLevels
-
-    return {
-        "interface": Interfaces.RSGI,
-        # one Rust thread per worker and its own task type (Python < 3.12 only): 1.1-1.3x the
-        # requests/s of the defaults on 2 cores (bench/serve.py)
-        "runtime_mode": RuntimeModes.st,
-        "task_impl": TaskImpl.rust if sys.version_info < (3, 12) else TaskImpl.asyncio,
-        "backlog": BACKLOG,
-        "backpressure": BACKPRESSURE,
-        # a client has 10 s to send a request's headers, an idle keep-alive one too
-        "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=MAX_HEAD),
-        "log_level": LogLevels.error,  # not its warnings that a chosen option is "experimental"
-    }
-
-
 def run(config: Config, host: str, port: int, workers: int) -> None:
     """Serve until interrupted, on `workers` processes that each build the application from
-    `config` (through the environment: granian spawns them)."""
-    from granian import Granian
-
-    _raise_file_limit()
-    os.environ[_CONFIG] = json.dumps(config.__dict__)
-    target = f"{__name__}:{app_from_env.__name__}"
-    Granian(target, address=host, port=port, workers=workers, factory=True, **_options()).serve()
-
-
-@contextlib.contextmanager
-def background(app: App, host: str = "127.0.0.1", asgi: bool = False) -> Iterator[str]:
-    """`app` served on a free port from a thread of this process (granian's embedded server;
-    for tests and notebooks): yields its base URL; stopped at the end of the block.
-    `asgi`: through the ASGI interface instead of RSGI."""
-    import time
-
-    from granian.constants import Interfaces
-    from granian.server.embed import Server
-
-    ip, port = address(host, 0)
-    options = _options()
-    del options["runtime_mode"]  # the embedded server has one runtime
-    if asgi:
-        options["interface"] = Interfaces.ASGI
-    server = Server(app, address=ip, port=port, **options)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(),), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while thread.is_alive() and time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection((ip, port), timeout=1):
-            break
-        time.sleep(0.01)
-    try:
-        yield f"http://{ip if ':' not in ip else f'[{ip}]'}:{port}"
-    finally:
-        loop.call_soon_threadsafe(server.stop)
-        thread.join(10)
-        app.close()
+    `config`."""
+    http1.run(config.app, host, port, workers)

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 import taskpack
+from taskpack.http1 import MAX_BODY
 from taskpack.rows import INLINE_MAX
 from taskpack.serve import Api, App, Catalog, background, task_json
 from taskpack.taskset import Split
@@ -263,16 +264,40 @@ def test_a_slow_filter_does_not_hold_other_requests(
         assert "30 of 61 tasks" in listed[0]
 
 
+@contextlib.contextmanager
+def _under_uvicorn(app: App) -> Iterator[str]:
+    """`app` under uvicorn, from a thread: its URL until the block ends."""
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        for _ in range(200):
+            if server.started:
+                break
+            time.sleep(0.05)
+        try:
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        finally:
+            server.should_exit = True
+            thread.join(10)
+
+
 def test_the_asgi_interface_answers_the_same(served: tuple[str, Path]) -> None:
-    """`App` under an ASGI server (granian's ASGI interface here): the same answers and files."""
+    """`App` under an ASGI server (uvicorn): the same answers, files and bounds."""
     url, path = served
-    with background(App(api=Api(Catalog(taskpack.open(path)))), asgi=True) as asgi:
+    with _under_uvicorn(App(api=Api(Catalog(taskpack.open(path))))) as asgi:
         for route in ("/api/v1/splits/train/tasks/3", "/api/v1/splits/train/by-id/t99"):
             assert httpx.get(asgi + route).json() == httpx.get(url + route).json()
         href = httpx.get(asgi + "/api/v1/splits/train/by-id/t99").json()["task"]["files"][0]["href"]
         assert httpx.get(asgi + href).content == httpx.get(url + href).content
         head = httpx.head(asgi + href)
         assert head.content == b"" and head.headers["content-length"] == str(INLINE_MAX + 3)
+        big = httpx.post(asgi + "/ors/create_session", content=b"x" * (MAX_BODY + 1))
+        assert big.status_code == 413 and str(MAX_BODY) in big.json()["error"]
 
 
 @pytest.mark.parametrize(

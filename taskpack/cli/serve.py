@@ -64,7 +64,7 @@ def serve(
         raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY")
     if workers < 1:
         raise click.BadParameter("at least 1", param_hint="--workers")
-    require("granian", "serve")
+    require("httptools", "serve")
     ip, port = address(host, port)
     hosts = allowed_hosts(host, port, allow_host)
     config = Config(

@@ -1,0 +1,223 @@
+"""The HTTP/1.1 server under `taskpack serve` (taskpack/http1.py), spoken to byte for byte:
+pipelined requests answered in order, each bound refused with its status before the rest is
+read, and a refusal closing the connection."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import taskpack
+from taskpack.http1 import MAX_BODY, MAX_HEAD
+from taskpack.serve import Api, App, Catalog, allowed_hosts, background
+
+from .conftest import make_task
+
+
+@pytest.fixture(scope="module")
+def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    path = tmp_path_factory.mktemp("http1") / "ts"
+    taskpack.write(path, {"train": [make_task(i) for i in range(20)]}, name="h1")
+    app = App(api=Api(Catalog(taskpack.open(path))), hosts=allowed_hosts("127.0.0.1", 1))
+    with background(app) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        yield host, int(port)
+
+
+def _get(path: str, *extra: str) -> bytes:
+    return "\r\n".join([f"GET {path} HTTP/1.1", "Host: 127.0.0.1", *extra, "", ""]).encode()
+
+
+def _answers(sock: socket.socket, count: int) -> list[tuple[int, dict[str, str], bytes]]:
+    """`count` answers read off `sock`: status, headers, body (by its Content-Length)."""
+    got, found = b"", list[tuple[int, dict[str, str], bytes]]()
+    while len(found) < count:
+        head_end = got.find(b"\r\n\r\n")
+        if head_end >= 0:
+            lines = got[:head_end].decode("latin-1").split("\r\n")
+            pairs = (line.split(": ", 1) for line in lines[1:])
+            fields = {name.lower(): value for name, value in pairs}
+            end = head_end + 4 + int(fields["content-length"])
+            if len(got) >= end:
+                found.append((int(lines[0].split()[1]), fields, got[head_end + 4 : end]))
+                got = got[end:]
+                continue
+        piece = sock.recv(65536)
+        assert piece, f"closed after {len(found)} answers"
+        got += piece
+    return found
+
+
+def _answered(sock: socket.socket) -> bool:
+    sock.settimeout(0.05)
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK))
+    except TimeoutError:
+        return False
+    finally:
+        sock.settimeout(30)
+
+
+def _closed(sock: socket.socket) -> bool:
+    sock.settimeout(10)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_pipelined_requests_are_answered_in_order(address: tuple[str, int]) -> None:
+    """Work on one (a first read renders it on a thread) holds the ones behind it back."""
+    with socket.create_connection(address, timeout=30) as sock:
+        order = [3, 0, 3, 17, 0]
+        sock.sendall(b"".join(_get(f"/api/v1/splits/train/tasks/{i}") for i in order))
+        answers = _answers(sock, len(order))
+        assert [json.loads(body)["task"]["id"] for _, _, body in answers] == [
+            f"t{i}" for i in order
+        ]
+        for status, fields, _ in answers:
+            assert status == 200 and fields["content-type"] == "application/json"
+            assert "default-src 'none'" in fields["content-security-policy"]
+            assert fields["date"].endswith(" GMT") and "connection" not in fields
+
+
+def test_head_answers_the_length_without_the_body(address: tuple[str, int]) -> None:
+    """A HEAD's answer is its head alone: the next answer starts right after it."""
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.sendall(_get("/api/v1"))
+        ((_, _, body),) = _answers(sock, 1)
+        sock.sendall(_get("/api/v1").replace(b"GET", b"HEAD", 1) + _get("/healthz"))
+        got = b""
+        while got.count(b"\r\n\r\n") < 2 or not got.endswith(b"ok\n"):
+            got += sock.recv(65536)
+        head, rest = got.split(b"\r\n\r\n", 1)
+        assert f"content-length: {len(body)}".encode() in head.lower()
+        assert rest.startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"NOT HTTP AT ALL\r\n\r\n", 400),
+        (_get("/api/v1", "Host: other.example"), 400),  # a second Host
+        (_get("/api/v1", f"Content-Length: {MAX_BODY + 1}"), 413),  # refused unread
+        (_get("/api/v1", "Content-Length: lots"), 400),
+        (_get("/api/v1", "Upgrade: websocket", "Connection: upgrade"), 400),
+        (_get("/api/v1", "X-Big: " + "a" * MAX_HEAD), 431),
+    ],
+)
+def test_a_refused_request_is_answered_then_closed(
+    address: tuple[str, int], request_bytes: bytes, status: int
+) -> None:
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.sendall(request_bytes + _get("/api/v1"))  # a request behind it is not answered
+        ((got, fields, body),) = _answers(sock, 1)
+        assert got == status, body
+        assert fields["connection"] == "close" and "error" in json.loads(body)
+        assert _closed(sock)
+
+
+def test_a_head_sent_in_pieces_is_refused_once_past_its_bound(address: tuple[str, int]) -> None:
+    """A header never finished: refused when the bytes held pass MAX_HEAD, not at its end."""
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.sendall(b"GET /api/v1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        sent = 0
+        while not _answered(sock):  # stop sending once it has answered: its close resets
+            sock.sendall(b"a" * 4096)
+            sent += 4096
+            assert sent < 2 * MAX_HEAD
+        assert sent > MAX_HEAD - 4096
+        ((status, _, _),) = _answers(sock, 1)
+        assert status == 431 and _closed(sock)
+
+
+def test_a_body_past_its_bound_is_refused_as_it_comes(address: tuple[str, int]) -> None:
+    """A chunked body says no length: refused when it passes MAX_BODY."""
+    with socket.create_connection(address, timeout=30) as sock:
+        head = b"POST /ors/create_session HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        sock.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n")
+        piece = b"%x\r\n%s\r\n" % (8192, b"a" * 8192)
+        with pytest.raises(OSError):  # reset once the server has closed
+            for _ in range(MAX_BODY // 8192 + 4):
+                sock.sendall(piece)
+                time.sleep(0.01)
+            _answers(sock, 2)
+    with socket.create_connection(address, timeout=30) as sock:  # read before it resets
+        sock.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n" + piece * (MAX_BODY // 8192 + 1))
+        ((status, _, body),) = _answers(sock, 1)
+        assert status == 413 and str(MAX_BODY) in json.loads(body)["error"]
+
+
+def test_expect_continue_is_answered_before_the_body(address: tuple[str, int]) -> None:
+    """curl sends `Expect: 100-continue` with a large body and waits for the go-ahead."""
+    body = json.dumps({"env_name": "h1", "task_spec": {}}).encode()
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.sendall(
+            b"POST /ors/create_session HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
+        sock.settimeout(10)
+        assert sock.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 ")
+
+
+def test_http_1_0_and_connection_close_end_the_connection(address: tuple[str, int]) -> None:
+    for request in (
+        b"GET /api/v1 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+        _get("/api/v1", "Connection: close"),
+    ):
+        with socket.create_connection(address, timeout=30) as sock:
+            sock.sendall(request)
+            ((status, fields, _),) = _answers(sock, 1)
+            assert status == 200 and fields["connection"] == "close"
+            assert _closed(sock)
+
+
+def test_percent_escapes_in_the_path_are_decoded_once(address: tuple[str, int]) -> None:
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.sendall(_get("/api/v1/splits/train/by-id/t%31") + _get("/api/v1/splits/tr%2561in"))
+        (first, _, body), (second, _, _) = _answers(sock, 2)
+        assert first == 200 and json.loads(body)["task"]["id"] == "t1"
+        assert second == 404  # `tr%61in`, not `train`
+
+
+def test_a_worker_serves_until_stopped_and_the_port_is_free_after(tmp_path: Path) -> None:
+    """`taskpack serve --workers 2`: both answer on the one port; SIGTERM stops them all."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    path = tmp_path / "ts"
+    taskpack.write(path, {"train": [make_task(0)]}, name="w")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "taskpack", "serve", str(path), "--port", str(port)]
+    proc = subprocess.Popen([*command, "--workers", "2"], stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        workers = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+        ).stdout.split()
+        assert len(workers) >= 2
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=20) in (0, 1)
+    for pid in workers:  # none left behind
+        assert (
+            not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+        )
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))
