@@ -74,7 +74,7 @@ def checked_ref(text: str) -> str:
 
 @dataclass(frozen=True)
 class Rendered:
-    """A pair's two answers, whole, in files the server sends from disk (granian streams a
+    """A pair's two answers, whole, in files the server sends from disk (the server streams a
     file itself: megabytes of diff cost the server's Python nothing)."""
 
     page: Path  # the HTML page
@@ -139,7 +139,7 @@ class DiffLane:
             self._pool = ProcessPoolExecutor(
                 AT_ONCE, mp_context=get_context("spawn"), initializer=_below_tasks
             )
-            # A granian worker is a multiprocessing child: on exit it joins its own children
+            # A server worker is a multiprocessing child: on exit it joins its own children
             # before anything else of ours runs, so the pool is stopped by multiprocessing's
             # own finalizer, ahead of that join.
             Finalize(None, _stop, (self._pool,), exitpriority=10)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import math
 import multiprocessing
 import os
 import signal
@@ -48,6 +49,7 @@ IDLE = 10.0  # seconds a client has to send a request once the connection has no
 QUEUED = 16  # pipelined requests waiting on one connection before it is read no further
 CHUNK = 64 << 10  # bytes per piece of a file sent
 BACKLOG = 2048  # connections the kernel queues before they are accepted
+_NEVER = math.inf
 HEAD_TOO_LARGE = f"a request line and headers over {MAX_HEAD} bytes"
 BODY_TOO_LARGE = f"a body over {MAX_BODY} bytes"
 
@@ -154,7 +156,7 @@ class _Connection(asyncio.Protocol):
         self.busy = False  # an answer is being made or a file sent
         self.closed = False
         self.reading = True
-        self.deadline = server.now + IDLE  # inf while the server owes the answer
+        self.deadline = server.now + IDLE  # _NEVER while the server owes an answer
         self.drained = asyncio.Event()
         self.drained.set()
         self._url = b""
@@ -187,9 +189,6 @@ class _Connection(asyncio.Protocol):
             return
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._refuse(HTTPStatus.BAD_REQUEST, "protocol upgrades are not served")
-            return
         except httptools.HttpParserError:
             refusal = self._refusal or _Refused(HTTPStatus.BAD_REQUEST, "not an HTTP/1.1 request")
             self._refuse(refusal.status, str(refusal))
@@ -198,8 +197,6 @@ class _Connection(asyncio.Protocol):
             self._seen += len(data)
             if self._seen > MAX_HEAD:
                 self._refuse(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, HEAD_TOO_LARGE)
-                return
-        self._next()
 
     # --- httptools' callbacks ---------------------------------------------------------------
 
@@ -210,10 +207,12 @@ class _Connection(asyncio.Protocol):
 
     def on_url(self, url: bytes) -> None:
         self._url += url
-        self._counted(len(url))
+        self._head += len(url)  # llhttp bounds nothing itself: on_header checks the sum
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._counted(len(name) + len(value) + 4)
+        self._head += len(name) + len(value) + 4
+        if self._head > MAX_HEAD:
+            self._refusing(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, HEAD_TOO_LARGE)
         key = name.decode("latin-1").lower()
         if key == "host" and key in self._fields:
             self._refusing(HTTPStatus.BAD_REQUEST, "more than one Host header")
@@ -221,6 +220,10 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        if self._head > MAX_HEAD:  # a long line with few headers
+            self._refusing(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, HEAD_TOO_LARGE)
+        if self.parser.should_upgrade():  # refused before it is answered
+            self._refusing(HTTPStatus.BAD_REQUEST, "protocol upgrades are not served")
         if refused_length(self._fields.get("content-length")):
             self._refusing(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, BODY_TOO_LARGE)
         if self._fields.get("expect", "").lower() == "100-continue" and self.transport:
@@ -232,18 +235,17 @@ class _Connection(asyncio.Protocol):
             self._refusing(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, BODY_TOO_LARGE)
 
     def on_message_complete(self) -> None:
-        self.deadline = float("inf")  # the request is in: the rest is the server's to do
+        self.deadline = _NEVER  # the request is in: the rest is the server's to do
         method = self.parser.get_method().decode("latin-1")
         keep = self.parser.should_keep_alive()
-        self.waiting.append(_Request(method, self._url, self._fields, self._body, keep))
+        request = _Request(method, self._url, self._fields, self._body, keep)
+        if not self.busy and not self.waiting:
+            self._answer(request)  # as most are: no queue
+            return
+        self.waiting.append(request)
         if len(self.waiting) > QUEUED and self.transport is not None:
             self.transport.pause_reading()
             self.reading = False
-
-    def _counted(self, size: int) -> None:
-        self._head += size
-        if self._head > MAX_HEAD:
-            self._refusing(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, HEAD_TOO_LARGE)
 
     def _refusing(self, status: HTTPStatus, message: str) -> None:
         """Stop the parse (httptools raises it on as a parser error) with this answer."""
@@ -253,36 +255,39 @@ class _Connection(asyncio.Protocol):
     # --- answering --------------------------------------------------------------------------
 
     def _next(self) -> None:
-        """Answer the waiting requests in order: at once those the application has ready,
-        a request that needs work on a task of its own, its successors after it."""
+        """Answer the waiting requests in order, until one needs work; then reading goes on."""
         while self.waiting and not self.busy and not self.closed:
-            request = self.waiting.popleft()
-            host = request.fields.get("host", "")
-            target = request.url
-            if not target.startswith(b"/"):
-                # An absolute-form request (`GET http://other.host/...`) names its host in
-                # the request line, which then stands for the Host header (RFC 9112).
-                try:
-                    url = httptools.parse_url(target)
-                except httptools.HttpParserInvalidURLError:
-                    self._refuse(HTTPStatus.BAD_REQUEST, "not a URL")
-                    return
-                host = (url.host or b"").decode("latin-1") + (f":{url.port}" if url.port else "")
-                target = (url.path or b"/") + (b"?" + url.query if url.query else b"")
-            raw, _, query = target.decode("latin-1").partition("?")
-            path = unquote(raw) if "%" in raw else raw
-            response = self.app.ready(request.method, path, query, host)
-            if response is not None:
-                self._send(response, request)
-            else:
-                self.busy = True
-                work = self._work(request, path, query)
-                self.server.loop.create_task(work)
-        if not self.waiting and not self.busy and not self.closed:
-            self.deadline = self.server.now + IDLE
-            if not self.reading and self.transport is not None:
-                self.transport.resume_reading()
-                self.reading = True
+            self._answer(self.waiting.popleft())
+        if not self.waiting and not self.reading and not self.closed and self.transport:
+            self.transport.resume_reading()
+            self.reading = True
+
+    def _answer(self, request: _Request) -> None:
+        """At once when the application has the answer ready, else on a task of its own
+        (the connection busy until it is sent)."""
+        if self.closed:
+            return
+        host = request.fields.get("host", "")
+        target = request.url
+        if not target.startswith(b"/"):
+            # An absolute-form request (`GET http://other.host/...`) names its host in the
+            # request line, which then stands for the Host header (RFC 9112).
+            try:
+                url = httptools.parse_url(target)
+            except httptools.HttpParserInvalidURLError:
+                self._refuse(HTTPStatus.BAD_REQUEST, "not a URL")
+                return
+            host = (url.host or b"").decode("latin-1") + (f":{url.port}" if url.port else "")
+            target = (url.path or b"/") + (b"?" + url.query if url.query else b"")
+        raw, _, query = target.decode("latin-1").partition("?")
+        path = unquote(raw) if "%" in raw else raw
+        response = self.app.ready(request.method, path, query, host)
+        if response is not None:
+            self._send(response, request)
+        else:
+            self.busy = True
+            self.deadline = _NEVER
+            self.server.loop.create_task(self._work(request, path, query))
 
     async def _work(self, request: _Request, path: str, query: str) -> None:
         try:
@@ -311,6 +316,7 @@ class _Connection(asyncio.Protocol):
         body = response.body if request.method != "HEAD" else b""
         assert self.transport is not None
         self.transport.write(b"".join((head, self.server.date, ending, body)))
+        self.deadline = self.server.now + IDLE  # the client's turn
         if not request.keep_alive:
             self.close()
 
@@ -327,6 +333,7 @@ class _Connection(asyncio.Protocol):
                     break
                 self.transport.write(piece)
                 await self.drained.wait()
+        self.deadline = self.server.now + IDLE
         if not request.keep_alive:
             self.close()
 

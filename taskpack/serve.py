@@ -1,6 +1,5 @@
 """`taskpack serve`: one pinned version over HTTP (a JSON API and a read-only HTML view), or,
-with `--mirror REGISTRY`, a pull-through mirror of a registry (`registry/mirror.py`), on
-granian.
+with `--mirror REGISTRY`, a pull-through mirror of a registry (`registry/mirror.py`).
 
 JSON API (every response carries the version digest, in the body and in `X-Taskpack-Digest`):
 
@@ -20,16 +19,8 @@ value escaped, under a Content-Security-Policy that allows none. A mirror answer
 protocol below `/registry/v1` (`registry/http.py`). Requests whose `Host` is not this server's
 name are refused (421), which DNS rebinding needs; a bad request gets a 4xx and `{"error": ...}`.
 
-Why granian, on its own interface (RSGI) rather than ASGI: its HTTP layer is Rust (hyper on
-tokio), so parsing, keep-alive and idle connections cost the Python loop nothing, and it sends
-a file from disk itself, in pieces; on this API it answers about twice what uvicorn answers and
-0.6 to two thirds (64 clients) and three quarters to all (512) of what nginx answers serving the
-same bytes from disk, where granian itself, answering fixed bytes, gives 0.7 to 0.8 at 64
-(bench/serve.py, bench/RESULTS.md). Its loop is uvloop (the `serve` extra installs it; 1.15x
-the requests/s of asyncio's), and a request answered from the response cache, as most are, runs
-no coroutine and no thread.
-It bounds what clients hold (a backlog, requests at once per worker, a header-read timeout that
-also closes idle keep-alive connections) and runs several worker processes on one port. The
+It runs on taskpack's own HTTP/1.1 server (`http1`: why, and what it bounds), which answers
+a request from the response cache, as most are, without a coroutine or a thread. The
 application is ASGI too (any ASGI server runs `App`). Work that reads Parquet runs on threads,
 on two lanes: a slow filter never holds the lane tasks are served from.
 """
@@ -492,9 +483,9 @@ def allowed_hosts(host: str, port: int, extra: tuple[str, ...] = ()) -> frozense
 
 
 class App:
-    """The application, as ASGI (`app(scope, receive, send)`: any ASGI server) and as RSGI
-    (`__rsgi__`: granian's own interface, which `taskpack serve` runs it on): both hand the
-    request to one `answer`. Also: the cache of rendered answers, and the two thread lanes."""
+    """The application, as `http1.Application` (`ready`, then `work`: what `taskpack serve`
+    runs) and as ASGI (`app(scope, receive, send)`: any ASGI server), both through `ready` and
+    `work`. Also: the cache of rendered answers, and the two thread lanes."""
 
     def __init__(
         self,

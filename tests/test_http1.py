@@ -108,6 +108,7 @@ def test_head_answers_the_length_without_the_body(address: tuple[str, int]) -> N
         (_get("/api/v1", f"Content-Length: {MAX_BODY + 1}"), 413),  # refused unread
         (_get("/api/v1", "Content-Length: lots"), 400),
         (_get("/api/v1", "Upgrade: websocket", "Connection: upgrade"), 400),
+        (b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 400),
         (_get("/api/v1", "X-Big: " + "a" * MAX_HEAD), 431),
     ],
 )
