@@ -1,12 +1,12 @@
 """The HTTP/1.1 server `taskpack serve` runs on: uvloop's event loop and httptools' parser
 (llhttp, Node.js's), and here only what a server must decide for itself.
 
-Why its own and not granian or uvicorn: on 2 cores, a server of this shape answering a kept
-task answers 1.1 to 1.2x the requests/s of nginx serving the same bytes from disk; granian in
-front of an application that answers fixed bytes gives 0.7 to 0.9x, uvicorn 0.4x (measured
-side by side with `wrk`; bench/serve.py keeps the comparison with nginx). What makes it fast is
-what a request answered from the application's cache skips: no scope object, no coroutine, no
-thread; the answer's status line and headers are made once and kept with it.
+Why its own and not granian or uvicorn: on 2 cores shared with the load generator, this server
+answering fixed bytes answers 1.1 to 1.25x the requests/s of nginx serving the same bytes from
+disk, and 0.75 to 0.96x serving 20,000 kept tasks at random; granian answering fixed bytes gave
+0.7 to 0.9x, uvicorn 0.4x (bench/serve.py, bench/RESULTS.md). What makes it fast is what a
+request answered from the application's cache skips: no scope object, no queue, no coroutine,
+no thread; the answer's status line and headers are made once and kept with it.
 
 What it bounds, so that no client holds more than its share: a request's head (MAX_HEAD, else
 431, refused before the rest is read), its body (MAX_BODY, else 413, refused from its
