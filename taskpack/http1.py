@@ -3,7 +3,7 @@
 
 Why its own and not granian or uvicorn: on 2 cores shared with the load generator, this server
 answering fixed bytes answers 1.1 to 1.25x the requests/s of nginx serving the same bytes from
-disk, and 0.75 to 0.96x serving 20,000 kept tasks at random; granian answering fixed bytes gave
+disk, and 0.75 to 1.02x serving 20,000 kept tasks at random; granian answering fixed bytes gave
 0.7 to 0.9x, uvicorn 0.4x (bench/serve.py, bench/RESULTS.md). What makes it fast is what a
 request answered from the application's cache skips: no scope object, no queue, no coroutine,
 no thread; the answer's status line and headers are made once and kept with it.
