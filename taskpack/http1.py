@@ -61,8 +61,7 @@ class Response:
     body: bytes = b""
     path: Path | None = None  # a file sent from disk instead of `body`
     cacheable: bool = False  # the same request always gets these bytes
-    header_list: list[tuple[str, str]] | None = None  # all of them, made once (`App.headers`)
-    head: bytes | None = None  # the status line and headers as sent, made once (a body's)
+    head: bytes | None = None  # the status line and headers as sent (`head_of`), made once
 
 
 class HttpError(Exception):
@@ -95,12 +94,6 @@ class Application(Protocol):
 def refused_length(length: str | None) -> bool:
     """A request's Content-Length that is no number or over MAX_BODY: refused unread."""
     return length is not None and (not length.isdigit() or int(length) > MAX_BODY)
-
-
-class _Refused(Exception):
-    def __init__(self, status: HTTPStatus, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(slots=True)
@@ -165,7 +158,7 @@ class _Connection(asyncio.Protocol):
         self._head = 0  # bytes of the head parsed so far
         self._in_head = False
         self._seen = 0  # bytes received while the head is incomplete (httptools holds a part)
-        self._refusal: _Refused | None = None
+        self._refusal: HttpError | None = None
 
     # --- asyncio ----------------------------------------------------------------------------
 
@@ -190,7 +183,7 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
-            refusal = self._refusal or _Refused(HTTPStatus.BAD_REQUEST, "not an HTTP/1.1 request")
+            refusal = self._refusal or HttpError(HTTPStatus.BAD_REQUEST, "not an HTTP/1.1 request")
             self._refuse(refusal.status, str(refusal))
             return
         if self._in_head:
@@ -249,7 +242,7 @@ class _Connection(asyncio.Protocol):
 
     def _refusing(self, status: HTTPStatus, message: str) -> None:
         """Stop the parse (httptools raises it on as a parser error) with this answer."""
-        self._refusal = _Refused(status, message)
+        self._refusal = HttpError(status, message)
         raise self._refusal
 
     # --- answering --------------------------------------------------------------------------
@@ -309,44 +302,32 @@ class _Connection(asyncio.Protocol):
         head = response.head
         if head is None:
             size = response.path.stat().st_size if response.path is not None else None
-            head = self._head_of(response, size)
+            head = head_of(response, self.app.headers(response), size)
             if response.path is None:
                 response.head = head
-        ending = b"\r\n" if request.keep_alive else b"connection: close\r\n\r\n"
         body = response.body if request.method != "HEAD" else b""
         assert self.transport is not None
-        self.transport.write(b"".join((head, self.server.date, ending, body)))
-        self.deadline = self.server.now + IDLE  # the client's turn
-        if not request.keep_alive:
-            self.close()
+        self.transport.write(b"".join((head, self.server.date, _ending(request), body)))
+        self._sent(request)
 
     async def _send_file(self, response: Response, request: _Request) -> None:
         assert response.path is not None and self.transport is not None
         loop = self.server.loop
         with response.path.open("rb") as f:
-            head = self._head_of(response, os.fstat(f.fileno()).st_size)
-            ending = b"\r\n" if request.keep_alive else b"connection: close\r\n\r\n"
-            self.transport.write(b"".join((head, self.server.date, ending)))
+            head = head_of(response, self.app.headers(response), os.fstat(f.fileno()).st_size)
+            self.transport.write(b"".join((head, self.server.date, _ending(request))))
             while not self.closed:
                 piece = await loop.run_in_executor(None, f.read, CHUNK)
                 if not piece:
                     break
                 self.transport.write(piece)
                 await self.drained.wait()
-        self.deadline = self.server.now + IDLE
+        self._sent(request)
+
+    def _sent(self, request: _Request) -> None:
+        self.deadline = self.server.now + IDLE  # the client's turn
         if not request.keep_alive:
             self.close()
-
-    def _head_of(self, response: Response, size: int | None) -> bytes:
-        """The status line and headers, the content length included (`size`, else the
-        body's)."""
-        status = HTTPStatus(response.status)
-        lines = [f"HTTP/1.1 {status.value} {status.phrase}"]
-        lines += [f"{name}: {value}" for name, value in self.app.headers(response)]
-        lines.append(f"content-length: {len(response.body) if size is None else size}")
-        if any("\r" in line or "\n" in line for line in lines):
-            raise ValueError(f"a header holds a line break: {lines!r}")
-        return ("\r\n".join(lines) + "\r\n").encode("latin-1")
 
     def _refuse(self, status: HTTPStatus, message: str) -> None:
         """Answer with an error and close: what follows on this connection is not read."""
@@ -361,6 +342,22 @@ class _Connection(asyncio.Protocol):
             self.closed = True
             self.transport.close()
         self.drained.set()
+
+
+def head_of(response: Response, headers: list[tuple[str, str]], size: int | None = None) -> bytes:
+    """The answer's status line and `headers`, its content length (`size`, else its body's)
+    last; the Date line and the blank line follow when it is sent."""
+    status = HTTPStatus(response.status)
+    lines = [f"HTTP/1.1 {status.value} {status.phrase}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    lines.append(f"content-length: {len(response.body) if size is None else size}")
+    if any("\r" in line or "\n" in line for line in lines):
+        raise ValueError(f"a header holds a line break: {lines!r}")
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+
+
+def _ending(request: _Request) -> bytes:
+    return b"\r\n" if request.keep_alive else b"connection: close\r\n\r\n"
 
 
 # --- running ---------------------------------------------------------------------------------

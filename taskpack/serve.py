@@ -564,12 +564,13 @@ class App:
         return Response(status, kind, data)
 
     def _keep(self, key: str, response: Response) -> None:
+        # Its head is made here, once, so that the bound counts what the cache holds.
+        response.head = http1.head_of(response, self.headers(response))
         self._cache[key] = response
-        self._cache_bytes += len(response.body) + len(key)
+        self._cache_bytes += _held(key, response)
         while self._cache_bytes > CACHE_BYTES and self._cache:
             old_key = next(iter(self._cache))
-            old = self._cache.pop(old_key)
-            self._cache_bytes -= len(old.body) + len(old_key)
+            self._cache_bytes -= _held(old_key, self._cache.pop(old_key))
 
     def _answer(self, route: Route, params: dict[str, str], query: Query) -> Response:
         if route.name == "style":
@@ -607,17 +608,15 @@ class App:
 
     def headers(self, response: Response) -> list[tuple[str, str]]:
         """The response's headers (its length aside, which each server adds its own way)."""
-        if response.header_list is None:
-            found = [
-                ("content-type", response.content_type),
-                ("content-security-policy", CSP),
-                ("x-content-type-options", "nosniff"),
-                ("referrer-policy", "no-referrer"),
-            ]
-            if self.digest:
-                found.append(("x-taskpack-digest", self.digest))
-            response.header_list = found
-        return response.header_list
+        found = [
+            ("content-type", response.content_type),
+            ("content-security-policy", CSP),
+            ("x-content-type-options", "nosniff"),
+            ("referrer-policy", "no-referrer"),
+        ]
+        if self.digest:
+            found.append(("x-taskpack-digest", self.digest))
+        return found
 
     # --- ASGI: for any ASGI server (`taskpack serve` runs on http1) ------------------------
 
@@ -666,6 +665,11 @@ class App:
                 await send({"type": "http.response.body", "body": piece, "more_body": more})
                 if not more:
                     return
+
+
+def _held(key: str, response: Response) -> int:
+    """Bytes a kept answer holds: its key, body and head."""
+    return len(key) + len(response.body) + len(response.head or b"")
 
 
 async def _asgi_chunks(receive: Receive) -> AsyncIterator[bytes]:
