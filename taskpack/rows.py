@@ -357,12 +357,18 @@ def inline_mismatches(
     """(row, path, why) for each inline file whose bytes are not the content its hash names
     (`records.inline_problem`). Each file is hashed in Arrow's own buffer: a copy into Python
     bytes of every inline file would cost as much as the hashing."""
-    import pyarrow.compute as pc
-
     first = 0
     for chunk in _chunks(files):
         kind = chunk.type.value_type
-        if isinstance(kind, pa.StructType) and kind.get_field_index("data") >= 0:
+        # `flatten` and `list_parent_indices` load pyarrow.compute (25 ms of an export's
+        # start): only a chunk holding file entries needs them
+        if (
+            len(chunk.values)
+            and isinstance(kind, pa.StructType)
+            and kind.get_field_index("data") >= 0
+        ):
+            import pyarrow.compute as pc
+
             flat = chunk.flatten()
             if any(kind.get_field_index(n) < 0 for n in ("sha256", "size", "path")):
                 raise TaskpackError(f"{where}: file bytes read without their hashes")

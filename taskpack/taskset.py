@@ -788,7 +788,7 @@ class _Group:
         return self.split._task(self.rows[i], self.first + i)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Later:
     """A task of a split not built yet (`Split.later`)."""
 

@@ -223,6 +223,9 @@ Files = dict[str, tuple[bytes, int]]  # path in the task folder -> (bytes, mode)
 
 
 _BLOCK = 2048  # tasks read before their folders are written; below it, no process is forked
+# A block of `Later` tasks holds ids, not tasks: one block is a whole split of that size, so
+# the writers start once, with no wait between blocks for the slower of them.
+_LATER_BLOCK = 65536
 
 
 @dataclass
@@ -264,7 +267,7 @@ def write_split(
             name = folder_name(task.id, taken)
             entries.append({"id": task.id, "folder": name})
             block.append((os.path.join(split_dir, name), task))
-            if len(block) == _BLOCK:
+            if len(block) == (_BLOCK if isinstance(task, Task) else _LATER_BLOCK):
                 writing.start(block)
                 block = []
         writing.start(block)

@@ -179,8 +179,9 @@ def mixture_note(sources: list[dict[str, Any]]) -> str:
 
 def report_uncarried(fmt: Format, task: Task, losses: Losses) -> None:
     """Report each non-empty task field `fmt` does not carry, and other formats' extras."""
+    carried = fmt.carried(task)
     for name in CHECKED_FIELDS:
-        if name not in fmt.carried(task) and getattr(task, name) not in (None, [], {}):
+        if name not in carried and getattr(task, name) not in (None, [], {}):
             losses.lost(name, task)
     for other, extra in task.extras.items():
         if other != fmt.name:

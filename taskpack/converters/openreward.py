@@ -13,6 +13,7 @@ under `taskpack:`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -177,8 +178,15 @@ def _task_files(task: Task, target: Target) -> Files:
         config[PAYLOAD_KEY] = payload
     text = yaml.dump(config, Dumper=_DUMPER, sort_keys=False, allow_unicode=True)
     files[MARKER] = (text.encode("utf-8"), 0o644)
-    files[WEIGHTS] = ((json.dumps(test_weights, indent=2) + "\n").encode(), 0o644)
+    files[WEIGHTS] = (_weights_json(tuple(test_weights.items())), 0o644)
     return files
+
+
+@functools.lru_cache(maxsize=256)
+def _weights_json(weights: tuple[tuple[str, float], ...]) -> bytes:
+    """weights.json's bytes: most tasks of a set share theirs (`{"reward": 1.0}`), and an
+    indented dump runs json's Python encoder."""
+    return (json.dumps(dict(weights), indent=2) + "\n").encode()
 
 
 _CARRIES = frozenset({"prompt", "reward", "files", "metadata"})
