@@ -718,13 +718,17 @@ class Split(Rows):
 
     def later(self) -> Iterator[Later]:
         """Each task as its id and what builds it when asked: a writer that forks (folder
-        exports) builds its tasks in its children, and the ids alone are read here."""
+        exports) builds its tasks in its children, and the ids alone are read here: each row
+        group is read whole where its first task is built."""
         first = 0
-        for table in self.row_groups():
-            group = _Group(self, table, first)
-            for i, task_id in enumerate(table.column("id").to_pylist()):
-                yield Later(task_id, group, i)
-            first += table.num_rows
+        for p in range(len(self._parts)):
+            pf = self._open(p)
+            for g in range(pf.num_row_groups):
+                ids = self._group_of(p, pf, g, ["id"]).column("id").to_pylist()
+                group = _Group(self, p, g, first)
+                for i, task_id in enumerate(ids):
+                    yield Later(task_id, group, i)
+                first += len(ids)
 
     def _task(self, row: dict[str, Any], i: int) -> Task:
         """The row as a task; a row no writer of this format produces is one clear error."""
@@ -776,15 +780,18 @@ class Split(Rows):
 
 
 class _Group:
-    """A row group's tasks, its rows made Python values once, when the first is built."""
+    """Row group `g` of file `p` of a split, from row `first` on: read, checked and made Python
+    values once, when its first task is built."""
 
-    def __init__(self, split: Split, table: pa.Table, first: int) -> None:
-        self.split, self.table, self.first = split, table, first
+    def __init__(self, split: Split, p: int, g: int, first: int) -> None:
+        self.split, self.p, self.g, self.first = split, p, g, first
         self.rows: list[dict[str, Any]] | None = None
 
     def task(self, i: int) -> Task:
         if self.rows is None:
-            self.rows = self.table.to_pylist()
+            split = self.split
+            table = split._group_of(self.p, split._kept(self.p)[0], self.g, None)
+            self.rows = split._checked(table, self.first).to_pylist()
         return self.split._task(self.rows[i], self.first + i)
 
 

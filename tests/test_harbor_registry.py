@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 import taskpack
-from taskpack.converters.harbor import folder_digest, harbor_digest
+from taskpack.converters.harbor import dataset_toml, folder_digest, harbor_digest
 from taskpack.errors import TaskpackError
 from taskpack.exporter import export
 from taskpack.importer import import_sources
+from taskpack.nesting import parse_toml
 from taskpack.serve import Api, App, Catalog, background
 
 from .conftest import DATA
@@ -53,6 +54,23 @@ def test_the_digest_is_harbors_rule(tmp_path: Path) -> None:
         wanted.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
     assert harbor_digest(files) == "sha256:" + wanted.hexdigest()
     assert harbor_digest({**files, "tests/.harborignore": b"*.txt"}) is None
+
+
+def test_dataset_toml_holds_what_tomli_w_would_write() -> None:
+    """Pins of plain strings are written without tomli_w's per-character escaping, to the
+    same bytes; a pin needing an escape (a quote, a tab), or none, goes through tomli_w."""
+    import tomli_w
+
+    pin = {"name": "local/train-00001", "digest": "sha256:" + "ab" * 32}
+    manifest = {
+        "schema_version": "1.0",
+        "dataset": {"name": "local/set-train", "version": "1.0.0", "description": 'a "b"\n'},
+        "tasks": [pin, {**pin, "name": "local/t"}],
+    }
+    assert dataset_toml(manifest) == tomli_w.dumps(manifest)
+    odd = {**manifest, "tasks": [pin, {"name": 'own "name"\t', "digest": "sha256:00"}]}
+    for each in (odd, {**manifest, "tasks": []}):
+        assert parse_toml(dataset_toml(each)) == each
 
 
 def test_a_dataset_toml_and_a_registry_json_read_back(exports: dict[str, Path]) -> None:

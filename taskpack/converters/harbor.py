@@ -528,12 +528,29 @@ def _registries(out: Path, split: str, written: WrittenSplit, target: Target) ->
         ],
     }
     toml_path = out / split / DATASET
-    toml_path.write_bytes(tomli_w.dumps(manifest).encode())
+    toml_path.write_bytes(dataset_toml(manifest).encode())
     registry = out / REGISTRY
     specs = parse_json(registry.read_bytes()) if registry.exists() else []
     specs.append(registry_entry(about, split, written.folders, org, target.options.git_url))
     registry.write_text(json.dumps(specs, indent=2, ensure_ascii=False) + "\n")
     return [written.index, toml_path, registry]
+
+
+# A string TOML holds between quotes as it is: no quote, backslash or control character.
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f]*')
+
+
+def dataset_toml(manifest: dict[str, Any]) -> str:
+    """dataset.toml's text. tomli_w escapes strings a character at a time in Python: 0.13 s
+    for 20,000 pins, after the writers are done. Where no pin's name or digest needs an escape,
+    tomli_w writes the rest and each pin is a `[[tasks]]` table of two plain strings (what
+    tomli_w writes for pins too long for one line, as sha256 pins are)."""
+    tasks = manifest["tasks"]
+    if not tasks or not all(_PLAIN.fullmatch(t["name"] + t["digest"]) for t in tasks):
+        return tomli_w.dumps(manifest)
+    head = tomli_w.dumps({k: v for k, v in manifest.items() if k != "tasks"})
+    pins = (f'\n[[tasks]]\nname = "{t["name"]}"\ndigest = "{t["digest"]}"\n' for t in tasks)
+    return head + "".join(pins)
 
 
 def registry_entry(
