@@ -212,9 +212,11 @@ def _write_task(folder: str, files: Files) -> None:
         try:
             if not whole:
                 os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            done = os.write(fd, data) if data else 0  # one write, but for a short one
+            if done < len(data):
+                view = memoryview(data)[done:]
+                while view:
+                    view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
 
