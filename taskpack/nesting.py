@@ -34,12 +34,12 @@ def too_deep(text: bytes | str, *, lines: bool = False) -> int | None:
 
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     most = max_depth()
-    if sum(data.count(o) for o in _OPENERS) <= most:
-        return None
     if lines:  # no line opens more than `most`: none nests deeper (most rows, at C speed)
         openers = data.translate(None, _NOT_OPENERS)
         if max(map(len, openers.split(b"\n"))) <= most:
             return None
+    elif sum(data.count(o) for o in _OPENERS) <= most:
+        return None
     if b"\\" in data:  # escapes first: `\\` pairs go, then a `\"` left is no string end
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     code = np.frombuffer(data.translate(None, _OTHERS), np.uint8)

@@ -228,7 +228,7 @@ def _parse(
         whole = texts([piece.rstrip(b"\n")], pa.binary())
         line_texts = pc.list_flatten(pc.split_pattern(whole, "\n"))
         names = table.schema.names
-        spaced = re.search(rb'"[ \t\r]+:', piece) is not None
+        spaced = _spaced(piece)
         try:
             keys = _key_positions(line_texts, piece, names, spaced)
             table = _confirm_texts(table, line_texts, keys, by_field, pc.binary_length(line_texts))
@@ -238,6 +238,18 @@ def _parse(
                 raise NotColumnar("keys in another order than the columns") from None
         table = table.replace_schema_metadata(_JSON_LINES)
     return table
+
+
+def _spaced(piece: bytes) -> bool:
+    """Whether `piece` may hold a key spaced from its colon (`"a" : 1`). The pattern is looked
+    for only where a blank comes right before a colon: run at every quote, it was a tenth of
+    reading a NeMo row's text."""
+    import numpy as np
+
+    code = np.frombuffer(piece, np.uint8)
+    before = code[np.flatnonzero(code[1:] == ord(":"))]
+    blank = (before == ord(" ")) | (before == ord("\t")) | (before == ord("\r"))
+    return bool(blank.any()) and re.search(rb'"[ \t\r]+:', piece) is not None
 
 
 def _key_positions(
