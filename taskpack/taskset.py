@@ -783,18 +783,25 @@ class Split(Rows):
 
 class _Group:
     """Row group `g` of file `p` of a split, from row `first` on: read, checked and made Python
-    values once, when its first task is built."""
+    values when its first task is built, and let go once each of its tasks was (a writer
+    builds each once, and a row is consumed by building its task)."""
 
     def __init__(self, split: Split, p: int, g: int, first: int) -> None:
         self.split, self.p, self.g, self.first = split, p, g, first
         self.rows: list[dict[str, Any]] | None = None
+        self.left = 0
 
     def task(self, i: int) -> Task:
+        split = self.split
         if self.rows is None:
-            split = self.split
             table = split._group_of(self.p, split._kept(self.p)[0], self.g, None)
             self.rows = split._checked(table, self.first).to_pylist()
-        return self.split._task(self.rows[i], self.first + i)
+            self.left = len(self.rows)
+        task = split._task(self.rows[i], self.first + i)
+        self.left -= 1
+        if not self.left:
+            self.rows = None
+        return task
 
 
 @dataclass(frozen=True, slots=True)
