@@ -40,6 +40,7 @@ def test_forked_writers_write_what_one_process_writes(
     fmt: str, tasks: taskpack.TaskSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_folders, "_BLOCK", 8)  # 7 full blocks, each split between processes
+    monkeypatch.setattr(_folders, "_LATER_BLOCK", 8)  # the same for a split's `Later` tasks
     monkeypatch.setattr(_folders.os, "cpu_count", lambda: 3)
     forked = export(tasks, fmt, tmp_path / "forked")
     monkeypatch.setattr(_folders.os, "cpu_count", lambda: 1)  # no fork: one process
@@ -64,6 +65,7 @@ def test_forked_writers_build_the_tasks_and_the_parent_reads_only_ids(
         lambda self, row, i: (built.append(row["id"]), real(self, row, i))[1],
     )
     monkeypatch.setattr(_folders, "_BLOCK", 8)
+    monkeypatch.setattr(_folders, "_LATER_BLOCK", 8)
     monkeypatch.setattr(_folders.os, "cpu_count", lambda: 2)
     export(tasks, "harbor", tmp_path / "forked")
     assert built == []  # the children's builds stayed in the children
@@ -71,6 +73,24 @@ def test_forked_writers_build_the_tasks_and_the_parent_reads_only_ids(
     export(tasks, "harbor", tmp_path / "alone")
     assert built == [f"t{i}" for i in range(61)]
     assert tree(tmp_path / "forked") == tree(tmp_path / "alone")
+
+
+def test_later_tasks_are_the_splits_and_each_row_group_is_let_go_once_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from taskpack import taskset
+
+    monkeypatch.setattr(taskset, "ROW_GROUP_ROWS", 16)  # 61 tasks: 4 row groups
+    taskpack.write(tmp_path / "ts", {"train": [make_task(i) for i in range(61)]}, name="g")
+    split = taskpack.open(tmp_path / "ts").split("train")
+    later = list(split.later())
+    groups = {id(x.group): x.group for x in later}
+    assert len(groups) == 4 and all(g.rows is None for g in groups.values())  # ids alone read
+    built = [x.task() for x in later[:20]]
+    assert [g.rows is None for g in groups.values()] == [True, False, True, True]
+    built += [x.task() for x in later[20:]]
+    assert all(g.rows is None for g in groups.values())
+    assert [t.canonical() for t in built] == [t.canonical() for t in split]
 
 
 def test_a_childs_error_reaches_the_caller(
