@@ -131,10 +131,14 @@ def alternate(contenders: dict[str, Callable[[], float]], rounds: int) -> dict[s
 def alternate_times(
     contenders: dict[str, Callable[[], float]], rounds: int
 ) -> dict[str, list[float]]:
-    """Each contender's timings, round by round: the i-th of each were taken side by side."""
+    """Each contender's timings, round by round: the i-th of each were taken side by side,
+    each round starting one contender later than the last, so that none always runs after the
+    others (what a round leaves behind, written files or a warm cache, falls on each alike)."""
     times: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(rounds):
-        for name, run in contenders.items():
+    order = list(contenders.items())
+    for r in range(rounds):
+        k = r % len(order)
+        for name, run in order[k:] + order[:k]:
             times[name].append(run())
     return times
 

@@ -3,7 +3,7 @@ plain script that creates the same number of folders and files of the same sizes
 system's own cost, with no task read and nothing computed). Fresh processes, alternating rounds,
 medians; on the disk holding the temporary folder and, where there is one, on tmpfs.
 
-Every round writes a new folder and nothing is deleted until all rounds ran: ext4 without a
+On disk, every round writes a new folder and nothing is deleted until all rounds ran: ext4 without a
 journal (this machine's root) will not reuse an inode freed in the last 60 s (360 s while its
 table block is unsynced) and scans past each one, so creating a tree right after deleting one
 took several times longer (a 5000-task tree: 2 s, and 14-23 s right after deleting one; perf
@@ -73,7 +73,11 @@ def _contenders(source: Path, tasks: int) -> dict[str, list[str]]:
 RECENTLY_DELETED_S = 60
 
 
-def _runner(base: Path, name: str, argv: list[str]) -> Callable[[], float]:
+def _runner(base: Path, name: str, argv: list[str], keep: bool) -> Callable[[], float]:
+    """A contender's timed run, each into a new folder; kept until the end (`keep`: on disk,
+    see above), else deleted once timed: tmpfs has no window for freed inodes, and trees left
+    in memory slowed the next ones (a plain tree: 1.4 s on an empty tmpfs, 2.1-3.7 s beside
+    six), the more for a contender run later in a round."""
     rounds = itertools.count()
 
     def run() -> float:
@@ -81,8 +85,12 @@ def _runner(base: Path, name: str, argv: list[str]) -> Callable[[], float]:
         subprocess.run(["sync"], check=False)  # the last round's writes do not land on this one
         code, *rest = argv
         if code == PLAIN:
-            return fresh_process(code, str(out), *rest)
-        return fresh_process(code, *rest, str(out), quiet=True)  # not its loss report
+            seconds = fresh_process(code, str(out), *rest)
+        else:
+            seconds = fresh_process(code, *rest, str(out), quiet=True)  # not its loss report
+        if not keep:
+            shutil.rmtree(out)
+        return seconds
 
     return run
 
@@ -145,12 +153,12 @@ def main() -> None:
                 time.sleep(RECENTLY_DELETED_S)
             medians = alternate(
                 {
-                    name: _runner(base / "out", name, argv)
+                    name: _runner(base / "out", name, argv, keep=where == "disk")
                     for name, argv in _contenders(source, args.tasks).items()
                 },
                 args.rounds,
             )
-            shutil.rmtree(base / "out")
+            shutil.rmtree(base / "out", ignore_errors=True)
             plain = medians.pop("plain")
             print(f"{where}: plain script creating the same tree {plain:.1f} s")
             for name, t in medians.items():
