@@ -2,8 +2,11 @@
 against plain boto3 moving the same bytes (`download_file`, `upload_file`).
 
 Each transfer starts with the disk's pending writes flushed (untimed): the last round's 126 MB
-would otherwise be written back during this one, at a moment chosen by the kernel. The spread
-of the rounds is printed beside the medians: on a shared 2-core machine it is wide.
+would otherwise be written back during this one, at a moment chosen by the kernel. Each pull's
+cache is deleted once it is timed, as each download's file is: memory the guest has not used
+before costs a page fault from the host the first time, and a pull whose 126 MB stayed cached
+while boto3's file was freed (and its pages reused) paid that cost alone, 0.2-0.3 s a round.
+The spread of the rounds is printed beside the medians: on a shared 2-core machine it is wide.
 
     python bench/transfer.py [--megabytes 120] [--rounds 3]
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -63,12 +67,14 @@ def main() -> dict[str, dict[str, float]]:
             client.upload_file(str(parquet), "bench", "raw/train.parquet")
 
             def pull() -> float:
-                cache = Cache(tmp / f"cache-{next(counter)}")
-                return timed(
+                where = tmp / f"cache-{next(counter)}"
+                seconds = timed(
                     lambda: taskpack.pull(
-                        "big@1.0.0", ("train",), registry="s3://bench/pull", cache=cache
+                        "big@1.0.0", ("train",), registry="s3://bench/pull", cache=Cache(where)
                     )
                 )
+                shutil.rmtree(where)  # as the download's file is deleted: see the docstring
+                return seconds
 
             def download() -> float:
                 dest = tmp / f"raw-{next(counter)}.parquet"

@@ -12,7 +12,7 @@ import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import pyarrow as pa
 
@@ -23,6 +23,8 @@ from taskpack.errors import InvalidTask, TaskpackError, describe_error
 from taskpack.records import inline_problem, rel_path, stored_task
 
 if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
     from taskpack.model import SplitInfo, Task
 
 INLINE_MAX = 64 * 1024  # bytes of a file stored inline in its task's row; larger ones by hash
@@ -278,9 +280,7 @@ def check_split(
             files = schema.field("files").type.value_type
             leaves = [n for n in schema.names if n != "files"]
             leaves += [f"files.list.element.{f.name}" for f in files]
-            # Row-group-sized batches on this thread: bigger ones, or Arrow's thread pool, cost
-            # more in fresh memory than they save on 2 cores.
-            for batch in pf.iter_batches(batch_size=128, columns=leaves, use_threads=False):
+            for batch in _batches(pf, source, leaves):
                 ids.append(batch.column("id"))
                 problems += batch_problems(batch, where, format_version, chain, row_no)
                 row_no += batch.num_rows
@@ -295,6 +295,42 @@ def check_split(
     if chain.value != info.digest:
         problems.append(f"{where}: digest {info.digest} does not match its tasks")
     return problems[:limit]
+
+
+@runtime_checkable
+class Arriving(Protocol):
+    """A Parquet file whose bytes are still being written, front to back (see
+    `registry.growing`); its footer reads at once."""
+
+    def upto(self, end: int) -> str:
+        """The file's path, once its first `end` bytes are there."""
+        ...
+
+
+def _batches(
+    pf: pq.ParquetFile, source: Path | io.RawIOBase, leaves: list[str]
+) -> Iterator[pa.RecordBatch | pa.Table]:
+    """A file's rows, about a row group at a time, read on this thread: bigger batches, or
+    Arrow's thread pool, cost more in fresh memory than they save on 2 cores. A file still
+    arriving is read by Arrow itself, each row group once its bytes are there: Arrow's reads
+    need no copy into Python bytes, and take no GIL, whose handoffs slow the download beside
+    them."""
+    if not isinstance(source, Arriving):
+        yield from pf.iter_batches(batch_size=128, columns=leaves, use_threads=False)
+        return
+    import pyarrow.parquet as pq
+
+    meta = pf.metadata
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        columns = (group.column(c) for c in range(group.num_columns))
+        end = max(
+            (c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset)
+            + c.total_compressed_size
+            for c in columns
+        )
+        here = pq.ParquetFile(source.upto(end), metadata=meta)
+        yield here.read_row_group(g, columns=leaves, use_threads=False)
 
 
 def batch_problems(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -490,3 +491,73 @@ def test_inline_bytes_are_content(tmp_path: Path) -> None:
             pytest.fail(what)
     with pytest.raises(TaskpackError, match=r"not published, invalid: .*inline bytes"):
         publish(folder, registry=str(tmp_path / "reg2"))
+
+
+def _checked_as_written(path: Path, info: Any, arriving: Path) -> tuple[list[str], list[int]]:
+    """`check_split`'s verdict on the file at `path` read as its bytes are written in small
+    pieces (the first few only once the check waits), and the byte counts it waited for."""
+    import threading
+    import time
+
+    from taskpack.objects import HashedFile
+    from taskpack.registry.growing import Growing
+    from taskpack.rows import check_split
+
+    data = path.read_bytes()
+    asked: list[tuple[int, int]] = []
+    verdict: list[list[str]] = []
+    with arriving.open("wb", buffering=0) as f:
+        # The tail a download fetches first, as much as Arrow reads to find the footer
+        growing = Growing(HashedFile(f, len(data)), arriving, len(data), data[-65536:])
+        with growing.reader() as reader:
+            upto = reader.upto
+
+            def spied(end: int) -> str:
+                asked.append((end, growing._written))
+                return upto(end)
+
+            reader.upto = spied  # type: ignore[method-assign]
+            checking = threading.Thread(
+                target=lambda: verdict.append(check_split([reader], "train", info, 2))
+            )
+            checking.start()
+            growing.write(data[:4])
+            deadline = time.monotonic() + 10
+            while not asked and time.monotonic() < deadline:
+                time.sleep(0.01)
+            for start in range(4, len(data), 200):
+                growing.write(data[start : start + 200])
+            growing.end()
+            checking.join(10)
+    assert asked and asked[0][1] == 4  # the check asked before the bytes were there
+    return verdict[0], [end for end, _ in asked]
+
+
+def test_a_split_checked_as_it_arrives_reads_each_row_group_once_it_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A split of several row groups checked while its bytes are written (Arrow reading each
+    group from disk once the download has passed its end) gets the verdict of its finished
+    file: clean, and with a row forged in a later group."""
+    import taskpack.taskset
+    from taskpack.rows import check_split
+
+    monkeypatch.setattr(taskpack.taskset, "ROW_GROUP_ROWS", 4)
+    noise = random.Random(0)
+    tasks = [
+        {"id": f"t{i}", "prompt": noise.randbytes(4096).hex(), "answer": str(i)} for i in range(22)
+    ]
+    m = taskpack.write(tmp_path / "a", {"train": tasks}, name="groups")
+    info = m.splits["train"]
+    source = tmp_path / "a" / "splits" / "train.parquet"
+    table = pq.read_table(source)
+    rows = table.to_pylist()
+    rows[19]["answer"] = json.dumps("forged")
+    forged = tmp_path / "forged.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), forged, row_group_size=4)
+    for path in (source, forged):
+        assert pq.ParquetFile(path).metadata.num_row_groups == 6
+        verdict, ends = _checked_as_written(path, info, tmp_path / "arriving")
+        assert verdict == check_split([path], "train", info, 2)
+        assert len(ends) == 6 and ends == sorted(ends) and ends[-1] <= path.stat().st_size
+    assert verdict and "row 19 (id 't19')" in verdict[0]

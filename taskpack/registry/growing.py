@@ -119,6 +119,12 @@ class GrowingReader(io.RawIOBase):
             self._pos += len(data)
         return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
+    def upto(self, end: int) -> str:
+        """The file's path once its first `end` bytes are written (`rows.Arriving`): Arrow
+        then reads them itself, from disk, not through this reader."""
+        self._growing.wait_for(end)
+        return str(self._growing.path)
+
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         data = self.read(len(buffer))
         memoryview(buffer)[: len(data)] = data
