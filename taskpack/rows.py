@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -259,35 +260,51 @@ def check_split(
     problems: list[str] = []
     chain = SplitDigest()
     row_no = 0
-    for source, part in zip(parquets, parts, strict=True):
-        try:
-            if isinstance(source, Path):
-                check_regular(source)
-            pf = pq.ParquetFile(source)
-        except (OSError, ValueError, TaskpackError) as e:
-            return [*problems, f"{where}: cannot be read as Parquet ({e})"]
-        schema = pf.schema_arrow
-        missing = sorted(required - set(schema.names))
-        if missing:
-            return [*problems, f"{where}: columns {missing} missing"]
-        if pf.metadata.num_rows != part.rows:
-            return [
-                *problems,
-                f"{where}: {part.path} holds {pf.metadata.num_rows} rows, "
-                f"the manifest says {part.rows}",
-            ]
-        try:
-            files = schema.field("files").type.value_type
-            leaves = [n for n in schema.names if n != "files"]
-            leaves += [f"files.list.element.{f.name}" for f in files]
-            for batch in _batches(pf, source, leaves):
-                ids.append(batch.column("id"))
-                problems += batch_problems(batch, where, format_version, chain, row_no)
-                row_no += batch.num_rows
-                if len(problems) >= limit:
-                    return problems[:limit]
-        except (OSError, ValueError) as e:
-            return [*problems, f"{where}: unreadable ({e})"]
+    # A batch's inline bytes are hashed on a thread of their own while this one checks the
+    # rest of its rows and reads the next (hashing is a third of the check, and hashlib lets
+    # go of the GIL): after the download, the check's tail takes both cores. One batch is
+    # hashed at a time, so memory holds at most one batch more than a serial check.
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="taskpack-hash")
+    hashed: list[Future[list[str]]] = []
+
+    def and_hashed(more: str | None = None) -> list[str]:
+        return [*problems, *(p for f in hashed for p in f.result()), *([more] if more else [])]
+
+    try:
+        for source, part in zip(parquets, parts, strict=True):
+            try:
+                if isinstance(source, Path):
+                    check_regular(source)
+                pf = pq.ParquetFile(source)
+            except (OSError, ValueError, TaskpackError) as e:
+                return and_hashed(f"{where}: cannot be read as Parquet ({e})")
+            schema = pf.schema_arrow
+            missing = sorted(required - set(schema.names))
+            if missing:
+                return and_hashed(f"{where}: columns {missing} missing")
+            if pf.metadata.num_rows != part.rows:
+                return and_hashed(
+                    f"{where}: {part.path} holds {pf.metadata.num_rows} rows, "
+                    f"the manifest says {part.rows}"
+                )
+            try:
+                files = schema.field("files").type.value_type
+                leaves = [n for n in schema.names if n != "files"]
+                leaves += [f"files.list.element.{f.name}" for f in files]
+                for batch in _batches(pf, source, leaves):
+                    ids.append(batch.column("id"))
+                    if hashed:
+                        problems += hashed.pop().result()
+                    hashed.append(hashing.submit(_inline_labelled, batch, where, row_no))
+                    problems += batch_problems(batch, where, format_version, chain, row_no, False)
+                    row_no += batch.num_rows
+                    if len(problems) >= limit:
+                        return problems[:limit]
+            except (OSError, ValueError) as e:
+                return and_hashed(f"{where}: unreadable ({e})")
+        problems = and_hashed()
+    finally:
+        hashing.shutdown(cancel_futures=True)
     duplicate = first_duplicate(pa.chunked_array(ids, pa.string()))
     if duplicate is not None:
         row, first, tid = duplicate
@@ -339,26 +356,42 @@ def batch_problems(
     format_version: int,
     chain: SplitDigest | None = None,
     first_row: int | None = None,
+    hashed: bool = True,
 ) -> list[str]:
     """Problems of some stored rows (see `check_split`), their digests added to `chain`;
     rows named by number from `first_row` when known, else by id alone. Inline bytes are
-    hashed where Arrow holds them; only the rest of each row becomes Python values."""
+    hashed where Arrow holds them (`_inline_labelled`; `hashed`=False where the caller has
+    that done apart); only the rest of each row becomes Python values."""
     problems: list[str] = []
     chain = chain if chain is not None else SplitDigest()
-    inline: dict[int, list[str]] = {}
     files = batch.column("files") if "files" in batch.schema.names else None
     rows = batch.to_pylist() if files is None else batch.drop_columns(["files"]).to_pylist()
     if files is not None:
-        for k, path, why in inline_mismatches(files, where):
-            inline.setdefault(k, []).append(f"file {path!r}: {why}")
         for row, row_files in zip(rows, _files_without_bytes(files), strict=True):
             row["files"] = row_files
     for k, row in enumerate(rows):
-        at = f" row {first_row + k}" if first_row is not None else ""
-        label = f"{where}{at} (id {row.get('id')!r})"
+        label = _label(where, first_row, k, row.get("id"))
         problems += _row_problems(row, label, format_version, chain)
-        problems += [f"{label}: {why}" for why in inline.get(k, ())]
-    return problems
+    return problems + (_inline_labelled(batch, where, first_row) if hashed else [])
+
+
+def _inline_labelled(
+    batch: pa.Table | pa.RecordBatch, where: str, first_row: int | None
+) -> list[str]:
+    """The inline-byte problems of some stored rows (`inline_mismatches`), each named as
+    `batch_problems` names its rows."""
+    if "files" not in batch.schema.names:
+        return []
+    found = list(inline_mismatches(batch.column("files"), where))
+    ids = batch.column("id").to_pylist() if found else []
+    return [
+        f"{_label(where, first_row, k, ids[k])}: file {path!r}: {why}" for k, path, why in found
+    ]
+
+
+def _label(where: str, first_row: int | None, k: int, tid: object) -> str:
+    at = f" row {first_row + k}" if first_row is not None else ""
+    return f"{where}{at} (id {tid!r})"
 
 
 def _chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
