@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -45,20 +46,29 @@ def main() -> dict[str, dict[str, float]]:
             client.create_bucket(Bucket="bench")
             counter = iter(range(10**6))
 
-            def timed(fn: object) -> float:
+            cpu: dict[str, list[tuple[float, float]]] = {}
+
+            def timed(name: str, fn: object) -> float:
+                """Seconds of `fn()`, and the CPU seconds it took here and in the server."""
                 os.sync()
+                here, there = _cpu_here(), _cpu_of(server.proc.pid)
                 start = time.perf_counter()
                 fn()  # type: ignore[operator]
-                return time.perf_counter() - start
+                seconds = time.perf_counter() - start
+                took = (_cpu_here() - here, _cpu_of(server.proc.pid) - there)
+                cpu.setdefault(name, []).append(took)
+                return seconds
 
             def publish() -> float:
                 url = f"s3://bench/publish-{next(counter)}"
-                return timed(lambda: taskpack.publish(ts, registry=url))
+                return timed("taskpack publish", lambda: taskpack.publish(ts, registry=url))
 
             def upload() -> float:
                 # A fresh client each time, as taskpack makes one per publish.
                 key = f"raw-{next(counter)}/train.parquet"
-                return timed(lambda: s3_client().upload_file(str(parquet), "bench", key))
+                return timed(
+                    "boto3 upload_file", lambda: s3_client().upload_file(str(parquet), "bench", key)
+                )
 
             published = alternate_times(
                 {"taskpack publish": publish, "boto3 upload_file": upload}, args.rounds
@@ -69,9 +79,10 @@ def main() -> dict[str, dict[str, float]]:
             def pull() -> float:
                 where = tmp / f"cache-{next(counter)}"
                 seconds = timed(
+                    "taskpack pull (cold)",
                     lambda: taskpack.pull(
                         "big@1.0.0", ("train",), registry="s3://bench/pull", cache=Cache(where)
-                    )
+                    ),
                 )
                 shutil.rmtree(where)  # as the download's file is deleted: see the docstring
                 return seconds
@@ -79,7 +90,8 @@ def main() -> dict[str, dict[str, float]]:
             def download() -> float:
                 dest = tmp / f"raw-{next(counter)}.parquet"
                 seconds = timed(
-                    lambda: s3_client().download_file("bench", "raw/train.parquet", str(dest))
+                    "boto3 download_file",
+                    lambda: s3_client().download_file("bench", "raw/train.parquet", str(dest)),
                 )
                 dest.unlink()
                 return seconds
@@ -104,7 +116,28 @@ def main() -> dict[str, dict[str, float]]:
         )
         for name in (ours, theirs):
             print(f"    {name}, each round: " + " ".join(f"{t:.2f}" for t in times[name]))
+        print(
+            "    CPU seconds a round, here + in the server (median; 2 cores give 2 a second): "
+            + ", ".join(f"{name} {_median_cpu(cpu[name])}" for name in (ours, theirs))
+        )
     return medians
+
+
+def _cpu_here() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds the process `pid` has used, all its threads (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _median_cpu(rounds: list[tuple[float, float]]) -> str:
+    here = statistics.median(h for h, _ in rounds)
+    there = statistics.median(t for _, t in rounds)
+    return f"{here:.2f} + {there:.2f}"
 
 
 if __name__ == "__main__":
