@@ -188,3 +188,25 @@ def test_a_skyrl_export_keeps_the_fields_only_later_rows_have(tmp_path: Path) ->
     back = list(read_source(tmp_path / "out" / "train.parquet", "skyrl"))
     assert [t.reward.kind for t in back if t.reward] == ["numeric_match", "swe_tests", "swe_tests"]
     assert back[1].file("test.patch").read_bytes() == swe[0].file("test.patch").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"tasks": [{"id": "a", "folder": "a"}, {"id": 'é"\n', "folder": "b"}]},
+        [{"name": "s", "description": "", "tasks": [], "about": {"a": [1, {}], "b": None}}],
+        [],
+    ],
+)
+def test_json_text_is_json_indented_with_each_task_on_a_line(value: object) -> None:
+    """index.json and registry.json: what an indented dump holds, laid out as one except for
+    the tasks, one a line."""
+    import json
+
+    text = _folders.json_text(value)
+    assert json.loads(text) == value and text.endswith("\n")
+    if isinstance(value, dict):
+        first, second = (json.dumps(t, ensure_ascii=False) for t in value["tasks"])
+        assert text.splitlines()[2:4] == [f"    {first},", f"    {second}"]
+    else:
+        assert text == json.dumps(value, indent=2, ensure_ascii=False) + "\n"

@@ -160,8 +160,11 @@ def file_entry(path: Path, mode: int, placed: dict[str, Any]) -> dict[str, Any]:
 # --- writing -------------------------------------------------------------------------------
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
 def folder_name(task_id: str, taken: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9._-]+", "__", task_id).strip(".") or "task"
+    base = _UNSAFE.sub("__", task_id).strip(".") or "task"
     name, n = base, 1
     while name in taken:
         n += 1
@@ -264,23 +267,49 @@ def write_split(
     entries = []
     writing = _Writers(split, task_files, losses, digest)
     block: list[tuple[str, Task | Later]] = []
+    base = str(split_dir)
     try:
         for task in tasks:
             name = folder_name(task.id, taken)
             entries.append({"id": task.id, "folder": name})
-            block.append((os.path.join(split_dir, name), task))
+            block.append((f"{base}/{name}", task))  # a folder name holds no "/"
             if len(block) == (_BLOCK if isinstance(task, Task) else _LATER_BLOCK):
                 writing.start(block)
                 block = []
         writing.start(block)
+        # the index needs only the folders' names: written while the last block is
+        path = split_dir / INDEX
+        path.write_text(json_text({"tasks": entries}))
         writing.wait()
     finally:
         writing.stop()
-    path = split_dir / INDEX
-    # one task a line, each through json's C encoder (an indented dump runs its Python one)
-    lines = ",\n".join(f"  {json.dumps(e, ensure_ascii=False)}" for e in entries)
-    path.write_text(f'{{"tasks": [\n{lines}\n]}}\n')
     return WrittenSplit(path, [e["folder"] for e in entries], writing.digests)
+
+
+def json_text(value: Any) -> str:
+    """`value` as JSON indented by two spaces, but each item of a "tasks" list on a line of
+    its own: json's indented dump runs its Python encoder (0.05 s for 20,000 tasks), and each
+    line here is its C one's."""
+    return _json(value, "", False) + "\n"
+
+
+def _json(value: Any, pad: str, lines: bool) -> str:
+    inner = pad + "  "
+    if lines:
+        body = [json.dumps(v, ensure_ascii=False) for v in value]
+    elif isinstance(value, dict):
+        body = [
+            f"{json.dumps(k)}: {_json(v, inner, k == 'tasks' and isinstance(v, list))}"
+            for k, v in value.items()
+        ]
+    elif isinstance(value, list):
+        body = [_json(v, inner, False) for v in value]
+    else:
+        return json.dumps(value, ensure_ascii=False)
+    ends = "{}" if isinstance(value, dict) else "[]"
+    if not body:
+        return ends
+    return f"{ends[0]}\n" + ",\n".join(inner + b for b in body) + f"\n{pad}{ends[1]}"
 
 
 Digest = Callable[[Files], str]  # what a format pins a task folder by, from its files

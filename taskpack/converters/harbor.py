@@ -36,6 +36,7 @@ from taskpack.converters._folders import (
     WrittenSplit,
     file_entry,
     inside,
+    json_text,
     read_folders,
     read_text,
     task_folders,
@@ -532,7 +533,7 @@ def _registries(out: Path, split: str, written: WrittenSplit, target: Target) ->
     registry = out / REGISTRY
     specs = parse_json(registry.read_bytes()) if registry.exists() else []
     specs.append(registry_entry(about, split, written.folders, org, target.options.git_url))
-    registry.write_text(json.dumps(specs, indent=2, ensure_ascii=False) + "\n")
+    registry.write_text(json_text(specs))
     return [written.index, toml_path, registry]
 
 
