@@ -373,6 +373,9 @@ class _Writers:
             self.running.append((process, mine))
 
     def _child(self, block: list[tuple[str, Task | Later]], answer: Any) -> None:
+        import gc
+
+        gc.freeze()  # what the parent made is never garbage here: no collection visits it
         self.losses.counts = Counter()
         try:
             digests = _write_tasks(block, self.split, self.task_files, self.digest)
