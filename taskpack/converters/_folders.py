@@ -250,10 +250,12 @@ def write_split(
     task_files: Callable[[Task], Files],
     losses: Losses,
     digest: Digest | None = None,
+    meanwhile: Callable[[list[str]], object] | None = None,
 ) -> WrittenSplit:
     """One folder per task under `out/split` holding `task_files(task)`, then the split index;
     with `digest`, each folder's digest computed from the bytes written (in the writer that
-    wrote them).
+    wrote them). The index, and `meanwhile(folders)` (what else needs only the folders'
+    names), are written while the last block's folders are.
 
     Laying out and writing 20,000 task folders is seconds of Python per core, so a block of
     tasks is read here while the previous block is written by forked processes, one share per
@@ -277,13 +279,15 @@ def write_split(
                 writing.start(block)
                 block = []
         writing.start(block)
-        # the index needs only the folders' names: written while the last block is
         path = split_dir / INDEX
         path.write_text(json_text({"tasks": entries}))
+        folders = [e["folder"] for e in entries]
+        if meanwhile is not None:
+            meanwhile(folders)
         writing.wait()
     finally:
         writing.stop()
-    return WrittenSplit(path, [e["folder"] for e in entries], writing.digests)
+    return WrittenSplit(path, folders, writing.digests)
 
 
 def json_text(value: Any) -> str:
@@ -293,10 +297,13 @@ def json_text(value: Any) -> str:
     return _json(value, "", False) + "\n"
 
 
+_ONE_LINE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _json(value: Any, pad: str, lines: bool) -> str:
     inner = pad + "  "
     if lines:
-        body = [json.dumps(v, ensure_ascii=False) for v in value]
+        body = [_ONE_LINE(v) for v in value]
     elif isinstance(value, dict):
         body = [
             f"{json.dumps(k)}: {_json(v, inner, k == 'tasks' and isinstance(v, list))}"

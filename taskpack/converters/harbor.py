@@ -507,11 +507,20 @@ def task_name(org: str, folder: str) -> str:
     return f"{org}/{folder if folder[:1].isalnum() else 't' + folder}"
 
 
-def _registries(out: Path, split: str, written: WrittenSplit, target: Target) -> list[Path]:
-    """dataset.toml in the split's folder (the split's tasks pinned by digest) and the export's
-    registry.json (a Harbor `DatasetSpec` per split, appended as each split is written)."""
-    org = target.options.org
+def _registry_json(out: Path, split: str, folders: list[str], target: Target) -> Path:
+    """The export's registry.json: a Harbor `DatasetSpec` per split, appended as each split is
+    written (it needs only the folders' names)."""
     about = (target.set_name, target.version, target.description)
+    registry = out / REGISTRY
+    specs = parse_json(registry.read_bytes()) if registry.exists() else []
+    specs.append(registry_entry(about, split, folders, target.options.org, target.options.git_url))
+    registry.write_text(json_text(specs))
+    return registry
+
+
+def _dataset_toml(out: Path, split: str, written: WrittenSplit, target: Target) -> Path:
+    """dataset.toml in the split's folder: the split's tasks pinned by digest."""
+    org = target.options.org
     pins = {f: written.digests[f].split(" ", 1) for f in written.folders if written.digests[f]}
     if len(pins) < len(written.folders):
         what = "a pin in dataset.toml (tasks with their own ignore rules: `harbor sync` pins them)"
@@ -530,11 +539,7 @@ def _registries(out: Path, split: str, written: WrittenSplit, target: Target) ->
     }
     toml_path = out / split / DATASET
     toml_path.write_bytes(dataset_toml(manifest).encode())
-    registry = out / REGISTRY
-    specs = parse_json(registry.read_bytes()) if registry.exists() else []
-    specs.append(registry_entry(about, split, written.folders, org, target.options.git_url))
-    registry.write_text(json_text(specs))
-    return [written.index, toml_path, registry]
+    return toml_path
 
 
 # A string TOML holds between quotes as it is: no quote, backslash or control character.
@@ -588,8 +593,17 @@ def write(tasks: Iterable[Task | Later], out: Path, split: str, target: Target) 
             own = table.get("name") if isinstance(table, dict) else None
         return f"{digest} {own}" if isinstance(own, str) and digest else digest
 
-    written = write_split(tasks, out, split, files, target.losses, pin)
-    return _registries(out, split, written, target)
+    registry: list[Path] = []
+    written = write_split(
+        tasks,
+        out,
+        split,
+        files,
+        target.losses,
+        pin,
+        lambda folders: registry.append(_registry_json(out, split, folders, target)),
+    )
+    return [written.index, _dataset_toml(out, split, written, target), *registry]
 
 
 FORMAT = Format(
