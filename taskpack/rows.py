@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -24,6 +23,8 @@ from taskpack.errors import InvalidTask, TaskpackError, describe_error
 from taskpack.records import inline_problem, rel_path, stored_task
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import pyarrow.parquet as pq
 
     from taskpack.model import SplitInfo, Task
@@ -249,6 +250,8 @@ def check_split(
     match their hashes, each row's stored digest equals its content's, and those digests chain
     to the split digest. One pass over each file, in order (a file may still be arriving, see
     `registry.growing`), one file open at a time."""
+    from concurrent.futures import ThreadPoolExecutor  # not at import: an episode's start
+
     import pyarrow.parquet as pq
 
     where = f"split {name!r}"

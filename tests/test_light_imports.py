@@ -89,6 +89,8 @@ def test_episode_start_from_a_pinned_cached_version_imports_no_pydantic_nor_boto
     modules = result["modules"]
     assert [m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core", "boto3")] == []
     assert [m for m in modules if m.startswith("taskpack")] == EPISODE_MODULES
+    # a thread pool (and the logging it loads) is for checks, not an episode's start (6 ms)
+    assert not {"concurrent.futures", "logging"} & set(modules)
     outside = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names)
     outside = {m for m in outside if not m.startswith("_") and m != "cython_runtime"}
     assert {"pyarrow", "taskpack"} <= outside <= EPISODE_THIRD_PARTY, outside
