@@ -561,3 +561,33 @@ def test_a_split_checked_as_it_arrives_reads_each_row_group_once_it_is_there(
         assert verdict == check_split([path], "train", info, 2)
         assert len(ends) == 6 and ends == sorted(ends) and ends[-1] <= path.stat().st_size
     assert verdict and "row 19 (id 't19')" in verdict[0]
+
+
+def test_inline_bytes_hashed_apart_are_reported_in_the_last_row_group_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check hashes a batch's inline bytes on a thread of its own: a file whose bytes are
+    not its hash's, in the last row group, is still reported, under its row, finished or
+    arriving."""
+    import taskpack.taskset
+    from taskpack.rows import check_split
+
+    monkeypatch.setattr(taskpack.taskset, "ROW_GROUP_ROWS", 4)
+    noise = random.Random(1)
+    tasks = [
+        {"id": f"t{i}", "prompt": "p", "files": [{"path": "a.bin", "data": noise.randbytes(9000)}]}
+        for i in range(11)
+    ]
+    m = taskpack.write(tmp_path / "a", {"train": tasks}, name="inline")
+    info = m.splits["train"]
+    table = pq.read_table(tmp_path / "a" / "splits" / "train.parquet")
+    rows = table.to_pylist()
+    rows[10]["files"][0]["data"] = noise.randbytes(9000)  # its sha256 and size kept
+    forged = tmp_path / "forged.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), forged, row_group_size=4)
+    wanted = "split 'train' row 10 (id 't10'): file 'a.bin': inline bytes do not match"
+    finished = check_split([forged], "train", info, 2)
+    assert [p for p in finished if "inline" in p] == [p for p in finished if p.startswith(wanted)]
+    assert any(p.startswith(wanted) for p in finished)
+    arriving, _ = _checked_as_written(forged, info, tmp_path / "arriving")
+    assert arriving == finished
