@@ -529,7 +529,7 @@ def _checked_as_written(path: Path, info: Any, arriving: Path) -> tuple[list[str
                 growing.write(data[start : start + 200])
             growing.end()
             checking.join(10)
-    assert asked and asked[0][1] == 4  # the check asked before the bytes were there
+    assert asked and asked[0][1] < asked[0][0]  # the check asked before the bytes were there
     return verdict[0], [end for end, _ in asked]
 
 

@@ -121,8 +121,9 @@ class GrowingReader(io.RawIOBase):
 
     def upto(self, end: int) -> str:
         """The file's path once its first `end` bytes are written (`rows.Arriving`): Arrow
-        then reads them itself, from disk, not through this reader."""
-        self._growing.wait_for(end)
+        then reads them itself, from disk, not through this reader. An end past the file's
+        (a footer's offsets are the writer's word) waits for the whole file, and no more."""
+        self._growing.wait_for(min(end, self._growing.size))
         return str(self._growing.path)
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
