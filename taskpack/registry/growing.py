@@ -3,7 +3,8 @@ arrive instead of after them.
 
 Parquet opens from its footer, at the end of the file; the downloader fetches that tail first
 (one range request) and hands it here, so a reader opens the file at once and then reads its
-row groups in order, each read waiting for the bytes it needs. The check's verdict counts only
+row groups in order, each once the download has passed its end (`GrowingReader.upto`: Arrow
+then reads it from disk; a plain read waits for the bytes it needs). The check's verdict counts only
 if the download ends with the right hash, was never started over (a retried transfer may have
 written other bytes under the reader), and ends with the very tail the reader was served;
 otherwise the caller checks the finished file.
