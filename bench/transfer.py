@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -51,11 +50,11 @@ def main() -> dict[str, dict[str, float]]:
             def timed(name: str, fn: object) -> float:
                 """Seconds of `fn()`, and the CPU seconds it took here and in the server."""
                 os.sync()
-                here, there = _cpu_here(), _cpu_of(server.proc.pid)
+                here, there = time.process_time(), _cpu_of(server.proc.pid)
                 start = time.perf_counter()
                 fn()  # type: ignore[operator]
                 seconds = time.perf_counter() - start
-                took = (_cpu_here() - here, _cpu_of(server.proc.pid) - there)
+                took = (time.process_time() - here, _cpu_of(server.proc.pid) - there)
                 cpu.setdefault(name, []).append(took)
                 return seconds
 
@@ -121,11 +120,6 @@ def main() -> dict[str, dict[str, float]]:
             + ", ".join(f"{name} {_median_cpu(cpu[name])}" for name in (ours, theirs))
         )
     return medians
-
-
-def _cpu_here() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _cpu_of(pid: int) -> float:

@@ -349,6 +349,7 @@ def _batches(
             + c.total_compressed_size
             for c in columns
         )
+        # opened again for each group: Arrow takes a file's size once, when it opens it
         here = pq.ParquetFile(source.upto(end), metadata=meta)
         yield here.read_row_group(g, columns=leaves, use_threads=False)
 

@@ -194,7 +194,14 @@ def test_a_skyrl_export_keeps_the_fields_only_later_rows_have(tmp_path: Path) ->
     "value",
     [
         {"tasks": [{"id": "a", "folder": "a"}, {"id": 'é"\n', "folder": "b"}]},
-        [{"name": "s", "description": "", "tasks": [], "about": {"a": [1, {}], "b": None}}],
+        [
+            {
+                "name": "s",
+                "description": "",
+                "tasks": [],
+                "about": {"a": [1, {}], "b": None, "é": "ü"},
+            }
+        ],
         [],
     ],
 )

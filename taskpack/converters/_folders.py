@@ -306,13 +306,13 @@ def _json(value: Any, pad: str, lines: bool) -> str:
         body = [_ONE_LINE(v) for v in value]
     elif isinstance(value, dict):
         body = [
-            f"{json.dumps(k)}: {_json(v, inner, k == 'tasks' and isinstance(v, list))}"
+            f"{_ONE_LINE(k)}: {_json(v, inner, k == 'tasks' and isinstance(v, list))}"
             for k, v in value.items()
         ]
     elif isinstance(value, list):
         body = [_json(v, inner, False) for v in value]
     else:
-        return json.dumps(value, ensure_ascii=False)
+        return _ONE_LINE(value)
     ends = "{}" if isinstance(value, dict) else "[]"
     if not body:
         return ends

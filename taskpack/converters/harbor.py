@@ -507,15 +507,13 @@ def task_name(org: str, folder: str) -> str:
     return f"{org}/{folder if folder[:1].isalnum() else 't' + folder}"
 
 
-def _registry_json(out: Path, split: str, folders: list[str], target: Target) -> Path:
+def _registry_json(registry: Path, split: str, folders: list[str], target: Target) -> None:
     """The export's registry.json: a Harbor `DatasetSpec` per split, appended as each split is
     written (it needs only the folders' names)."""
     about = (target.set_name, target.version, target.description)
-    registry = out / REGISTRY
     specs = parse_json(registry.read_bytes()) if registry.exists() else []
     specs.append(registry_entry(about, split, folders, target.options.org, target.options.git_url))
     registry.write_text(json_text(specs))
-    return registry
 
 
 def _dataset_toml(out: Path, split: str, written: WrittenSplit, target: Target) -> Path:
@@ -593,7 +591,7 @@ def write(tasks: Iterable[Task | Later], out: Path, split: str, target: Target) 
             own = table.get("name") if isinstance(table, dict) else None
         return f"{digest} {own}" if isinstance(own, str) and digest else digest
 
-    registry: list[Path] = []
+    registry = out / REGISTRY
     written = write_split(
         tasks,
         out,
@@ -601,9 +599,9 @@ def write(tasks: Iterable[Task | Later], out: Path, split: str, target: Target) 
         files,
         target.losses,
         pin,
-        lambda folders: registry.append(_registry_json(out, split, folders, target)),
+        lambda folders: _registry_json(registry, split, folders, target),
     )
-    return [written.index, _dataset_toml(out, split, written, target), *registry]
+    return [written.index, _dataset_toml(out, split, written, target), registry]
 
 
 FORMAT = Format(
