@@ -11,9 +11,13 @@ no thread; the answer's status line and headers are made once and kept with it.
 What it bounds, so that no client holds more than its share: a request's head (MAX_HEAD, else
 431, refused before the rest is read), its body (MAX_BODY, else 413, refused from its
 Content-Length before it is read), the time a client has to send a request (IDLE seconds from
-when the connection has nothing to answer: a half-sent request and an idle keep-alive
-connection are both closed), pipelined requests waiting on one connection (reading stops past
-QUEUED), and a file in memory (sent CHUNK at a time, as fast as the client takes it).
+when it has been sent everything and nothing is left to answer: a half-sent request and an
+idle keep-alive connection are both closed), the time it has to take what it is sent (IDLE
+seconds in which it takes none of it, and the connection is dropped), what is written to it
+and not yet taken (no request is answered while the transport holds more than its high-water
+mark: a client pipelining requests it never reads holds one answer, not every answer),
+pipelined requests waiting on one connection (reading stops past QUEUED), and a file in memory
+(sent CHUNK at a time, as fast as the client takes it).
 Workers are processes (spawned: the parent has opened Parquet files and holds threads), each
 with its own listening socket on the one port (SO_REUSEPORT: the kernel spreads connections).
 """
@@ -121,8 +125,8 @@ class _Server:
     def tick(self, orphaned: Callable[[], None] | None = None) -> None:
         self.now = self.loop.time()
         self.date = f"date: {formatdate(usegmt=True)}\r\n".encode()
-        for late in [c for c in self.connections if c.deadline < self.now]:
-            late.close()
+        for late in [c for c in self.connections if c.late(self.now)]:
+            late.close(drop=True)
         if orphaned is not None and os.getppid() != self.parent:
             orphaned()  # the parent is gone without stopping this worker
         self._timer = self.loop.call_later(1.0, self.tick, orphaned)
@@ -150,8 +154,11 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reading = True
         self.deadline = server.now + IDLE  # _NEVER while the server owes an answer
-        self.drained = asyncio.Event()
+        self.drained = asyncio.Event()  # set while the transport is under its high-water mark
         self.drained.set()
+        self._written = 0  # bytes handed to the transport
+        self._taken = -1  # of those, the ones gone from it at the last look (-1: none owed)
+        self._taking = 0.0  # when that count last moved
         self._url = b""
         self._fields: dict[str, str] = {}
         self._body = b""
@@ -176,6 +183,7 @@ class _Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.drained.set()
+        self._next()  # the requests held back while the client was behind
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
@@ -220,7 +228,7 @@ class _Connection(asyncio.Protocol):
         if refused_length(self._fields.get("content-length")):
             self._refusing(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, BODY_TOO_LARGE)
         if self._fields.get("expect", "").lower() == "100-continue" and self.transport:
-            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
         self._body += body
@@ -232,7 +240,7 @@ class _Connection(asyncio.Protocol):
         method = self.parser.get_method().decode("latin-1")
         keep = self.parser.should_keep_alive()
         request = _Request(method, self._url, self._fields, self._body, keep)
-        if not self.busy and not self.waiting:
+        if not self.busy and not self.waiting and self.drained.is_set():
             self._answer(request)  # as most are: no queue
             return
         self.waiting.append(request)
@@ -248,8 +256,9 @@ class _Connection(asyncio.Protocol):
     # --- answering --------------------------------------------------------------------------
 
     def _next(self) -> None:
-        """Answer the waiting requests in order, until one needs work; then reading goes on."""
-        while self.waiting and not self.busy and not self.closed:
+        """Answer the waiting requests in order, until one needs work or the client is behind
+        in taking the answers; once none wait, reading goes on."""
+        while self.waiting and not self.busy and not self.closed and self.drained.is_set():
             self._answer(self.waiting.popleft())
         if not self.waiting and not self.reading and not self.closed and self.transport:
             self.transport.resume_reading()
@@ -306,8 +315,7 @@ class _Connection(asyncio.Protocol):
             if response.path is None:
                 response.head = head
         body = response.body if request.method != "HEAD" else b""
-        assert self.transport is not None
-        self.transport.write(b"".join((head, self.server.date, _ending(request), body)))
+        self._write(b"".join((head, self.server.date, _ending(request), body)))
         self._sent(request)
 
     async def _send_file(self, response: Response, request: _Request) -> None:
@@ -315,12 +323,12 @@ class _Connection(asyncio.Protocol):
         loop = self.server.loop
         with response.path.open("rb") as f:
             head = head_of(response, self.app.headers(response), os.fstat(f.fileno()).st_size)
-            self.transport.write(b"".join((head, self.server.date, _ending(request))))
+            self._write(b"".join((head, self.server.date, _ending(request))))
             while not self.closed:
                 piece = await loop.run_in_executor(None, f.read, CHUNK)
                 if not piece:
                     break
-                self.transport.write(piece)
+                self._write(piece)
                 await self.drained.wait()
         self._sent(request)
 
@@ -337,10 +345,32 @@ class _Connection(asyncio.Protocol):
             self._send(self.app.error(status, message), refused)
         self.close()
 
-    def close(self) -> None:
+    def _write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self._written += len(data)
+        self.transport.write(data)
+
+    def late(self, now: float) -> bool:
+        """Whether the client is past its time: it has taken none of what it is owed for IDLE
+        seconds, or, owed nothing, sent no request by its deadline (which starts once it has
+        taken the last byte, however long a big answer took it)."""
+        owed = self.transport.get_write_buffer_size() if self.transport is not None else 0
+        if not owed:
+            self._taken = -1
+            return self.deadline < now
+        taken = self._written - owed
+        if taken != self._taken:  # it took some since the last look, or now owes the first
+            self._taken, self._taking = taken, now
+        if self.deadline != _NEVER:
+            self.deadline = max(self.deadline, now + IDLE)
+        return self._taking + IDLE < now
+
+    def close(self, *, drop: bool = False) -> None:
+        """`drop`: at once, what is still owed not sent (a closing transport sends it first, and
+        a client that does not read would hold the connection and its buffer for good)."""
         if not self.closed and self.transport is not None:
             self.closed = True
-            self.transport.close()
+            (self.transport.abort if drop else self.transport.close)()
         self.drained.set()
 
 

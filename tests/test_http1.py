@@ -1,10 +1,14 @@
 """The HTTP/1.1 server under `taskpack serve` (taskpack/http1.py), spoken to byte for byte:
 pipelined requests answered in order, each bound refused with its status before the rest is
-read, and a refusal closing the connection."""
+read, a refusal closing the connection, and a client that does not take what it is sent held
+to one answer's worth, then dropped."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -13,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import taskpack
+from taskpack import http1
 from taskpack.http1 import MAX_BODY, MAX_HEAD
 from taskpack.serve import Api, App, Catalog, allowed_hosts, background
 
@@ -27,6 +32,23 @@ def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int
     with background(app) as url:
         host, port = url.removeprefix("http://").rsplit(":", 1)
         yield host, int(port)
+
+
+BIG = 256 << 10  # the prompt of task "big": an answer kept in memory, far over a write buffer
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[tuple[str, int], App, str]]:
+    """A server of one task with a big prompt and a 24 MiB file: its address, its app, and the
+    file's path in the API."""
+    path = tmp_path_factory.mktemp("http1-big") / "ts"
+    data = os.urandom(24 << 20)
+    task = {"id": "big", "prompt": "x" * BIG, "files": [{"path": "big.bin", "data": data}]}
+    taskpack.write(path, {"train": [task]}, name="big")
+    app = App(api=Api(Catalog(taskpack.open(path))), hosts=allowed_hosts("127.0.0.1", 1))
+    with background(app) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        yield (host, int(port)), app, f"/api/v1/files/{hashlib.sha256(data).hexdigest()}"
 
 
 def _get(path: str, *extra: str) -> bytes:
@@ -229,3 +251,80 @@ def _alive(pid: str) -> bool:
         return "zombie" not in Path(f"/proc/{pid}/status").read_text()
     except FileNotFoundError:
         return False
+
+
+def test_a_client_that_reads_nothing_is_answered_no_further_than_it_takes(
+    big: tuple[tuple[str, int], App, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 requests pipelined for a 256 KiB answer (250 MiB) by a client that reads none:
+    answers stop once the transport is past its high-water mark (what the kernel's socket
+    buffers take comes first), and all come, in order, once it reads."""
+    address, app, _ = big
+    answered = 0
+    ready = app.ready
+
+    def counted(*args: str) -> http1.Response | None:
+        nonlocal answered
+        answered += 1
+        return ready(*args)
+
+    monkeypatch.setattr(app, "ready", counted)
+    count = 1000
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.sendall(_get("/api/v1/splits/train/tasks/0") * count)
+        time.sleep(1.0)
+        assert answered < 100  # each kernel buffer holds a few MiB: some 10 to 40 answers
+        answers = _answers(sock, count)
+    assert answered == count
+    assert all(status == 200 and len(body) > BIG for status, _, body in answers)
+
+
+@pytest.mark.slow
+def test_a_client_that_stops_taking_an_answer_is_dropped(
+    big: tuple[tuple[str, int], App, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It takes none of its answers for IDLE seconds: the server lets go of the connection,
+    what it still owes unsent (a closing connection would wait for it to read, for good)."""
+    monkeypatch.setattr(http1, "IDLE", 1.0)
+    address, _, _ = big
+    before = _open_fds()
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.sendall(_get("/api/v1/splits/train/tasks/0") * 100)
+        time.sleep(0.5)
+        assert _open_fds() == before + 2  # this end and the server's
+        time.sleep(3.5)  # IDLE, and the once-a-second tick's lag, twice over
+        assert _open_fds() == before + 1  # the server's is gone, the client read nothing
+        got = 0
+        with contextlib.suppress(ConnectionResetError):
+            while piece := sock.recv(1 << 20):
+                got += len(piece)
+    assert got < 100 * BIG  # what the kernel had taken, not every answer
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.slow
+def test_a_slow_reader_of_a_big_file_is_not_cut(
+    big: tuple[tuple[str, int], App, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client taking a 24 MiB file a little at a time, for far longer than IDLE, gets all
+    of it and the answer behind it: its time runs out only while it takes nothing."""
+    monkeypatch.setattr(http1, "IDLE", 1.0)
+    address, _, files = big
+    with socket.create_connection(address, timeout=30) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        sock.sendall(_get(files) + _get("/healthz"))
+        started, got = time.monotonic(), bytearray()
+        while not got.endswith(b"ok\n"):
+            piece = sock.recv(1 << 16)
+            assert piece, f"cut after {len(got)} bytes"
+            got += piece
+            time.sleep(0.01)
+        assert time.monotonic() - started > 3 * http1.IDLE
+    head, rest = bytes(got).split(b"\r\n\r\n", 1)
+    assert b"content-length: %d" % (24 << 20) in head.lower()
+    body, second = rest[: 24 << 20], rest[24 << 20 :]
+    assert hashlib.sha256(body).hexdigest() == files.rsplit("/", 1)[1]
+    assert second.startswith(b"HTTP/1.1 200 OK\r\n")
