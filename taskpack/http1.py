@@ -107,6 +107,7 @@ class _Request:
     fields: dict[str, str]
     body: bytes
     keep_alive: bool
+    refusal: Response | None = None  # no request: the error this connection ends with
 
 
 class _Server:
@@ -269,6 +270,9 @@ class _Connection(asyncio.Protocol):
         (the connection busy until it is sent)."""
         if self.closed:
             return
+        if request.refusal is not None:
+            self._send(request.refusal, request)
+            return
         host = request.fields.get("host", "")
         target = request.url
         if not target.startswith(b"/"):
@@ -277,6 +281,7 @@ class _Connection(asyncio.Protocol):
             try:
                 url = httptools.parse_url(target)
             except httptools.HttpParserInvalidURLError:
+                self.waiting.clear()  # they came after it
                 self._refuse(HTTPStatus.BAD_REQUEST, "not a URL")
                 return
             host = (url.host or b"").decode("latin-1") + (f":{url.port}" if url.port else "")
@@ -338,12 +343,14 @@ class _Connection(asyncio.Protocol):
             self.close()
 
     def _refuse(self, status: HTTPStatus, message: str) -> None:
-        """Answer with an error and close: what follows on this connection is not read."""
-        self.waiting.clear()
-        if not self.busy and self.transport is not None and not self.closed:
-            refused = _Request("GET", b"", {}, b"", keep_alive=False)
-            self._send(self.app.error(status, message), refused)
-        self.close()
+        """End the connection with an error, answered after the requests that came before
+        what it refuses (one may still be worked on): what follows is not read."""
+        if self.reading and self.transport is not None:
+            self.transport.pause_reading()
+            self.reading = False
+        error = self.app.error(status, message)
+        self.waiting.append(_Request("GET", b"", {}, b"", keep_alive=False, refusal=error))
+        self._next()
 
     def _write(self, data: bytes) -> None:
         assert self.transport is not None

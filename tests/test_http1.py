@@ -145,6 +145,19 @@ def test_a_refused_request_is_answered_then_closed(
         assert _closed(sock)
 
 
+def test_requests_before_a_refused_one_are_answered_first(address: tuple[str, int]) -> None:
+    """Garbage pipelined behind a request still worked on (a first read renders it on a
+    thread) and one behind that: both are answered, in order, then the refusal, then the
+    connection is closed."""
+    with socket.create_connection(address, timeout=30) as sock:
+        first, second = "/api/v1/splits/train/tasks/11", "/api/v1/splits/train/tasks/12"
+        sock.sendall(_get(first) + _get(second) + b"NOT HTTP AT ALL\r\n\r\n" + _get(first))
+        answers = _answers(sock, 3)
+        assert [status for status, _, _ in answers] == [200, 200, 400]
+        assert [json.loads(body)["task"]["id"] for _, _, body in answers[:2]] == ["t11", "t12"]
+        assert answers[2][1]["connection"] == "close" and _closed(sock)
+
+
 def test_a_head_sent_in_pieces_is_refused_once_past_its_bound(address: tuple[str, int]) -> None:
     """A header never finished: refused when the bytes held pass MAX_HEAD, not at its end."""
     with socket.create_connection(address, timeout=30) as sock:
