@@ -359,8 +359,9 @@ class _Connection(asyncio.Protocol):
 
     def late(self, now: float) -> bool:
         """Whether the client is past its time: it has taken none of what it is owed for IDLE
-        seconds, or, owed nothing, sent no request by its deadline (which starts once it has
-        taken the last byte, however long a big answer took it)."""
+        seconds, or, owed nothing, sent no request by its deadline. Asked once a second, it
+        also moves that deadline on while bytes are owed: it starts once the client has taken
+        the last one, however long a big answer took it."""
         owed = self.transport.get_write_buffer_size() if self.transport is not None else 0
         if not owed:
             self._taken = -1
