@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from taskpack.digests import chains_to, content_digest, version_digest
 from taskpack.routes import url
+from taskpack.settings import cache_root
 
 TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
 if TYPE_CHECKING:
@@ -185,14 +186,6 @@ def _unchunk(data: bytes) -> bytes | None:
             return None
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("TASKPACK_CACHE")
-    if not base:
-        home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(home, "taskpack")
-    return os.path.join(base, "fetch")
-
-
 def _json(server: str, path: str, deadline: _Deadline) -> Any:
     try:
         return json.loads(_get(server, path, MAX_ANSWER, deadline))
@@ -220,7 +213,7 @@ def _version(server: str, pinned: str | None, deadline: _Deadline) -> dict[str, 
 def _kept(version: str, split: str) -> str:
     """Where this machine keeps a split's checked task digests: named by the version digest."""
     name = hashlib.sha256(f"{version} {split}".encode()).hexdigest()
-    return os.path.join(_cache_dir(), name[:2], name)
+    return os.path.join(cache_root(), "fetch", name[:2], name)
 
 
 def _entry(path: str, row: int) -> bytes | None:

@@ -18,6 +18,7 @@ from typing import BinaryIO, Protocol
 
 from taskpack._fs import check_regular
 from taskpack.errors import TaskpackError
+from taskpack.settings import cache_root
 
 MANIFEST = "manifest.json"
 MAX_BLOB = 16 << 30  # a large file's bytes at most: a manifest lists no size for large files
@@ -40,12 +41,8 @@ def object_key(sha: str) -> str:
 
 
 def default_cache_dir() -> Path:
-    """This machine's cache: `TASKPACK_CACHE`, else `taskpack` in the user's cache folder."""
-    env = os.environ.get("TASKPACK_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "taskpack"
+    """This machine's cache (`settings.cache_root`, the rule `taskpack.fetch` shares)."""
+    return Path(cache_root())
 
 
 def decoded_path(sha: str) -> Path:

@@ -1,15 +1,19 @@
-"""What the environment sets (`TASKPACK_*` limits and timeouts, on/off switches), read by one
-rule: a number that is not one is an error naming the variable, never a silent default, and a
-switch is on for `1`, `true` or `yes` in any case."""
+"""What the environment sets (`TASKPACK_*` limits and timeouts, on/off switches, the cache's
+place), read by one rule each: a number that is not one is an error naming the variable, never
+a silent default, and a switch is on for `1`, `true` or `yes` in any case. Imports nothing but
+`os` (and taskpack's errors): `taskpack.fetch` reads the cache's place at a worker's start."""
 
 from __future__ import annotations
 
 import os
-from typing import TypeVar
 
 from taskpack.errors import TaskpackError
 
-N = TypeVar("N", int, float)
+TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    N = TypeVar("N", int, float)
 
 
 def number(name: str, default: N, unit: str) -> N:
@@ -24,3 +28,13 @@ def number(name: str, default: N, unit: str) -> N:
 
 def switch(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def cache_root() -> str:
+    """This machine's cache: `TASKPACK_CACHE`, else `taskpack` in the user's cache folder
+    (`XDG_CACHE_HOME`, else `~/.cache`)."""
+    root = os.environ.get("TASKPACK_CACHE")
+    if root:
+        return root
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(home, "taskpack")

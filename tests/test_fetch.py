@@ -66,6 +66,33 @@ def test_a_pinned_version_whose_digests_are_here_costs_one_request(
         proxy.close()
 
 
+def test_fetch_keeps_its_digests_in_the_cache_pulls_use(
+    served: tuple[str, Any], tmp_path: Path
+) -> None:
+    """One rule places the cache (`settings.cache_root`): with TASKPACK_CACHE unset, a worker's
+    kept digest list lands under XDG_CACHE_HOME's taskpack folder, where `taskpack cache` and
+    pulls keep theirs; and reading the setting costs the worker no `typing` import."""
+    url, ts = served
+    code = (
+        "import sys; from taskpack.fetch import task; "
+        "task(sys.argv[1], 'train', 3, digest=sys.argv[2]); typed = 'typing' in sys.modules; "
+        "from taskpack.objects import default_cache_dir; print(default_cache_dir(), typed)"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TASKPACK_CACHE"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    out = subprocess.run(
+        [sys.executable, "-c", code, url, ts.manifest.digest],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    root = tmp_path / "xdg" / "taskpack"
+    assert out == [str(root), "False"]
+    assert [p.name for p in root.iterdir()] == ["fetch"]
+    assert any(p.is_file() for p in (root / "fetch").rglob("*"))
+
+
 def test_processes_starting_at_once_fetch_the_digests_once(
     served: tuple[str, Any], tmp_path: Path
 ) -> None:
