@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from io import BufferedReader
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -105,7 +106,7 @@ class HashedSource:
     must run front to back: a read that starts anywhere but where the last ended leaves a hash
     of nothing in particular, so `require` refuses it rather than believe it."""
 
-    def __init__(self, file: BinaryIO) -> None:
+    def __init__(self, file: BufferedReader) -> None:
         self._file = file
         self._hash = hashlib.sha256()
         self._hashed = 0  # bytes hashed so far, all of them from the file's start
@@ -114,24 +115,23 @@ class HashedSource:
     def read(self, size: int = -1, /) -> bytes:
         at = self._file.tell()
         data = self._file.read(size)
+        self._take(at, data)
+        return data
+
+    def readinto(self, buffer: bytearray, /) -> int:
+        """`read` into `buffer`: an S3 part is sent from a bytearray as it is, where botocore
+        wraps bytes in a file it sends a block at a time."""
+        at = self._file.tell()
+        n = self._file.readinto(buffer)
+        self._take(at, memoryview(buffer)[:n])
+        return n
+
+    def _take(self, at: int, data: bytes | memoryview) -> None:
         if at != self._hashed:
             self._in_order = False
         else:
             self._hash.update(data)
             self._hashed += len(data)
-        return data
-
-    def seek(self, offset: int, whence: int = 0, /) -> int:
-        return self._file.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._file.tell()
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
 
     def hexdigest(self) -> str:
         return self._hash.hexdigest()

@@ -343,15 +343,14 @@ def test_publish_hashes_each_object_once_as_it_is_sent(
 
     path, blob = _with_blob(tmp_path / "a", size)
     read: dict[str, int] = {}
-    real_read = objects.HashedSource.read
+    real_take = objects.HashedSource._take
 
-    def counted(self: objects.HashedSource, n: int = -1, /) -> bytes:
-        data = real_read(self, n)
-        name = self._file.name  # type: ignore[attr-defined]
+    def counted(self: objects.HashedSource, at: int, data: bytes | memoryview) -> None:
+        real_take(self, at, data)
+        name = self._file.name
         read[name] = read.get(name, 0) + len(data)
-        return data
 
-    monkeypatch.setattr(objects.HashedSource, "read", counted)
+    monkeypatch.setattr(objects.HashedSource, "_take", counted)
     monkeypatch.setattr(objects, "file_sha256", lambda p: pytest.fail(f"{p} hashed apart"))
     publish(path, registry=registry_url)
     ts = taskpack.open(path)
@@ -390,6 +389,44 @@ def test_an_object_with_wrong_bytes_never_lands(
         assert boto3.client("s3").list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
+def test_a_part_s3_refuses_aborts_the_whole_upload(
+    tmp_path: Path, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A multipart upload whose second part of three fails: the publish fails with the
+    registry's error, the upload is aborted (S3 holds no parts), nothing lands at the key, no
+    version appears; a re-run publishes it whole."""
+    import boto3
+    import botocore.client
+    from botocore.exceptions import ClientError
+
+    from taskpack.objects import object_key
+
+    path, blob = _with_blob(tmp_path / "a", (16 << 20) + 5)
+    real = botocore.client.BaseClient._make_api_call
+    parts: list[int] = []
+
+    def failing(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        if operation == "UploadPart":
+            parts.append(params["PartNumber"])
+            if params["PartNumber"] == 2:
+                raise ClientError({"Error": {"Code": "SlowDown"}}, operation)
+        return real(self, operation, params)
+
+    with monkeypatch.context() as patched, pytest.raises(TaskpackError, match="S3 error SlowDown"):
+        patched.setattr(botocore.client.BaseClient, "_make_api_call", failing)
+        publish(path, registry=bucket)
+    assert 2 in parts
+    name = bucket.removeprefix("s3://").split("/")[0]
+    assert boto3.client("s3").list_multipart_uploads(Bucket=name).get("Uploads", []) == []
+    reg = open_registry(bucket)
+    assert isinstance(reg, ObjectStoreRegistry)
+    assert reg.store.sha256(object_key(blob.name)) is None
+    assert reg.versions("blobby") == []
+    publish(path, registry=bucket)
+    got = taskpack.load("blobby@1.0.0", registry=bucket).get("t1")
+    assert got is not None and got.file("big.bin").read_bytes() == blob.read_bytes()
+
+
 def test_a_source_hashed_out_of_order_or_in_part_is_never_believed(tmp_path: Path) -> None:
     import hashlib
 
@@ -406,7 +443,7 @@ def test_a_source_hashed_out_of_order_or_in_part_is_never_believed(tmp_path: Pat
         with f.open("rb") as fh:
             source = HashedSource(fh)
             for at, n in reads:
-                source.seek(at)
+                fh.seek(at)
                 source.read(n)
             with pytest.raises(WrongBytes, match=f"does not hash to {sha}"):
                 source.require(sha, f)
