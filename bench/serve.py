@@ -140,7 +140,10 @@ class App:
     def close(self):
         pass
 if __name__ == "__main__":
-    run(App, "127.0.0.1", int(sys.argv[1]), int(sys.argv[2]))
+    try:
+        run(App, "127.0.0.1", int(sys.argv[1]), int(sys.argv[2]))
+    except KeyboardInterrupt:  # stopped by SIGTERM, as `taskpack serve` is: no traceback
+        pass
 """
 
 
