@@ -224,25 +224,25 @@ class S3Store(Store):
                 progress(len(data))
             return {"PartNumber": number, "ETag": answer["ETag"]}
 
-        pool = ThreadPoolExecutor(_PARTS_AT_ONCE, thread_name_prefix="taskpack-part")
         try:
-            sent: list[Future[dict[str, Any]]] = []
-            for number in range(1, -(-size // part_size) + 1):
-                if len(sent) >= _PARTS_AT_ONCE:  # memory: at most _PARTS_AT_ONCE parts held
-                    sent[-_PARTS_AT_ONCE].result()
-                part = bytearray(part_size)
-                del part[source.readinto(part) :]
-                sent.append(pool.submit(send, number, part))
-            parts = [f.result() for f in sent]
+            # No part waits in a queue: one is read only once the part _PARTS_AT_ONCE before
+            # it is sent, so every part held is being sent, and leaving the pool (on success or
+            # failure) waits for at most _PARTS_AT_ONCE requests before the abort.
+            with ThreadPoolExecutor(_PARTS_AT_ONCE, thread_name_prefix="taskpack-part") as pool:
+                sent: list[Future[dict[str, Any]]] = []
+                for number in range(1, -(-size // part_size) + 1):
+                    if len(sent) >= _PARTS_AT_ONCE:
+                        sent[-_PARTS_AT_ONCE].result()
+                    part = bytearray(part_size)
+                    del part[source.readinto(part) :]
+                    sent.append(pool.submit(send, number, part))
+                parts = [f.result() for f in sent]
             check()
             self._sender.complete_multipart_upload(**upload, MultipartUpload={"Parts": parts})
         except BaseException:
-            pool.shutdown(cancel_futures=True)
             with contextlib.suppress(Exception):  # the upload's own error is the one to tell
                 self._sender.abort_multipart_upload(**upload)
             raise
-        finally:
-            pool.shutdown()
 
     def tail(self, key: str, size: int) -> bytes | None:
         def get(tick: Callable[[int], None]) -> bytes:
