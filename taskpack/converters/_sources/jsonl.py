@@ -210,14 +210,16 @@ def _parse(
     if too_deep(piece, lines=True) is not None:  # Arrow's parser would crash the process
         raise NotColumnar("a line nested too deeply")
     try:
-        table = pj.read_json(io.BytesIO(piece))
+        table = pj.read_json(io.BytesIO(piece), read_options=_ONE_THREAD)
         dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]
         if dated:  # Arrow reads text that looks like a date as one; it is text here
             schema = pa.schema(
                 [f.with_type(pa.string()) if f.name in dated else f for f in table.schema]
             )
             table = pj.read_json(
-                io.BytesIO(piece), parse_options=pj.ParseOptions(explicit_schema=schema)
+                io.BytesIO(piece),
+                read_options=_ONE_THREAD,
+                parse_options=pj.ParseOptions(explicit_schema=schema),
             )
         table.validate(full=True)  # the parser passes bytes that are not UTF-8 through
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -238,6 +240,12 @@ def _parse(
                 raise NotColumnar("keys in another order than the columns") from None
         table = table.replace_schema_metadata(_JSON_LINES)
     return table
+
+
+# A piece is about one of Arrow's blocks, parsed on a thread of its own beside the mapping:
+# Arrow's pool has nothing to split it into, and its threads only took the cores the mapping
+# and the checks need (200,000 NeMo rows with tools: 7% faster, 4% less CPU).
+_ONE_THREAD = pj.ReadOptions(use_threads=False)
 
 
 def _spaced(piece: bytes) -> bool:
