@@ -4,6 +4,7 @@ alternating, several rounds, medians.
 
     python bench/convert.py                      # 10k and 1M rows, 3 rounds
     python bench/convert.py --rows 10000 --rounds 5
+    python bench/convert.py --rows 10000,1000000 --rounds 5 --short-rounds 15  # more for 10k
     python bench/convert.py --shape nemo --rows 100000   # NeMo Gym rows, objects and floats
     python bench/convert.py --shape nemo-tools --rows 100000   # and tools, conversations
 
@@ -157,6 +158,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="10000,1000000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--short-rounds",
+        type=int,
+        help="rounds for sources under 100,000 rows (default: --rounds): a run of under a "
+        "second moves by tens of milliseconds with the machine, the same for both sides",
+    )
     parser.add_argument("--odd", type=int, default=0, help="rows no columnar check takes")
     parser.add_argument("--shape", choices=("gsm8k", "nemo", "nemo-tools"), default="gsm8k")
     args = parser.parse_args()
@@ -174,7 +181,8 @@ def main() -> None:
             make(source, rows, args.odd)
             times: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
             peaks: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
-            for r in range(args.rounds):
+            short = rows < 100_000 and args.short_rounds is not None
+            for r in range(args.short_rounds if short else args.rounds):
                 for name, script in (("taskpack", OURS), ("pyarrow script", baseline)):
                     out = Path(tmp) / f"out-{name.split()[0]}-{rows}-{r}"
                     seconds, peak = peak_process(script, str(source), str(out), fmt)
@@ -186,6 +194,8 @@ def main() -> None:
             }
             source.unlink()
     print(f"{args.shape} rows:")
+    if args.short_rounds is not None:
+        print(f"medians of {args.short_rounds} rounds under 100,000 rows, else of {args.rounds}")
     if args.odd:
         print(f"sources with {args.odd} rows no batch check takes, evenly spread:")
     print(

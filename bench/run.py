@@ -19,6 +19,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import ROOT, machine  # noqa: E402
 
+# Conversions of 10,000 rows take under a second: more rounds for those (see convert.py).
+SHORT = ["--short-rounds", "15"]
 FULL = [
     ("cli.py", ["--rounds", "15"]),
     ("episode.py", ["--tasks", "100000", "--rounds", "7"]),
@@ -26,10 +28,10 @@ FULL = [
     ("transfer.py", ["--megabytes", "120", "--rounds", "15"]),
     ("fanout.py", ["--processes", "64", "--tasks", "100000", "--nodes", "4", "--per-node", "16"]),
     ("hub_mirror.py", ["--tasks", "20000", "--nodes", "4", "--per-node", "16"]),
-    ("convert.py", ["--rows", "10000,1000000", "--rounds", "5"]),
+    ("convert.py", ["--rows", "10000,1000000", "--rounds", "5", *SHORT]),
     ("convert.py", ["--rows", "1000000", "--rounds", "5", "--odd", "100"]),
-    ("convert.py", ["--shape", "nemo", "--rows", "10000,200000", "--rounds", "5"]),
-    ("convert.py", ["--shape", "nemo-tools", "--rows", "10000,200000", "--rounds", "5"]),
+    ("convert.py", ["--shape", "nemo", "--rows", "10000,200000", "--rounds", "5", *SHORT]),
+    ("convert.py", ["--shape", "nemo-tools", "--rows", "10000,200000", "--rounds", "5", *SHORT]),
     ("serve.py", ["--tasks", "20000", "--clients", "64,512", "--idle", "300"]),
     ("export.py", ["--tasks", "20000", "--rounds", "5", "--memory", "10000,100000,1000000"]),
     ("scale_out.py", ["--rows", "1000000", "--rounds", "3"]),
