@@ -91,8 +91,10 @@ def start_seaweedfs(workdir: Path) -> Server:
     log = workdir / "weed.log"
     args = [
         find_tool("weed"),
+        f"-logdir={workdir}",  # its rotated logs, and its socket below, in its folder, not /tmp
         "mini",
         f"-dir={data}",
+        f"-s3.localSocket={workdir / 's3.sock'}",
         "-ip=127.0.0.1",
         "-ip.bind=127.0.0.1",
         f"-s3.port={s3}",

@@ -30,16 +30,20 @@ def run_check(
     framework: str, script: str, *args: str, env: dict[str, str] | None = None
 ) -> dict[str, Any]:
     import os
+    import tempfile
 
     python = ensure(framework)
-    proc = subprocess.run(
-        [str(python), str(CHECKS / script), *args],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+    # The framework's own temporary folders (Verifiers' Harbor taskset keeps each download of
+    # the tasks, about 90 MB for GSM8K's test split) go in one removed once the check ends.
+    with tempfile.TemporaryDirectory(prefix="taskpack-check-") as scratch:
+        proc = subprocess.run(
+            [str(python), str(CHECKS / script), *args],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+            check=False,
+            env={**os.environ, "TMPDIR": scratch, **(env or {})},
+        )
     assert proc.returncode == 0, f"{framework} rejected our output:\n{proc.stderr[-5000:]}"
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 

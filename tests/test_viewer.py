@@ -84,7 +84,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -93,7 +93,10 @@ def browser() -> Iterator[Any]:
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--no-proxy-server"):
         options.add_argument(arg)
     options.add_argument("--window-size=1400,1000")
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    # Chromium leaves its singleton socket's folder in TMPDIR: here, in pytest's own.
+    scratch = str(tmp_path_factory.mktemp("chromium"))
+    service = Service("/usr/bin/chromedriver", env={**os.environ, "TMPDIR": scratch})
+    driver = webdriver.Chrome(service=service, options=options)
     try:
         yield driver
     finally:
