@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,27 @@ def data_dir() -> Path:
     if not DATA.is_dir():
         pytest.fail(f"shared data not found at {DATA}")
     return DATA
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Debian's chromium, headless, driven by Selenium."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--no-proxy-server"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1400,1000")
+    # Chromium leaves its singleton socket's folder in TMPDIR: here, in pytest's own.
+    scratch = str(tmp_path_factory.mktemp("chromium"))
+    service = Service("/usr/bin/chromedriver", env={**os.environ, "TMPDIR": scratch})
+    driver = webdriver.Chrome(service=service, options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
 @pytest.fixture(scope="session")

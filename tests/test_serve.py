@@ -392,41 +392,33 @@ def _rss_mib(pid: int) -> float:
 
 
 @pytest.mark.slow
-def test_the_html_view_in_a_headless_browser(served: tuple[str, Path], tmp_path: Path) -> None:
+def test_the_html_view_in_a_headless_browser(
+    served: tuple[str, Path], browser: Any, tmp_path: Path
+) -> None:
     """Debian's chromium, driven by Selenium: the list filters, a task page shows what the
     API says the task is, and a screenshot is taken of it."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.wait import WebDriverWait
 
     url, _ = served
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--no-proxy-server"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    try:
-        driver.get(url + "/view/train")
-        assert "61 of 61 tasks" in driver.find_element(By.TAG_NAME, "body").text
-        box = driver.find_element(By.NAME, "where")
-        box.send_keys("difficulty=easy")
-        box.submit()
-        # submit() returns before the filtered page has loaded: wait for it, or the old page
-        # (or an empty one, mid-load) is read
-        WebDriverWait(driver, 30).until(lambda d: "30 of 61 tasks" in d.page_source)
-        listed = [a.text for a in driver.find_elements(By.CSS_SELECTOR, "tbody td:first-child a")]
-        assert listed == [f"t{i}" for i in range(1, 60, 2)]
-        driver.find_element(By.LINK_TEXT, "t1").click()
-        WebDriverWait(driver, 30).until(lambda d: "t1" in d.title)
-        driver.get(url + "/view/train/t99")
-        task = httpx.get(url + "/api/v1/splits/train/by-id/t99").json()["task"]
-        page = driver.find_element(By.TAG_NAME, "body").text
-        assert task["prompt"][0]["content"] in page  # "a <b>big</b> one", escaped, as text
-        assert "big.bin" in page and task["files"][0]["sha256"] in driver.page_source
-        assert task["id"] in driver.title
-        shot = Path(os.environ.get("TASKPACK_SCREENSHOT", tmp_path / "task.png"))
-        assert driver.save_screenshot(str(shot))
-        assert shot.read_bytes()[:8] == base64.b64decode("iVBORw0KGgo=")  # a PNG
-    finally:
-        driver.quit()
+    browser.get(url + "/view/train")
+    assert "61 of 61 tasks" in browser.find_element(By.TAG_NAME, "body").text
+    box = browser.find_element(By.NAME, "where")
+    box.send_keys("difficulty=easy")
+    box.submit()
+    # submit() returns before the filtered page has loaded: wait for it, or the old page
+    # (or an empty one, mid-load) is read
+    WebDriverWait(browser, 30).until(lambda d: "30 of 61 tasks" in d.page_source)
+    listed = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "tbody td:first-child a")]
+    assert listed == [f"t{i}" for i in range(1, 60, 2)]
+    browser.find_element(By.LINK_TEXT, "t1").click()
+    WebDriverWait(browser, 30).until(lambda d: "t1" in d.title)
+    browser.get(url + "/view/train/t99")
+    task = httpx.get(url + "/api/v1/splits/train/by-id/t99").json()["task"]
+    page = browser.find_element(By.TAG_NAME, "body").text
+    assert task["prompt"][0]["content"] in page  # "a <b>big</b> one", escaped, as text
+    assert "big.bin" in page and task["files"][0]["sha256"] in browser.page_source
+    assert task["id"] in browser.title
+    shot = Path(os.environ.get("TASKPACK_SCREENSHOT", tmp_path / "task.png"))
+    assert browser.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == base64.b64decode("iVBORw0KGgo=")  # a PNG

@@ -83,26 +83,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
         proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--no-proxy-server"):
-        options.add_argument(arg)
-    options.add_argument("--window-size=1400,1000")
-    # Chromium leaves its singleton socket's folder in TMPDIR: here, in pytest's own.
-    scratch = str(tmp_path_factory.mktemp("chromium"))
-    service = Service("/usr/bin/chromedriver", env={**os.environ, "TMPDIR": scratch})
-    driver = webdriver.Chrome(service=service, options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
 def _shot(driver: Any, name: str, tmp_path: Path) -> None:
     folder = Path(os.environ.get("TASKPACK_SCREENSHOTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)
