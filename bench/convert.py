@@ -154,6 +154,10 @@ def make_source(path: Path, rows: int, odd: int = 0) -> None:
             f.write(json.dumps({"question": question, "answer": answer}) + "\n")
 
 
+# Sources under this many rows get --short-rounds.
+SHORT = 100_000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="10000,1000000")
@@ -161,7 +165,7 @@ def main() -> None:
     parser.add_argument(
         "--short-rounds",
         type=int,
-        help="rounds for sources under 100,000 rows (default: --rounds): a run of under a "
+        help=f"rounds for sources under {SHORT:,} rows (default: --rounds): a run of under a "
         "second moves by tens of milliseconds with the machine, the same for both sides",
     )
     parser.add_argument("--odd", type=int, default=0, help="rows no columnar check takes")
@@ -181,7 +185,7 @@ def main() -> None:
             make(source, rows, args.odd)
             times: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
             peaks: dict[str, list[float]] = {"taskpack": [], "pyarrow script": []}
-            short = rows < 100_000 and args.short_rounds is not None
+            short = rows < SHORT and args.short_rounds is not None
             for r in range(args.short_rounds if short else args.rounds):
                 for name, script in (("taskpack", OURS), ("pyarrow script", baseline)):
                     out = Path(tmp) / f"out-{name.split()[0]}-{rows}-{r}"
@@ -195,7 +199,7 @@ def main() -> None:
             source.unlink()
     print(f"{args.shape} rows:")
     if args.short_rounds is not None:
-        print(f"medians of {args.short_rounds} rounds under 100,000 rows, else of {args.rounds}")
+        print(f"medians of {args.short_rounds} rounds under {SHORT:,} rows, else of {args.rounds}")
     if args.odd:
         print(f"sources with {args.odd} rows no batch check takes, evenly spread:")
     print(
