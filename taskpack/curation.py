@@ -13,6 +13,7 @@ follows the inputs back to where they were made from files.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack.errors import TaskpackError
 from taskpack.overlap import Hit, contamination, exact_duplicates, near_duplicates, task_text
-from taskpack.provenance import entries
+from taskpack.provenance import PATHS, entries, located
+from taskpack.settings import switch
 from taskpack.registry.client import open as open_taskset
 from taskpack.taskset import TaskSet, TaskSetWriter
 
@@ -33,13 +35,14 @@ Key = tuple[str, str]  # (split, task id)
 
 
 def made_from(ts: TaskSet) -> dict[str, Any]:
-    """How a step's record names an input: its ref and digest, and the folder it was read
-    from when it is one (a folder's name@version need not be published)."""
+    """How a step's record names an input: its ref and digest, and, when it is a folder and
+    `TASKPACK_LINEAGE_PATHS` asks, the folder's path relative to the working folder (a folder's
+    name@version need not be published; `lineage` finds it there). Never an absolute path."""
     m = ts.manifest
     entry: dict[str, Any] = {"ref": m.ref, "digest": m.digest}
     folder = getattr(ts.objects, "root", None)  # as `serve` and `info` tell a folder
-    if folder is not None:
-        entry["path"] = os.path.abspath(folder)
+    if folder is not None and switch(PATHS):
+        entry["path"] = os.path.relpath(folder)
     return entry
 
 
@@ -252,6 +255,8 @@ def annotate(
     from taskpack.overlap import words
     from taskpack.rollouts import rewards
 
+    if not 0 < success <= 1:  # also NaN
+        raise TaskpackError(f"--success {success}: a reward above 0 and at most 1")
     ts = _open(target, registry)
     by_id: dict[str, list[Key]] = {}
     for name in ts.splits:
@@ -296,12 +301,7 @@ def annotate(
         "annotate",
         [ts],
         {"model": model, "settings": dict(settings or {}), "success": success, "key": key},
-        rollouts=[
-            {"uri": os.path.abspath(u), "sha256": file_sha256(Path(u))}
-            if Path(u).is_file()
-            else {"uri": u}
-            for u in rollouts
-        ],
+        rollouts=[located(u, file_sha256(Path(u)) if Path(u).is_file() else None) for u in rollouts],
         counted={"rollouts": count, "tasks": len(found), "unmatched": len(unmatched)},
     )
     return PassRates(ts, {}, record, rows, unmatched)
@@ -399,8 +399,10 @@ class Part:
             value = float(weight)
         except ValueError:
             value = -1.0
-        if not colon or not head or not value >= 0:
-            raise TaskpackError(f"mixture source {text!r}: expected REF[:SPLIT]:WEIGHT")
+        if not colon or not head or not 0 <= value < math.inf:
+            raise TaskpackError(
+                f"mixture source {text!r}: expected REF[:SPLIT]:WEIGHT, a finite weight of 0 or more"
+            )
         ref, colon, split = head.rpartition(":")
         if colon and ref and not ref.endswith("sha256"):
             return cls(ref, value, split)
@@ -426,7 +428,18 @@ def mix(
     with no task is an error, never silently left out or repeated."""
     if not parts:
         raise TaskpackError("mix: no sources given")
+    bad = [p.ref for p in parts if not 0 <= p.weight < math.inf]
+    if bad:
+        raise TaskpackError(f"mix: {bad[0]}: a weight must be finite and 0 or more")
     opened = [_open(part.ref, registry) for part in parts]
+    named: dict[tuple[str, str], int] = {}
+    for k, (part, ts) in enumerate(zip(parts, opened, strict=True)):
+        first = named.setdefault((ts.manifest.digest, part.split), k)
+        if first != k:
+            raise TaskpackError(
+                f"mix: {part.ref} split {part.split!r} is named twice (also as "
+                f"{parts[first].ref}): give each source once, with the weight it should have"
+            )
     labels: list[str] = []
     for part, ts in zip(parts, opened, strict=True):
         label = (
@@ -512,24 +525,25 @@ def lineage(
     registry: RegistryArg = None,
 ) -> Iterator[Link]:
     """The version at `target`, then what it was made from, depth first, each input found by
-    its digest in the registry or else at the folder it was read from."""
+    its digest in the registry or else at the folder its record names. Walked with a stack of
+    its own, so a chain of any depth ends, and each input is looked for once however many
+    records name it; a version's own inputs are followed once."""
     ts = _open(target, registry)
     yield Link(made_from(ts), ts.manifest, 0)
-    yield from _inputs(ts.manifest, 1, registry, {ts.manifest.digest})
-
-
-def _inputs(
-    m: Manifest,
-    depth: int,
-    registry: RegistryArg,
-    seen: set[str],
-) -> Iterator[Link]:
-    for entry in entries(m.source, "inputs"):
-        found = _find(entry, registry)
-        yield Link(entry, found.manifest if found else None, depth)
-        if found is not None and found.manifest.digest not in seen:
-            seen.add(found.manifest.digest)
-            yield from _inputs(found.manifest, depth + 1, registry, seen)
+    found: dict[tuple[str, str, str], Manifest | None] = {}
+    followed = {ts.manifest.digest}
+    stack = [(entry, 1) for entry in reversed(entries(ts.manifest.source, "inputs"))]
+    while stack:
+        entry, depth = stack.pop()
+        key = (str(entry.get("ref")), str(entry.get("digest")), str(entry.get("path")))
+        if key not in found:
+            hit = _find(entry, registry)
+            found[key] = hit.manifest if hit is not None else None
+        m = found[key]
+        yield Link(entry, m, depth)
+        if m is not None and m.digest not in followed:
+            followed.add(m.digest)
+            stack.extend((e, depth + 1) for e in reversed(entries(m.source, "inputs")))
 
 
 def _with_splits(

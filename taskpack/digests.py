@@ -13,7 +13,10 @@ TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-FORMAT_VERSION: Literal[2] = 2  # the task-set format version written now
+FORMAT_VERSION: Literal[3] = 3  # the task-set format version written now
+# The first format version whose version digest covers the manifest's source and listed sizes
+# (rows are the same from version 2 on).
+PINS_SOURCE = 3
 
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
@@ -59,15 +62,39 @@ def chains_to(task_digests: list[str], split_digest: str) -> bool:
     return chain.value == split_digest
 
 
-def version_digest(
-    splits: dict[str, str],
-    format_version: int = FORMAT_VERSION,
-    annotations: dict[str, str] | None = None,
-) -> str:
-    """The Merkle root over split digests, and over the digests of the splits' annotations
-    (pass rates: facts about the tasks, not part of them) when there are any: content only,
-    not name, time or storage. A version without annotations keeps the digest it always had."""
+def _field(value: Any, key: str) -> Any:
+    """A manifest's field, whether it is parsed JSON (`fetch`) or a manifest object."""
+    return value.get(key) if isinstance(value, dict) else getattr(value, key, None)
+
+
+def listed_sizes(manifest: Any) -> dict[str, int]:
+    """Bytes hash -> size, of every object a manifest lists a size for: each split's Parquet
+    files and each split's annotations (large files are listed by hash alone; their sizes are
+    in the rows, under the split digest). What a reader downloads at most, and from format
+    version 3 on, covered by the version digest."""
+    found: dict[str, int] = {}
+    for info in _field(manifest, "splits").values():
+        for part in _field(info, "parts") or [info]:
+            found[_field(part, "sha256")] = _field(part, "bytes")
+    for notes in (_field(manifest, "annotations") or {}).values():
+        found[_field(notes, "sha256")] = _field(notes, "bytes")
+    return found
+
+
+def version_digest(manifest: Any) -> str:
+    """The Merkle root of a manifest (parsed JSON or a manifest object): over its split
+    digests, the digests of its splits' annotations (pass rates: facts about the tasks, not
+    part of them) when there are any, and from format version 3 on, everything else a reader
+    acts on: the `source` (lineage, mixture weights and environments) and every listed
+    object's size. Never over name, version, description, license or time. Versions of format
+    1 and 2 keep the digest they were published with; it pins neither source nor sizes."""
+    format_version = _field(manifest, "format_version")
+    splits = {n: _field(info, "digest") for n, info in _field(manifest, "splits").items()}
     body: dict[str, Any] = {"format_version": format_version, "splits": splits}
-    if annotations:
-        body["annotations"] = annotations
+    notes = {n: _field(a, "digest") for n, a in (_field(manifest, "annotations") or {}).items()}
+    if notes:
+        body["annotations"] = notes
+    if format_version >= PINS_SOURCE:
+        body["source"] = _field(manifest, "source") or {}
+        body["sizes"] = listed_sizes(manifest)
     return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()

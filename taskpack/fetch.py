@@ -199,8 +199,7 @@ def _version(server: str, pinned: str | None, deadline: _Deadline) -> dict[str, 
     try:
         splits = {name: info["digest"] for name, info in top["splits"].items()}
         rows = {name: int(info["rows"]) for name, info in top["splits"].items()}
-        notes = {n: a["digest"] for n, a in top.get("annotations", {}).items()}
-        chained = version_digest(splits, top["format_version"], notes) == top["digest"]
+        chained = version_digest(top) == top["digest"]
     except (KeyError, TypeError, ValueError, AttributeError):
         raise FetchError(f"{server}: not a taskpack server's version") from None
     if not chained:

@@ -196,14 +196,13 @@ def import_sources(
 def _read_from(sources: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
     """The lineage of an import: each source's split and location, with a local file's
     sha256 (hashed on a thread of its own while the rows are converted)."""
+    from taskpack.provenance import located
+
     out = []
     for split, uris in sources.items():
         for uri in uris:
-            entry: dict[str, Any] = {"split": split, "uri": uri}
-            if "://" not in uri and Path(uri).is_file():
-                entry["uri"] = os.path.abspath(uri)
-                entry["sha256"] = file_sha256(Path(uri))
-            out.append(entry)
+            local = "://" not in uri and Path(uri).is_file()
+            out.append({"split": split, **located(uri, file_sha256(Path(uri)) if local else None)})
     return out
 
 

@@ -33,7 +33,25 @@ def sources(ts: TaskSet) -> list[dict[str, Any]]:
     found = entries(ts.manifest.source or {}, "mixture")
     if not found:
         raise TaskpackError(f"{ts.manifest.ref} is not a mixture (made by `taskpack mix`)")
+    unpinned = ts.manifest.unpinned()
+    if unpinned:
+        import warnings
+
+        warnings.warn(unpinned, stacklevel=2)
     return found
+
+
+def _shares(weights: Sequence[float]) -> Any:
+    """Weights as shares summing to 1, scaled by the largest first, so weights near the
+    largest float do not overflow their sum."""
+    import numpy as np
+
+    w = np.asarray(weights, float)
+    top = w.max(initial=0.0)
+    if not (np.isfinite(w).all() and (w >= 0).all() and top > 0):
+        raise TaskpackError(f"mixture weights {list(weights)}: finite, 0 or more, one above 0")
+    w = w / top
+    return w / w.sum()
 
 
 def draws(
@@ -45,7 +63,7 @@ def draws(
     proportion); with it, `size` places are drawn, a source that runs out starting over."""
     import numpy as np
 
-    p = np.asarray(weights, float) / float(sum(weights))
+    p = _shares(weights)
     orders = [np.random.default_rng([seed, i]).permutation(n) for i, n in enumerate(sizes)]
     rng = np.random.default_rng(seed)
     used = [0] * len(sizes)
@@ -75,8 +93,7 @@ def sampler(
     if not mixed:
         raise TaskpackError("sampler: a mixture's sources are needed (taskpack.mixture.sources)")
     labels = [str(e["label"]) for e in mixed]
-    weights = np.array([float(e["weight"]) for e in mixed])
-    weights = weights / weights.sum()
+    weights = _shares([float(e["weight"]) for e in mixed])
     members: list[list[int]] = [[] for _ in labels]
     where = {label: i for i, label in enumerate(labels)}
     for position, task_id in enumerate(split.ids()):

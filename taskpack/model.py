@@ -572,7 +572,7 @@ class Annotations(_Model, records.Annotations):
 
 
 class Manifest(_Model, records.Manifest):
-    format_version: Literal[1, 2] = FORMAT_VERSION
+    format_version: Literal[1, 2, 3] = FORMAT_VERSION
     name: Annotated[str, Field(pattern=NAME)]
     version: Annotated[str, Field(pattern=SEMVER)]
     description: str = ""

@@ -9,7 +9,8 @@ Decontamination finds every word n-gram a text shares with any reference text, i
 than strings: every window of n words becomes a 64-bit polynomial hash of the words' hashes, and
 a window whose hash the references hold is then compared word by word, so a hash collision never
 makes a hit. Near duplicates are MinHash LSH over word
-3-grams (`datasketch`, the `curate` extra); exact ones share their normalised text and answer.
+3-grams (`datasketch`, the `curate` extra; its band sizes, with buckets of at most `BUCKET`
+texts); exact ones share their normalised text and answer.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ from taskpack.errors import TaskpackError
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
 _INVERSE = np.uint64(pow(int(_MULTIPLIER), -1, 2**64))
 _BITMAP = 1 << 22  # bits of the references' window hashes, tested before any lookup
+# Texts an LSH bucket keeps as candidates for later ones: texts that agree on a whole band are
+# alike, so a full bucket's first members stand for the rest, and a set of texts all alike
+# costs a bounded number of comparisons per text, not one per text before it.
+BUCKET = 16
 
 
 def words(text: str) -> list[str]:
@@ -86,7 +91,7 @@ class _Windows:
         count = max(len(word_hashes) - n + 1, 0)
         hashes = np.zeros(count, np.uint64)
         with np.errstate(over="ignore"):
-            for k in range(n):
+            for k in range(n if count else 0):  # no window of n words: nothing to hash
                 hashes = hashes * _MULTIPLIER + word_hashes[k : k + count]
         whole = np.nonzero(text[:count] == text[n - 1 : n - 1 + count])[0]
         self.starts, self.doc, self.hashes = whole, text[whole], hashes[whole]
@@ -169,7 +174,8 @@ def near_duplicates(
         grams = {" ".join(w[i : i + 3]) for i in range(max(len(w) - 2, 1))}
         shingles.append([g.encode() for g in grams])
     hashes = MinHash.bulk(shingles, num_perm=num_perm, seed=seed)
-    lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    bands = MinHashLSH(threshold=threshold, num_perm=num_perm).hashranges  # its bands alone
+    buckets: dict[tuple[int, bytes], list[int]] = {}
     parent = list(range(len(keys)))
 
     def root(i: int) -> int:
@@ -179,11 +185,15 @@ def near_duplicates(
         return i
 
     for i, h in enumerate(hashes):
-        for j in lsh.query(h):
-            if h.jaccard(hashes[j]) >= threshold:
+        mine = [(band, h.hashvalues[a:b].tobytes()) for band, (a, b) in enumerate(bands)]
+        for j in dict.fromkeys(j for key in mine for j in buckets.get(key, ())):
+            if root(j) != root(i) and h.jaccard(hashes[j]) >= threshold:
                 a, b = sorted((root(i), root(j)))
                 parent[b] = a
-        lsh.insert(i, h)
+        for key in mine:
+            members = buckets.setdefault(key, [])
+            if len(members) < BUCKET:
+                members.append(i)
     clusters: dict[int, list[Any]] = {}
     for i, key in enumerate(keys):
         clusters.setdefault(root(i), []).append(key)

@@ -87,18 +87,24 @@ def read(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def problems(rows: list[dict[str, Any]], expected: str, ids: Iterable[str]) -> list[str]:
-    """Why stored annotations are not what their digest says, or name tasks the split lacks."""
+def problems(
+    rows: list[dict[str, Any]], expected: str, ids: Iterable[str] | None = None
+) -> list[str]:
+    """Why stored annotations are not what their digest says, hold impossible counts or
+    (given the split's `ids`) name tasks the split lacks. Every read checks the first two; the
+    third needs the split's ids, which publish and `validate` read."""
     found = []
     if digest(rows) != expected:
         found.append(f"annotations digest differs from {expected}")
-    known = set(ids)
-    strangers = sorted({r["id"] for r in rows} - known)
-    if strangers:
-        found.append(f"annotations of {len(strangers)} task(s) not in the split: {strangers[:3]}")
+    if ids is not None:
+        strangers = sorted({r["id"] for r in rows} - set(ids))
+        if strangers:
+            shown = strangers[:3]
+            found.append(f"annotations of {len(strangers)} task(s) not in the split: {shown}")
     bad = [r["id"] for r in rows if not 0 <= r["correct"] <= r["count"] or r["count"] < 1]
+    bad += [r["id"] for r in rows if not 0.0 <= r["mean"] <= 1.0]  # NaN fails both bounds
     if bad:
-        found.append(f"annotations with impossible counts: {bad[:3]}")
+        found.append(f"annotations with impossible counts or means: {bad[:3]}")
     return found
 
 

@@ -1,12 +1,45 @@
-"""How a version's manifest `source` reads as lineage: what made it (an operation, its options),
-from what (input versions, or files with their sha256), what it was checked against and what it
-dropped. One wording for `taskpack lineage`, the viewer's home page and the Hub's data card."""
+"""How a version's manifest `source` names what made it, and how it reads as lineage: what made
+it (an operation, its options), from what (input versions, or files with their sha256), what it
+was checked against and what it dropped. One wording for `taskpack lineage`, the viewer's home
+page and the Hub's data card; one rule (`located`) for naming a file, folder or URL in it."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from taskpack.settings import switch
+
+PATHS = "TASKPACK_LINEAGE_PATHS"  # on: lineage also records local paths, relative to the cwd
+
+
+def located(uri: str | os.PathLike[str], sha256: str | None = None) -> dict[str, Any]:
+    """How lineage names a source (a file, a folder, a URL): a URL as given, less any user
+    and password; a local one by its name (and its bytes' sha256, for a file), with its path
+    relative to the working folder only when `TASKPACK_LINEAGE_PATHS` asks. A manifest is
+    published and served: it never carries a host's absolute path."""
+    text = os.fspath(uri)
+    if "://" in text:
+        parts = urlsplit(text)
+        netloc = parts.netloc.rpartition("@")[2]
+        return {"uri": urlunsplit(parts._replace(netloc=netloc))}
+    entry: dict[str, Any] = {"name": os.path.basename(os.path.normpath(text))}
+    if sha256 is not None:
+        entry["sha256"] = sha256
+    if switch(PATHS):
+        entry["path"] = os.path.relpath(text)
+    return entry
+
+
+def _where(entry: Mapping[str, Any]) -> str:
+    """A located source as one phrase: its URL, or its name and (if recorded) its path."""
+    if entry.get("uri"):
+        return str(entry["uri"])
+    path = f" ({entry['path']})" if entry.get("path") else ""
+    return f"{entry.get('name')}{path}"
 
 
 def entries(source: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
@@ -38,8 +71,8 @@ def step_lines(source: Mapping[str, Any]) -> list[str]:
         lines.append(", ".join(f"{k}: {v}" for k, v in counted.items()))
     for entry in entries(source, "rollouts"):
         sha = f" sha256:{entry['sha256']}" if entry.get("sha256") else ""
-        lines.append(f"rollouts: {entry.get('uri')}{sha}")
+        lines.append(f"rollouts: {_where(entry)}{sha}")
     for entry in entries(source, "files"):
         sha = f" sha256:{entry['sha256']}" if entry.get("sha256") else ""
-        lines.append(f"{entry.get('split')}: {entry.get('uri')}{sha}")
+        lines.append(f"{entry.get('split')}: {_where(entry)}{sha}")
     return lines

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from taskpack._fs import DirWriter
 from taskpack.digests import FORMAT_VERSION as FORMAT_VERSION
+from taskpack.digests import PINS_SOURCE, listed_sizes, version_digest
 from taskpack.digests import content_digest
 from taskpack.errors import TaskpackError
 from taskpack.objects import MAX_BLOB
 
-FORMAT_VERSIONS = (1, 2)  # task sets of every version here open, verify and export
+FORMAT_VERSIONS = (1, 2, 3)  # task sets of every version here open, verify and export
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
@@ -484,12 +485,23 @@ class Manifest(Record):
         return fields
 
     def expected_digest(self) -> str:
-        """The digest this manifest's splits and annotations chain to (its `digest`, if whole)."""
-        from taskpack.digests import version_digest
+        """The digest this manifest chains to (its `digest`, if whole): see `version_digest`."""
+        return version_digest(self)
 
-        splits = {n: s.digest for n, s in self.splits.items()}
-        notes = {n: a.digest for n, a in self.annotations.items()}
-        return version_digest(splits, self.format_version, notes)
+    @property
+    def pins_source(self) -> bool:
+        """Whether the version digest covers the source and listed sizes (format 3 on)."""
+        return self.format_version >= PINS_SOURCE
+
+    def unpinned(self) -> str | None:
+        """The one line that says what this version's digest leaves unpinned, if anything."""
+        if self.pins_source:
+            return None
+        return (
+            f"{self.ref}: format version {self.format_version}: its digest does not pin its "
+            "source (lineage, mixture weights and environments) or listed sizes; "
+            "`taskpack merge` writes it anew, pinned"
+        )
 
     def objects(self, splits: Iterable[str] | None = None, *, blobs: bool = True) -> dict[str, str]:
         """Bytes hash -> path inside the version, of every object a reader may fetch (split
@@ -509,11 +521,9 @@ class Manifest(Record):
         return dict(sorted(found.items()))
 
     def sizes(self) -> dict[str, int]:
-        """Bytes hash -> size, of every object the manifest lists a size for (split files and
-        annotations; large files are listed by hash only): what a reader reads at most."""
-        found = {p.sha256: p.bytes for info in self.splits.values() for p in info.files()}
-        found.update({a.sha256: a.bytes for a in self.annotations.values()})
-        return found
+        """Bytes hash -> size, of every object the manifest lists a size for: what a reader
+        reads at most (see `listed_sizes`)."""
+        return listed_sizes(self)
 
     def most_bytes(self, sha: str) -> int:
         """What a download of object `sha` may hold at most: its listed size, else MAX_BLOB."""

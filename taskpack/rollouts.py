@@ -23,8 +23,13 @@ REWARD_LISTS = ("pass_rate_rewards", "rewards")
 
 
 def _number(value: Any, where: str) -> float:
+    """A reward: a number from 0 to 1 (a pass rate counts rewards, so a reward outside that
+    range, NaN or infinite has no meaning in it)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TaskpackError(f"{where}: reward {value!r} is not a number")
+    if not 0 <= value <= 1:  # also NaN; and an int of 400 digits, before any float()
+        shown = repr(value) if len(repr(value)) < 40 else repr(value)[:37] + "..."
+        raise TaskpackError(f"{where}: reward {shown} is not a number from 0 to 1")
     return float(value)
 
 

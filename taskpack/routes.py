@@ -40,7 +40,7 @@ _HTML = "text/html; charset=utf-8"
 _TASK = ("canonical", "nulls")
 
 SERVED = (
-    Route("version", "/api/v1", "name, version, digest, splits and counts"),
+    Route("version", "/api/v1", "the manifest: name, version, digest, splits, source"),
     Route("split", "/api/v1/splits/{split}", "count and split digest"),
     Route("ids", "/api/v1/splits/{split}/ids", "a page of task ids", ("offset", "limit")),
     Route("digests", "/api/v1/splits/{split}/digests", "every task digest (32 bytes)", (), _BYTES),

@@ -264,10 +264,9 @@ class Api:
         return handler(query, **params)
 
     def r_version(self, query: Query) -> Response:
-        m = self.catalog.ts.manifest
-        splits = {n: {"rows": s.rows, "digest": s.digest} for n, s in m.splits.items()}
-        top = {"name": m.name, "version": m.version, "format_version": m.format_version}
-        return self.json(HTTPStatus.OK, {**top, "splits": splits}, cacheable=True)
+        """The manifest: all a client needs to check the version digest (`taskpack.fetch`)."""
+        manifest = self.catalog.ts.manifest.model_dump(mode="json")
+        return self.json(HTTPStatus.OK, manifest, cacheable=True)
 
     def r_openapi(self, query: Query) -> Response:
         m = self.catalog.ts.manifest

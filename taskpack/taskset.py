@@ -57,6 +57,7 @@ ROW_GROUP_BYTES = 8 * 1024 * 1024
 # row group (about 30 MiB in memory for 1100 groups), so a reader opening one file of a large
 # split holds a bounded footer, and an export streaming it holds one at a time.
 PART_GROUPS = 128
+UNSEALED = "sha256:" + "0" * 64  # a manifest's digest until it is computed from the manifest
 # Columns whose values repeat across a split's tasks: dictionary-encoded. Ids, digests, prompts
 # and solutions are mostly unique, where a dictionary costs time and grows the file.
 _REPEATING = ["reward", "rewards", "tools", "steps", "environment", "limits", "metadata", "extras"]
@@ -106,7 +107,7 @@ class _SplitWriter:
         `rows_checked` (the caller knows who wrote them), when the stored digests alone must
         chain."""
         split = ts.split(name)
-        if split.version != FORMAT_VERSION:
+        if split.version == 1:  # rows are stored alike from version 2 on
             raise TaskpackError(f"split {split.name!r}: format version {split.version}; upgrade it")
         whole = keep is None and _whole_files_fit(split._parquets)
         stored = split.columns(["digest"])["digest"].to_pylist() if rows_checked or whole else []
@@ -415,13 +416,12 @@ class TaskSetWriter:
             if strangers:
                 shown = ", ".join(sorted(strangers)[:5])
                 raise TaskpackError(f"annotations of tasks not in split {name!r}: {shown}")
-        notes = {n: a.digest for n, a in self._notes.items()}
-        digest = version_digest({n: s.digest for n, s in self._splits.items()}, annotations=notes)
         from taskpack.model import Manifest
 
-        manifest = Manifest(
-            digest=digest, splits=self._splits, annotations=self._notes, **self._meta
+        unsealed = Manifest(
+            digest=UNSEALED, splits=self._splits, annotations=self._notes, **self._meta
         )
+        manifest = unsealed.model_copy(update={"digest": version_digest(unsealed)})
         (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _replace_dir(tmp, self.target)
         self.manifest = manifest
@@ -856,6 +856,7 @@ class TaskSet:
     def __init__(self, manifest: Manifest, objects: ObjectSource) -> None:
         self.manifest = manifest
         self.objects = objects
+        self._notes: dict[str, list[dict[str, Any]]] = {}  # annotations read and checked
 
     def __repr__(self) -> str:
         m = self.manifest
@@ -891,7 +892,18 @@ class TaskSet:
 
         self.info(name)  # an unknown split is an error, not "no annotations"
         notes = self.manifest.annotations.get(name)
-        return passrates.read(self.object(notes.sha256)) if notes is not None else []
+        if notes is None:
+            return []
+        if name not in self._notes:
+            rows = passrates.read(self.object(notes.sha256))
+            problems = passrates.problems(rows, notes.digest)
+            if len(rows) != notes.rows:
+                problems.append(f"{len(rows)} rows, the manifest says {notes.rows}")
+            if problems:
+                where = f"{self.where}: annotations of split {name!r} ({notes.sha256})"
+                raise TaskpackError(f"{where}: {'; '.join(problems)}; refused")
+            self._notes[name] = rows
+        return [dict(row) for row in self._notes[name]]
 
     def read_blob(self, sha: str) -> bytes:
         try:

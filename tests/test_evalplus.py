@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from taskpack.check import Limits, check_task
 from taskpack.converters import _grade
@@ -165,3 +167,60 @@ def test_a_result_that_is_not_data_equals_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_shapes_that_gave_false_zeros_pass_check_with_every_forger(tmp_path: Path) -> None:
     passes_check_with_every_forger(FIXTURES / "MbppPlusFalseZeros.jsonl", tmp_path / "h")
+
+
+_SCALARS = st.one_of(
+    st.integers(-5, 5), st.floats(-2, 2, allow_nan=False), st.text(max_size=3), st.booleans()
+)
+_JSON = st.recursive(
+    st.one_of(_SCALARS, st.none()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
+    max_leaves=8,
+)
+# What the set's first test may pass an argument as: Python literals of every container.
+_LITERALS = st.recursive(
+    st.one_of(_SCALARS, st.complex_numbers(max_magnitude=3, allow_nan=False, allow_infinity=False)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.sets(st.integers(-3, 3) | st.text(max_size=2), max_size=3),
+        st.dictionaries(st.text(max_size=2), inner, max_size=2),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    first=st.lists(_LITERALS, min_size=1, max_size=3),
+    inputs=st.lists(st.lists(_JSON, min_size=1, max_size=3), min_size=1, max_size=4),
+)
+def test_the_reference_passes_every_input_whatever_the_first_test_shapes(
+    first: list[Any], inputs: list[list[Any]]
+) -> None:
+    """An argument's inputs need not share the shape of the set's first test (Mbpp/808's `K`
+    is 6 there, and `[4, 5, 6]`, `"banana"` or `{"a": 1}` elsewhere): the reference still
+    passes every input of its own set, and gets each shaped as far as it fits."""
+    from taskpack.converters.evalplus import to_task
+
+    call = ", ".join(repr(v) for v in first)
+    row = {
+        "task_id": "Mbpp/0",
+        "prompt": "",
+        "entry_point": "f",
+        "canonical_solution": "def f(*a):\n    return [type(x).__name__ for x in a]\n",
+        "base_input": inputs,
+        "test_list": [f"assert f({call}) == 0"],
+    }
+    test = bytes(to_task(row, "test", 0)["files"][0]["data"]).decode()
+    scope: dict[str, Any] = {}
+    exec(compile(test, "test.py", "exec"), scope)
+    seen: list[Any] = []
+    scope["check"](lambda *a: seen.append(a) or [type(x).__name__ for x in a])
+    assert len(seen) == len(inputs)
+    for raw, args in zip(inputs, seen, strict=True):
+        for value, shaped in zip(raw, args, strict=True):
+            if isinstance(value, dict) or value is None or isinstance(value, bool):
+                assert shaped == value  # no shape fits these: passed as stored

@@ -62,7 +62,8 @@ def test_embedded_round_trip_keeps_every_task_digest(
     export(original, fmt, tmp_path / "out", options={"embed": True, **form})
     back = tmp_path / "back"
     import_sources(back, {"test": [str(tmp_path / "out" / OUTPUT_FILE[fmt])]}, fmt, name=source)
-    assert taskpack.open(back).manifest.digest == original.manifest.digest
+    # the same tasks (the version digest also covers each set's own lineage, which differs)
+    assert taskpack.open(back).split("test").digest == original.split("test").digest
     assert [t.digest for t in taskpack.open(back).split("test")] == [
         t.digest for t in original.split("test")
     ]
@@ -110,7 +111,7 @@ def test_verifiers_dataset_saved_to_disk_reads_back_too(
     import_sources(
         tmp_path / "back", {"test": [str(tmp_path / "out" / "test")]}, "verifiers", name="g"
     )
-    assert taskpack.open(tmp_path / "back").manifest.digest == original.manifest.digest
+    assert taskpack.open(tmp_path / "back").split("test").digest == original.split("test").digest
 
 
 def test_any_pair_converts_through_the_model(tmp_path: Path, data_dir: Path) -> None:

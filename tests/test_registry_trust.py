@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import taskpack
 from taskpack.cli import main
+from taskpack.digests import version_digest
 from taskpack.errors import TaskpackError
 from taskpack.objects import file_sha256
 from taskpack.registry import Location, open_registry
@@ -197,7 +198,10 @@ def test_a_replaced_object_in_a_local_registry_is_refused(tmp_path: Path) -> Non
 
 def _forge(reg: Path, name: str, version: str, mutate: Any) -> None:
     """Rewrite `name@version`'s test split in a local registry with `mutate(rows)` and make its
-    manifest name the new bytes, keeping its digests: what a hostile registry writer can do."""
+    manifest name the new bytes, keeping its split digests and sealing the version digest over
+    the new sizes: what a hostile registry writer can do. The version digest then differs from
+    the published one, so a pin refuses the forgery before any row is read; by name, the row
+    checks must."""
     from taskpack.objects import sha256_relpath
 
     key = reg / "sets" / name / "versions" / f"{version}.json"
@@ -213,6 +217,7 @@ def _forge(reg: Path, name: str, version: str, mutate: Any) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp.rename(target)
     info.update(sha256=sha, bytes=target.stat().st_size)
+    manifest["digest"] = version_digest(manifest)
     key.write_text(json.dumps(manifest))
 
 
@@ -241,14 +246,15 @@ def test_rows_that_do_not_chain_to_the_digest_are_never_served(tmp_path: Path) -
     _forge(reg, "arith", "1.0.0", edit_answer_and_digest)
     with pytest.raises(TaskpackError, match=r"split 'test': digest .* does not match its tasks"):
         taskpack.load("arith@1.0.0", split="test", registry=str(reg))
-    # A digest reference or a lockfile checks every split before it accepts the version, so
-    # neither the untouched train split nor anything else of it is served.
+    # A digest reference or a lockfile pins the listed sizes too, so neither the untouched
+    # train split nor anything else of the forged version is served.
+    refused = r"differs from the lockfile|no version of 'arith' matches|not in the cache"
     for kwargs in ({"lockfile": lock}, {}):
         ref = "arith@1.0.0" if kwargs else f"arith@{m.digest}"
-        with pytest.raises(TaskpackError, match="does not match"):
+        with pytest.raises(TaskpackError, match=refused):
             taskpack.load(ref, split="train", registry=str(reg), **kwargs)
-    # Offline, from the manifest the cache now holds: still every split checked first.
-    with pytest.raises(TaskpackError, match="does not match"):
+    # Offline, from the manifest the cache now holds: still refused.
+    with pytest.raises(TaskpackError, match=refused):
         taskpack.load(f"arith@{m.digest}", split="train", registry=str(reg), offline=True)
 
 
@@ -459,12 +465,16 @@ def test_inline_bytes_are_content(tmp_path: Path) -> None:
     write_lockfile(["arith@1.0.0"], lock, registry=str(reg))
     shutil.rmtree(os.environ["TASKPACK_CACHE"])
     _forge(reg, "arith", "1.0.0", _swap_inline)
-    assert open_registry(str(reg)).resolve("arith@1.0.0").digest == m.digest  # digests held
+    forged = open_registry(str(reg)).resolve("arith@1.0.0")
+    assert forged.splits["test"].digest == m.splits["test"].digest  # split digests held
     wanted = r"row 0\b.*file 'tests/check.py': inline bytes do not match their sha256"
+    with pytest.raises(TaskpackError, match=wanted):
+        taskpack.load("arith@1.0.0", split="test", registry=str(reg))
+    pinned = r"differs from the lockfile|no version of 'arith' matches"
     for ref, kwargs in (("arith@1.0.0", {"lockfile": lock}), (f"arith@{m.digest}", {})):
-        with pytest.raises(TaskpackError, match=wanted):
+        with pytest.raises(TaskpackError, match=pinned):
             taskpack.load(ref, split="test", registry=str(reg), **kwargs)
-    code, out = cli("show", f"arith@{m.digest}", "t100", "--format", "json", "--registry", str(reg))
+    code, out = cli("show", "arith@1.0.0", "t100", "--format", "json", "--registry", str(reg))
     assert code == 1 and "inline bytes do not match" in out, out
 
     # The same swap in a task-set folder, which no row check guards: every read refuses.

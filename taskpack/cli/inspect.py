@@ -47,6 +47,8 @@ def validate(target: str, registry: str | None, quiet: bool) -> None:
     total = sum(s.rows for s in m.splits.values())
     where = m.ref if target == m.ref else f"{target} ({m.ref})"  # the ref once, not twice
     click.echo(f"{where} is valid: {total} tasks in {len(m.splits)} split(s), digest {m.digest}")
+    if m.unpinned():
+        click.echo(m.unpinned())
 
 
 @click.command()
@@ -63,6 +65,8 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
         _echo_json(m.model_dump(mode="json"))
         return
     click.echo(f"{m.name}@{m.version}  {m.digest}")
+    if m.unpinned():
+        click.echo(m.unpinned())
     if m.description:
         click.echo(m.description)
     click.echo(f"license: {m.license or 'unknown'}   created: {m.created.isoformat()}")

@@ -147,6 +147,8 @@ def read_folders(
     for ordinal, (task_id, folder) in enumerate(pairs):
         where = str(folder)
         try:
+            if folder.is_symlink():  # a listed folder, as every file below it: never followed
+                raise RowError("the task folder is a symbolic link; links are refused")
             _regular(folder / marker, marker)
             yield Record(where, task=convert(task_id, folder), line=ordinal + 1)
         except (RowError, OSError) as e:

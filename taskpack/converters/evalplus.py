@@ -61,22 +61,31 @@ def _tuples(value):
 
 def _shaped(value, shape):
     """A JSON value as the set's own test passes it: lists as its containers (tuple, set,
-    list, nested), numbers EvalPlus stores as text (a complex `1j`) as numbers."""
-    if shape in ("number", "complex") and isinstance(value, str):
-        for kind in (int, float, complex) if shape == "number" else (complex,):
-            try:
-                return kind(value)
-            except ValueError:
-                pass
+    list, nested), numbers EvalPlus stores as text (a complex `1j`) as numbers. The shape
+    comes from the first test, which another input of the same argument need not share (a
+    number there, a list or a dict here): a shape is applied only to a value it fits."""
+    if isinstance(shape, str):  # "number" or "complex": only text is made a number
+        if isinstance(value, str):
+            for kind in (int, float, complex) if shape == "number" else (complex,):
+                try:
+                    return kind(value)
+                except ValueError:
+                    pass
+        return value
     if shape == ["tuples"]:  # the test's argument holds tuples only, at every depth
         return _tuples(value)
-    if shape is None or not isinstance(value, list):
+    if not (isinstance(value, list) and isinstance(shape, list) and len(shape) == 2):
         return value
     kind, inner = shape
     if kind == "tuple":  # by position
         return tuple(_shaped(v, inner[i] if i < len(inner) else None) for i, v in enumerate(value))
     items = [_shaped(v, inner) for v in value]  # every item of one shape
-    return {{"list": list, "tuple*": tuple, "set": set}}[kind](items)
+    if kind == "set":
+        try:
+            return set(items)
+        except TypeError:  # items a set cannot hold: not the shape of this input
+            return items
+    return tuple(items) if kind == "tuple*" else items
 
 
 def _floats(value):

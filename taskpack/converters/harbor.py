@@ -253,7 +253,12 @@ def _pinned(path: Path) -> dict[Path, str]:
     manifest = _harbor_file(path)
     root = path.parent
     named: dict[str, Path] = {}
-    for folder in sorted(p for p in root.iterdir() if (p / MARKER).is_file()):
+    for folder in sorted(root.iterdir()):
+        if folder.is_symlink():  # named, never read through: a pin of it is refused below
+            named[folder.name] = folder
+            continue
+        if not (folder / MARKER).is_file():
+            continue
         config = _harbor_file(folder / MARKER)
         own = config.get("task", {}).get("name") if isinstance(config.get("task"), dict) else None
         named[folder.name] = folder
@@ -265,28 +270,31 @@ def _pinned(path: Path) -> dict[Path, str]:
         found = named.get(name) or named.get(name.split("/", 1)[-1])
         if found is None:
             raise TaskpackError(f"{path}: task {name!r} is not a task folder beside it")
+        if found.is_symlink():
+            raise TaskpackError(f"{path}: task {name!r} is a symbolic link; links are refused")
         pins[found] = digest
     if not pins:
         raise TaskpackError(f"{path}: it pins no tasks")
     return pins
 
 
-def _ids(folders: Iterable[Path]) -> list[tuple[str, Path]]:
+def _ids(folders: Iterable[Path]) -> Iterator[tuple[str, Path]]:
     """Each folder with its task id: the one the index beside it (taskpack's) gives, else
-    its name."""
+    its name; as the folders come, so a registry's millionth entry costs nothing until the
+    ones before it are read."""
     indexes: dict[Path, dict[str, str]] = {}
-    found = []
     for folder in folders:
         root = folder.parent
         if root not in indexes:
             pairs = task_folders(str(root), MARKER) if (root / "index.json").is_file() else []
             indexes[root] = {where.name: task_id for task_id, where in pairs}
-        found.append((indexes[root].get(folder.name, folder.name), folder))
-    return found
+        yield indexes[root].get(folder.name, folder.name), folder
 
 
-def _listed(path: Path, split: str) -> list[tuple[str, Path]]:
-    """The task folders of the dataset of a registry.json that `split` names."""
+def _listed(path: Path, split: str) -> Iterator[tuple[str, Path]]:
+    """The task folders of the dataset of a registry.json that `split` names, each checked
+    (no link, no `..`, no git repository) when it is reached: an error in one entry ends the
+    read there, not after every entry was looked at."""
     specs = _harbor_file(path)
     if not isinstance(specs, list) or not all(isinstance(s, dict) for s in specs):
         raise TaskpackError(f"{path}: not a Harbor registry (a list of datasets)")
@@ -300,15 +308,20 @@ def _listed(path: Path, split: str) -> list[tuple[str, Path]]:
         raise TaskpackError(
             f"{path}: no one dataset for split {split!r} (datasets: {', '.join(names)})"
         )
-    folders = []
-    for entry in chosen[0].get("tasks") or []:
-        if entry.get("git_url"):
-            raise TaskpackError(f"{path}: task {entry.get('name')!r} is in a git repository")
-        try:
-            folders.append(inside(path.parent, str(entry.get("path", "")), "task path"))
-        except RowError as e:
-            raise TaskpackError(f"{path}: {e}") from None
-    return _ids(folders)
+    entries = chosen[0].get("tasks") or []
+
+    def folders() -> Iterator[Path]:
+        for entry in entries:
+            if not isinstance(entry, dict):
+                raise TaskpackError(f"{path}: a task entry is not an object: {entry!r:.60}")
+            if entry.get("git_url"):
+                raise TaskpackError(f"{path}: task {entry.get('name')!r} is in a git repository")
+            try:
+                yield inside(path.parent, str(entry.get("path", "")), "task path")
+            except RowError as e:
+                raise TaskpackError(f"{path}: {e}") from None
+
+    return _ids(folders())
 
 
 # --- writing -------------------------------------------------------------------------------

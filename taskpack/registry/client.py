@@ -266,9 +266,12 @@ def _checked(
             f"{ref}: content {manifest.digest} differs from the lockfile's {locked_digest}"
         )
     objects = RegistryObjects(manifest, where, cache, offline, reg)
+    ts = TaskSet(manifest, objects)
     if locked_digest is not None or ref.is_digest:
         objects.check_all()
-    return TaskSet(manifest, objects)
+        for name in manifest.annotations:
+            ts.annotations(name)
+    return ts
 
 
 def open(
@@ -404,6 +407,7 @@ def pull(
         bar = progress(f"pull {m.ref} {name}", info.bytes, quiet=quiet)
         for sha in m.objects([name], blobs=files):
             ts.object(sha, bar)
+        ts.annotations(name)  # checked against their digest, as the rows were
         if bar:
             bar.close()
     return ts
