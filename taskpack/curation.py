@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from taskpack.errors import TaskpackError
 from taskpack.overlap import Hit, contamination, exact_duplicates, near_duplicates, task_text
 from taskpack.provenance import PATHS, entries, located
-from taskpack.settings import switch
 from taskpack.registry.client import open as open_taskset
+from taskpack.settings import switch
 from taskpack.taskset import TaskSet, TaskSetWriter
 
 if TYPE_CHECKING:
@@ -301,7 +301,9 @@ def annotate(
         "annotate",
         [ts],
         {"model": model, "settings": dict(settings or {}), "success": success, "key": key},
-        rollouts=[located(u, file_sha256(Path(u)) if Path(u).is_file() else None) for u in rollouts],
+        rollouts=[
+            located(u, file_sha256(Path(u)) if Path(u).is_file() else None) for u in rollouts
+        ],
         counted={"rollouts": count, "tasks": len(found), "unmatched": len(unmatched)},
     )
     return PassRates(ts, {}, record, rows, unmatched)
@@ -401,7 +403,7 @@ class Part:
             value = -1.0
         if not colon or not head or not 0 <= value < math.inf:
             raise TaskpackError(
-                f"mixture source {text!r}: expected REF[:SPLIT]:WEIGHT, a finite weight of 0 or more"
+                f"mixture source {text!r}: expected REF[:SPLIT]:WEIGHT (a finite weight, 0 or more)"
             )
         ref, colon, split = head.rpartition(":")
         if colon and ref and not ref.endswith("sha256"):

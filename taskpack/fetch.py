@@ -203,7 +203,7 @@ def _version(server: str, pinned: str | None, deadline: _Deadline) -> dict[str, 
     except (KeyError, TypeError, ValueError, AttributeError):
         raise FetchError(f"{server}: not a taskpack server's version") from None
     if not chained:
-        raise FetchError(f"{server}: the version digest is not its splits' digest")
+        raise FetchError(f"{server}: the version digest does not cover what it lists")
     if pinned is not None and top["digest"] != pinned:
         raise FetchError(f"{server}: serves {top['digest']}, not the pinned {pinned}")
     return {"digest": top["digest"], "splits": splits, "rows": rows}

@@ -96,5 +96,6 @@ def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
             return problems[:limit]
     problems += annotation_problems(ts)
     if m.expected_digest() != m.digest:
-        problems.append(f"manifest digest {m.digest} does not match the splits")
+        pinned = "splits, annotations, source and sizes" if m.pins_source else "splits"
+        problems.append(f"manifest digest {m.digest} does not cover what it lists ({pinned})")
     return problems[:limit]

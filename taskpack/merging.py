@@ -1,8 +1,9 @@
 """Merge task sets converted part by part into one, so that an import too large for one machine
 runs as independent conversions (any engine may schedule them: Dask, Ray, a batch queue) and
 ends as the task set a single import of the same rows would have written: same rows, same
-order, same digests. Rows are copied as stored, a row group at a time, once each part's rows
-are checked against its digests.
+order, same split digests (the version digest also pins the files' sizes, which differ).
+Each part's pass rates come along. Rows are copied as stored, a row group at a time, once each
+part's rows are checked against its digests.
 
     parts = [import_sources(f"part{k}", {"train": [uri]}, "gsm8k", lines={"train": span})...]
     taskpack.merge(["part0", "part1"], "gsm8k.taskset", name="gsm8k", version="1.0.0")
@@ -52,5 +53,9 @@ def merge(
                 for ts in sets:
                     if name in ts.splits:
                         split.add_stored(ts, name, rows_checked=digests is not None)
+            # each part's pass rates of its own tasks (ids are unique across the parts)
+            writer.annotate(
+                name, [r for ts in sets if name in ts.splits for r in ts.annotations(name)]
+            )
     assert writer.manifest is not None
     return writer.manifest

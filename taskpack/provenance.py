@@ -35,9 +35,12 @@ def located(uri: str | os.PathLike[str], sha256: str | None = None) -> dict[str,
 
 
 def _where(entry: Mapping[str, Any]) -> str:
-    """A located source as one phrase: its URL, or its name and (if recorded) its path."""
-    if entry.get("uri"):
-        return str(entry["uri"])
+    """A located source as one phrase: its URL, or its name and (if recorded) its path.
+    Versions written before `located` recorded a local file's absolute path as its `uri`:
+    only its name is shown."""
+    uri = str(entry.get("uri") or "")
+    if uri:
+        return uri if "://" in uri else os.path.basename(uri)
     path = f" ({entry['path']})" if entry.get("path") else ""
     return f"{entry.get('name')}{path}"
 

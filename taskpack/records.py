@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from taskpack._fs import DirWriter
 from taskpack.digests import FORMAT_VERSION as FORMAT_VERSION
-from taskpack.digests import PINS_SOURCE, listed_sizes, version_digest
-from taskpack.digests import content_digest
+from taskpack.digests import PINS_SOURCE, content_digest, listed_sizes, version_digest
 from taskpack.errors import TaskpackError
 from taskpack.objects import MAX_BLOB
 

@@ -459,6 +459,8 @@ class Registered:
             return Response(HTTPStatus.OK, "application/octet-stream", path=path)
         except NotFound as e:
             raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
+        except TaskpackError as e:  # upstream answered what its checks refuse: not the client's
+            raise HttpError(HTTPStatus.BAD_GATEWAY, str(e)) from None
 
 
 def _loopback(host: str) -> bool:

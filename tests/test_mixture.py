@@ -30,7 +30,10 @@ def sets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_a_mixture_draws_by_weight_until_a_source_runs_out(sets: Path, tmp_path: Path) -> None:
+def test_a_mixture_draws_by_weight_until_a_source_runs_out(
+    sets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TASKPACK_LINEAGE_PATHS", "1")  # unpublished inputs: found by their path
     parts = [Part(str(sets / "gsm8k"), 0.7), Part(str(sets / "humaneval"), 0.3)]
     m = mix("arith", parts, tmp_path / "mix", seed=0)
     ts = taskpack.open(tmp_path / "mix")

@@ -74,7 +74,7 @@ class Registry(ABC):
         if (m.name, m.version) != (name, version):
             raise TaskpackError(f"{where} says it is {m.name}@{m.version}; refused")
         if m.expected_digest() != m.digest:
-            raise TaskpackError(f"{where}: digest {m.digest} is not its splits' digest; refused")
+            raise TaskpackError(f"{where}: digest {m.digest} does not cover what it lists; refused")
         return m
 
     @abstractmethod
