@@ -270,26 +270,23 @@ def test_a_lying_server_never_fills_the_cache(
     digest, sha = real["digest"], real["splits"]["train"]["sha256"]
     size = real["splits"]["train"]["bytes"]
 
-    class Endless:
-        def __init__(self) -> None:
-            self.sent = 0
-
-        def write(self, out: Any) -> None:
-            while self.sent < 2 << 30:
-                out.write(b"\0" * (1 << 20))
-                self.sent += 1 << 20
-
+    huge = tmp_path / "huge"  # sparse: 2 GiB that take no disk, sent for the split file
+    with huge.open("wb") as f:
+        f.truncate(2 << 30)
+    asked: list[str] = []
+    monkeypatch.setattr(mirror, "object", lambda n, v, wanted: asked.append(wanted) or huge)
     for seal in (False, True):
         lying = json.loads(json.dumps(real))
         (_sealed(_size) if seal else _size)(lying)
-        monkeypatch.setattr(mirror, "manifest_bytes", lambda n, v: json.dumps(lying).encode())
+        body = json.dumps(lying).encode()
+        monkeypatch.setattr(mirror, "manifest_bytes", lambda n, v, body=body: body)
         cache = _fresh_cache(tmp_path, monkeypatch)
-        with background(app) as url:
-            with pytest.raises(TaskpackError, match=rf"{REFUSED}|no version of 'rated' matches"):
-                taskpack.load(f"rated@{digest}", split="train", registry=url)
+        refused = rf"{REFUSED}|no version of 'rated' matches"
+        with background(app) as url, pytest.raises(TaskpackError, match=refused):
+            taskpack.load(f"rated@{digest}", split="train", registry=url)
         held = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
         assert held <= size + (1 << 20), held  # no object byte: one manifest at most
-        assert not any(sha in p.name for p in cache.rglob("*"))
+        assert not any(sha in p.name for p in cache.rglob("*")) and asked == []
 
 
 def test_versions_of_format_2_open_and_say_their_source_is_unpinned(
@@ -407,7 +404,7 @@ def test_rewards_out_of_range_are_one_line(
 ) -> None:
     rollouts = tmp_path / "bad.jsonl"
     rollouts.write_text(
-        '{"id": "rated-1", "reward": 1}\n{"id": "rated-2", "reward": %s}\n' % reward
+        '{"id": "rated-1", "reward": 1}\n{"id": "rated-2", "reward": ' + reward + "}\n"
     )
     out = tmp_path / "o"
     code, text = _cli(
