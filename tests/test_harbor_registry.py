@@ -105,6 +105,53 @@ def test_a_folder_that_is_not_the_pinned_one_is_refused(
     assert folder_digest(task) != before
 
 
+def test_a_linked_task_folder_is_refused_by_both_registries(
+    exports: dict[str, Path], tmp_path: Path
+) -> None:
+    """A task folder that is a link to a host folder (holding files no Harbor digest covers)
+    is refused in one line by dataset.toml and registry.json alike, never read through."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(exports["cookbook"], copy)
+    task = next(p for p in sorted((copy / "train").iterdir()) if (p / "task.toml").is_file())
+    host = tmp_path / "host"
+    shutil.move(task, host)
+    (host / "secret.txt").write_text("not the task's\n")
+    task.symlink_to(host, target_is_directory=True)
+    for entry in ("train/dataset.toml", "registry.json"):
+        with pytest.raises(TaskpackError, match="symbolic link") as caught:
+            import_sources(tmp_path / "t", {"train": [str(copy / entry)]}, "harbor", name="t")
+        assert "\n" not in str(caught.value)
+        assert not (tmp_path / "t").exists()
+
+
+def test_a_registry_json_of_a_million_entries_ends_at_its_first_bad_one(tmp_path: Path) -> None:
+    """Entries are checked as they are reached: the first missing folder ends the read
+    before the other 999,999 are looked at (each was checked first: 2 minutes, 815 MiB)."""
+    tasks = [{"name": f"t{i}", "path": f"tasks/t{i}"} for i in range(10**6)]
+    (tmp_path / "registry.json").write_text(json.dumps([{"name": "big", "tasks": tasks}]))
+    looked: list[Path] = []
+    from taskpack.converters import _folders
+
+    real = _folders.inside
+
+    def counted(root: Path, rel: str, what: str = "path") -> Path:
+        looked.append(root / rel)
+        return real(root, rel, what)
+
+    import taskpack.converters.harbor as harbor
+
+    original, harbor.inside = harbor.inside, counted
+    try:
+        with pytest.raises(TaskpackError, match=r"tasks/t0\b"):
+            registry = {"big": [str(tmp_path / "registry.json")]}
+            import_sources(tmp_path / "t", registry, "harbor", name="t")
+    finally:
+        harbor.inside = original
+    assert len(looked) <= 2
+
+
 @pytest.mark.slow
 @pytest.mark.conformance
 def test_harbors_own_models_read_the_registries(exports: dict[str, Path]) -> None:
