@@ -328,7 +328,7 @@ class TaskFile(_Model, records.TaskFile):
     data: bytes | None = None
     sha256: Sha256 | None = None
     size: int | None = Field(default=None, ge=0)
-    _fetch: Callable[[str], bytes] | None = PrivateAttr(default=None)
+    _fetch: Callable[[str, int], bytes] | None = PrivateAttr(default=None)
     _checked: bool = PrivateAttr(default=False)  # data known to match sha256
 
     @model_validator(mode="after")

@@ -78,7 +78,7 @@ class HashedFile:
     def write(self, data: bytes, /) -> int:
         self._size += len(data)
         if self._size > self._limit:
-            raise TaskpackError(f"more than the {self._limit} bytes its manifest lists")
+            raise TaskpackError(f"more than the {self._limit} bytes listed for it")
         self._hash.update(data)
         return self._file.write(data)
 

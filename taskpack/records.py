@@ -318,7 +318,7 @@ class TaskFile(Record):
         data: bytes | None
         sha256: str | None
         size: int | None
-        _fetch: Callable[[str], bytes] | None
+        _fetch: Callable[[str, int], bytes] | None
         _checked: bool
 
     def __eq__(self, other: object) -> bool:
@@ -347,7 +347,8 @@ class TaskFile(Record):
             raise TaskpackError(f"file {self.path!r}: content not available (no blob store)")
         else:
             assert self.sha256 is not None
-            data = self._fetch(self.sha256)
+            # its size is in the row, under the split digest: a download is held to it
+            data = self._fetch(self.sha256, MAX_BLOB if self.size is None else self.size)
         if hashlib.sha256(data).hexdigest() != self.sha256:
             raise TaskpackError(f"file {self.path!r}: content {self.sha256} failed its hash check")
         return data
@@ -608,7 +609,7 @@ def _optional(cls: type[_R], data: dict[str, Any] | None) -> _R | None:
     return None if data is None else _new(cls, data)
 
 
-def stored_file(row: dict[str, Any], fetch: Callable[[str], bytes] | None) -> TaskFile:
+def stored_file(row: dict[str, Any], fetch: Callable[[str, int], bytes] | None) -> TaskFile:
     """A file as a task set stores it; its path is re-checked, its bytes when read."""
     return _new(
         TaskFile,
@@ -626,7 +627,7 @@ def stored_file(row: dict[str, Any], fetch: Callable[[str], bytes] | None) -> Ta
     )
 
 
-def stored_task(row: dict[str, Any], fetch: Callable[[str], bytes] | None = None) -> Task:
+def stored_task(row: dict[str, Any], fetch: Callable[[str, int], bytes] | None = None) -> Task:
     """A task from a task set's own row (JSON columns decoded), without validation.
 
     Rows were validated when written and storage is hash-checked, so reading trusts them

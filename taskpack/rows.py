@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from taskpack.model import SplitInfo, Task
 
 INLINE_MAX = 64 * 1024  # bytes of a file stored inline in its task's row; larger ones by hash
-Fetch = Callable[[str], bytes]
+Fetch = Callable[[str, int], bytes]  # a large file by sha256, read up to its size
 
 # Variable-shaped parts are canonical JSON text: a conversation of typed items, a union of
 # reward kinds or free-form metadata would otherwise widen into sparse struct columns that

@@ -825,8 +825,10 @@ class ObjectSource(Protocol):
     # its file is handed out (a registry's objects, once per machine): then reads need not.
     rows_checked: bool
 
-    def path(self, sha: str, progress: Progress | None = None) -> Path:
-        """A local file holding the object whose bytes hash to `sha`."""
+    def path(self, sha: str, progress: Progress | None = None, most: int | None = None) -> Path:
+        """A local file holding the object whose bytes hash to `sha`; a download of it holds
+        at most `most` bytes where the caller knows its size (a large file's, from its row),
+        else at most the size the manifest lists."""
 
 
 class FolderObjects:
@@ -839,7 +841,7 @@ class FolderObjects:
         self.where = str(root)
         self._paths = manifest.objects()
 
-    def path(self, sha: str, progress: Progress | None = None) -> Path:
+    def path(self, sha: str, progress: Progress | None = None, most: int | None = None) -> Path:
         rel = self._paths.get(sha)
         if rel is None:
             raise TaskpackError(f"{self.where}: no object {sha} in the manifest")
@@ -905,9 +907,9 @@ class TaskSet:
             self._notes[name] = rows
         return [dict(row) for row in self._notes[name]]
 
-    def read_blob(self, sha: str) -> bytes:
+    def read_blob(self, sha: str, size: int) -> bytes:
         try:
-            return self.object(sha).read_bytes()
+            return self.objects.path(sha, None, size).read_bytes()
         except FileNotFoundError:
             raise TaskpackError(f"{self.where}: large file {sha} is missing") from None
 

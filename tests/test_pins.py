@@ -467,3 +467,32 @@ def test_an_ngram_longer_than_every_text_finds_nothing_at_once(published: Path) 
 
     report = decontaminate(published.parent / "base", [published.parent / "a"], ngram=10**9)
     assert report.hits == [] and report.dropped == {}
+
+
+def test_a_large_file_is_read_no_further_than_its_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest lists large files by hash alone; their size is in the task's row, under the
+    split digest, and a download of one is held to it: a server sending 2 GiB for a 70 KiB
+    file is cut off one buffer past it."""
+    data = b"z" * 70_000
+    folder = tmp_path / "big"
+    task = make_task(0, files=[{"path": "big.bin", "data": data}])
+    taskpack.write(folder, {"train": [task]}, name="big", version="1.0.0")
+    reg = tmp_path / "reg"
+    m, _ = taskpack.publish(folder, registry=str(reg))
+    app = App(registered=Registered(Mirror(str(reg), Cache(tmp_path / "m"), ttl=0)))
+    mirror = app.registered.mirror  # type: ignore[union-attr]
+    huge = tmp_path / "huge"
+    with huge.open("wb") as f:
+        f.truncate(2 << 30)
+    real = mirror.object
+    blob = m.splits["train"].blobs[0]
+    monkeypatch.setattr(
+        mirror, "object", lambda n, v, sha: huge if sha == blob else real(n, v, sha)
+    )
+    _fresh_cache(tmp_path, monkeypatch)
+    with background(app) as url:
+        got = taskpack.load(f"big@{m.digest}", split="train", registry=url)[0]
+        with pytest.raises(TaskpackError, match="more than the 70000 bytes listed for it"):
+            got.file("big.bin").read_bytes()

@@ -78,14 +78,14 @@ class RegistryObjects:
             self._registry = open_registry(self.location)
         return self._registry
 
-    def path(self, sha: str, progress: Progress | None = None) -> Path:
+    def path(self, sha: str, progress: Progress | None = None, most: int | None = None) -> Path:
         if sha not in self._objects:
             raise TaskpackError(f"{self.where}: no object {sha}")
         if sha in self._splits:
             self._check_rows(*self._splits[sha], progress)
-        return self._file(sha, progress)
+        return self._file(sha, progress, most)
 
-    def _file(self, sha: str, progress: Progress | None) -> Path:
+    def _file(self, sha: str, progress: Progress | None, most: int | None = None) -> Path:
         if self.location.path is not None:  # a local registry folder: read it in place
             local = self.location.path / object_key(sha)
             if local.is_file():
@@ -97,10 +97,11 @@ class RegistryObjects:
             if found is None:
                 raise TaskpackError(f"offline: object {sha} of {self.where} is not in the cache")
             return found
+        listed = self.manifest.most_bytes(sha)
         return self.cache.ensure(
             sha,
             lambda out: self.registry.fetch(self.manifest, sha, out, progress),
-            self.manifest.most_bytes(sha),
+            listed if most is None else min(most, listed),
         )
 
     def _check_rows(self, name: str, info: SplitInfo, progress: Progress | None) -> None:
