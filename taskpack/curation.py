@@ -434,9 +434,9 @@ def mix(
     if bad:
         raise TaskpackError(f"mix: {bad[0]}: a weight must be finite and 0 or more")
     opened = [_open(part.ref, registry) for part in parts]
-    named: dict[tuple[str, str], int] = {}
+    named: dict[tuple[str, str, str], int] = {}  # one version's split, however it is named
     for k, (part, ts) in enumerate(zip(parts, opened, strict=True)):
-        first = named.setdefault((ts.manifest.digest, part.split), k)
+        first = named.setdefault((ts.manifest.name, ts.manifest.digest, part.split), k)
         if first != k:
             raise TaskpackError(
                 f"mix: {part.ref} split {part.split!r} is named twice (also as "

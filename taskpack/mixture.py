@@ -81,13 +81,27 @@ def draws(
 
 
 def sampler(
-    split: Split, *, seed: int = 0, start: int = 0, entries: Sequence[Mapping[str, Any]] = ()
+    split: Split,
+    *,
+    seed: int = 0,
+    start: int = 0,
+    entries: Sequence[Mapping[str, Any]] = (),
+    num_workers: int = 1,
+    worker: int = 0,
 ) -> Iterator[tuple[int, Task]]:
     """(position, task) from `start` on, forever: each position's source drawn by weight
     (evaluation-only sources never), then that source's next task in its own seeded order,
     cycled. `entries`: the mixture's sources (see `sources`), read from the split's set when
-    it was opened by `taskpack.load` or `TaskSet.split`."""
+    it was opened by `taskpack.load` or `TaskSet.split`.
+
+    One stream whatever the world size: worker `k` of `n` takes positions `start + k`,
+    `start + k + n`, ...; at a step boundary (every worker has drawn as many), the next `start`
+    is the last position drawn by any worker plus one, and samplers of any number of workers
+    resume there with nothing repeated or skipped."""
     import numpy as np
+
+    if not 0 <= worker < num_workers:
+        raise TaskpackError(f"worker {worker} of {num_workers}: expected 0 <= worker < n")
 
     mixed = [e for e in entries if not e.get("evaluation_only")]
     if not mixed:
@@ -119,6 +133,6 @@ def sampler(
             order = orders[source]
             index = int(order[used[source] % len(order)])
             used[source] += 1
-            if position >= start:
+            if position >= start and (position - start) % num_workers == worker:
                 yield position, split[index]
             position += 1

@@ -6,7 +6,8 @@ sampling; each a row-index array over the split, never a copy of its data.
                                    one longer), or `contiguous=False` for every n-th row
     split.select([3, 1, 4])        rows by position
     split.filter(difficulty="easy", **{"environment.repo": "django/django"})
-    Sampler(split, seed=0, num_workers=8, worker=k)   epochs, disjoint shares, state_dict()
+    Sampler(split, seed=0, num_workers=8, worker=k)   one global order, disjoint shares, and a
+                                   state_dict() that resumes on any number of workers
 
 Views compose (`split.filter(...).shuffle(1).shard(4, 0)`) and read tasks as the split does.
 The order comes from a fixed integer hash (SplitMix64) of (seed, row), sorted: no library's
@@ -508,13 +509,18 @@ class View(Rows):
 
 
 class Sampler:
-    """Tasks of a split (or view) for one worker of many, epoch after epoch, resumable.
+    """Tasks of a split (or view) for one worker of many, epoch after epoch, resumable on any
+    number of workers.
 
-    Epoch `e` visits the rows in `shuffle((seed, e))` order; worker `k` of `n` takes every
-    n-th of them from the k-th, so the workers' shares are disjoint and together cover the
-    epoch. Iterating yields the rest of the current epoch and moves to the next; `state_dict()`
-    taken at any point and given to `load_state_dict` (in another process, after a crash)
-    resumes with the next task, none repeated and none skipped.
+    One global stream, whatever the world size: epoch `e` is the rows in `shuffle((seed, e))`
+    order, and the epochs follow one another. Worker `k` of `n` takes the stream's places
+    `start + k`, `start + k + n`, ...: the workers' shares are disjoint, and while they draw in
+    step (one task each per step, as data-parallel trainers do) they have handed out exactly
+    the stream's first places. A worker's `state_dict()` says where the stream stands: taken
+    at a step boundary on any worker of `n`, it resumes samplers of any `m` workers
+    (`load_state_dict`), which go on with the next place, none repeated and none skipped,
+    across epoch boundaries too. Iterating yields this worker's places in the current epoch,
+    then moves to the next.
     """
 
     def __init__(
@@ -526,47 +532,72 @@ class Sampler:
         self.seed = seed
         self.num_workers = num_workers
         self.worker = worker
-        self.epoch = 0
-        self.position = 0  # tasks of this worker's share of the epoch already handed out
+        self.start = 0  # the stream's place where this sampler's share begins
+        self.drawn = 0  # tasks this worker has handed out since `start`
+        self._orders: dict[int, np.ndarray] = {}
+
+    def _order(self, epoch: int) -> np.ndarray:
+        if epoch not in self._orders:
+            self._orders = {epoch: permutation(len(self.rows), json.dumps([self.seed, epoch]))}
+        return self._orders[epoch]
+
+    @property
+    def place(self) -> int:
+        """The stream's place of this worker's next task."""
+        return self.start + self.worker + self.drawn * self.num_workers
+
+    @property
+    def epoch(self) -> int:
+        """The epoch this worker's next task is in."""
+        return self.place // max(len(self.rows), 1)
 
     def order(self, epoch: int) -> np.ndarray:
-        """This worker's positions (in `rows`) for `epoch`."""
-        everything = permutation(len(self.rows), json.dumps([self.seed, epoch]))
-        return everything[self.worker :: self.num_workers]
+        """This worker's positions (in `rows`) for `epoch`: its places that fall in it."""
+        n = len(self.rows)
+        first = epoch * n
+        # this worker's first place at or after the epoch's first (and after `start`)
+        own = self.start + self.worker
+        if own < first:
+            own += -(-(first - own) // self.num_workers) * self.num_workers
+        return self._order(epoch)[own - first : n : self.num_workers]
 
     def __len__(self) -> int:
         return len(self.order(self.epoch))
 
     def __iter__(self) -> Iterator[Task]:
-        order = self.order(self.epoch)
-        while self.position < len(order):
-            task = self.rows[int(order[self.position])]
-            self.position += 1
+        n = len(self.rows)
+        if not n:
+            return
+        epoch = self.epoch
+        while self.place < (epoch + 1) * n:
+            task = self.rows[int(self._order(epoch)[self.place - epoch * n])]
+            self.drawn += 1
             yield task
-        self.epoch += 1
-        self.position = 0
 
     def _identity(self) -> dict[str, Any]:
         base = self.rows._base()
         return {"split": base.name, "digest": base.digest, "rows": len(self.rows)}
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "seed": self.seed,
-            "epoch": self.epoch,
-            "position": self.position,
-            "num_workers": self.num_workers,
-            "worker": self.worker,
-            **self._identity(),
-        }
+        """Where the stream stands: `position`, the places handed out when every worker has
+        drawn as many as this one (at a step boundary), with the epoch it is in."""
+        position = self.start + self.drawn * self.num_workers
+        epoch = position // max(len(self.rows), 1)
+        return {"seed": self.seed, "position": position, "epoch": epoch, **self._identity()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Resume from `state_dict()`; refused if it was taken over other rows or workers."""
-        mine = {**self._identity(), "num_workers": self.num_workers, "worker": self.worker}
+        """Resume from any worker's `state_dict()`, whatever the number of workers then and
+        now; refused if it was taken over other rows or with another seed. (A state written
+        before the stream was global, with `num_workers` and a position in its worker's share
+        of an epoch, is read as the place its step boundary stood at.)"""
+        mine = {**self._identity(), "seed": self.seed}
         theirs = {k: state.get(k) for k in mine}
         if theirs != mine:
             raise TaskpackError(f"sampler state is for {theirs}, not {mine}")
-        self.seed, self.epoch, self.position = state["seed"], state["epoch"], state["position"]
+        position = int(state["position"])
+        if "num_workers" in state:  # per-worker: a position in its share of its epoch
+            position = int(state["epoch"]) * len(self.rows) + position * int(state["num_workers"])
+        self.start, self.drawn = position, 0
 
 
 def _path(key: str) -> tuple[str, list[str]]:

@@ -3,6 +3,7 @@ with plain Python, exact resumption after a crash, and adapters their consumers 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -184,6 +185,74 @@ def test_epochs_differ_and_state_is_checked(split: Any) -> None:
     other = Sampler(split.select(range(10)), seed=1)
     with pytest.raises(TaskpackError, match="sampler state is for"):
         other.load_state_dict(s.state_dict())
+
+
+def _draw(sampler: Sampler, count: int) -> list[str]:
+    """`count` tasks from a worker's sampler, into the next epoch when this one ends."""
+    out: list[str] = []
+    while len(out) < count:
+        for task in sampler:
+            out.append(task.id)
+            if len(out) == count:
+                break
+    return out
+
+
+def _run(split: Any, world: int, steps: int, state: Any = None) -> tuple[list[str], Any]:
+    """`world` workers drawing in step for `steps` steps (resumed from `state`): the tasks in
+    the order of the stream's places, and worker 0's state at the end."""
+    workers = [Sampler(split, seed=9, num_workers=world, worker=k) for k in range(world)]
+    for w in workers:
+        if state is not None:
+            w.load_state_dict(json.loads(json.dumps(state)))  # as a checkpoint would
+    drawn = [_draw(w, steps) for w in workers]
+    by_place = [drawn[k][j] for j in range(steps) for k in range(world)]
+    return by_place, workers[0].state_dict()
+
+
+def test_a_state_from_any_world_size_resumes_any_other(split: Any) -> None:
+    """24 ranks draw 5 each, rank 0's state resumes 16 ranks that draw 5 each: 200 distinct
+    tasks, the first 200 of the one-worker order; then 24 -> 48 -> 16 across an epoch's end:
+    every task of the epoch exactly once, and the next epoch begun in its own order."""
+    one = _draw(Sampler(split, seed=9), 600)
+    first, state = _run(split, 24, 5)
+    second, _ = _run(split, 16, 5, state)
+    assert first + second == one[:200] and len(set(first + second)) == 200
+    a, state = _run(split, 24, 5)
+    b, state = _run(split, 48, 4, state)  # 120 + 192: past the epoch's 300
+    c, state = _run(split, 16, 5, state)
+    stream = a + b + c
+    assert stream == one[:392] and sorted(stream[:300]) == sorted(split.ids())
+    assert state["position"] == 392 and state["epoch"] == 1
+    with pytest.raises(TaskpackError, match="sampler state is for"):
+        Sampler(split, seed=10).load_state_dict(state)
+
+
+def test_the_mixture_stream_is_one_whatever_the_world_size(tmp_path: Path) -> None:
+    from taskpack.curation import Part, mix
+    from taskpack.mixture import sampler, sources
+
+    for name in ("a", "b"):
+        tasks = [_task(i) for i in range(40)]
+        taskpack.write(tmp_path / name, {"train": tasks}, name=name)
+    parts = [Part(str(tmp_path / "a"), 0.7), Part(str(tmp_path / "b"), 0.3)]
+    mix("m", parts, tmp_path / "m")
+    ts = taskpack.open(tmp_path / "m")
+    split, entries = ts.split("train"), sources(ts)
+    one = [(p, t.id) for p, t in itertools.islice(sampler(split, seed=3, entries=entries), 300)]
+
+    def run(world: int, steps: int, start: int) -> list[tuple[int, str]]:
+        streams = [
+            sampler(split, seed=3, entries=entries, start=start, num_workers=world, worker=k)
+            for k in range(world)
+        ]
+        drawn = [[(p, t.id) for p, t in itertools.islice(s, steps)] for s in streams]
+        return sorted(x for d in drawn for x in d)
+
+    first = run(24, 5, 0)
+    second = run(16, 5, first[-1][0] + 1)
+    third = run(7, 10, second[-1][0] + 1)
+    assert first + second + third == one[:270]
 
 
 def test_ls_where_on_the_command_line(split: Any) -> None:
