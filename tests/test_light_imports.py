@@ -138,6 +138,20 @@ def test_a_missing_extra_is_named(tmp_path: Path, hidden: str, code: str, extra:
     assert f"pip install 'taskpack[{extra}]'" in proc.stdout, proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("hidden", ["httptools", "markdown_it"])
+def test_serve_without_its_extra_is_one_line(tmp_path: Path, hidden: str) -> None:
+    taskpack.write(tmp_path / "ts", {"train": [make_task(0)]}, name="x")
+    probe = f"import sys\nsys.modules[{hidden!r}] = None\nfrom taskpack.cli import main\n"
+    probe += "main(['serve', sys.argv[1], '--port', '0'])\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "ts")], capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"Error: this needs {hidden}, which is not installed: pip install 'taskpack[serve]'"
+    ]
+
+
 def test_import_taskpack_loads_each_public_name_on_first_use() -> None:
     """`import taskpack` alone imports no pyarrow (its names load with their modules); every
     public name then resolves to the object its module defines."""

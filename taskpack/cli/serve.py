@@ -58,13 +58,15 @@ def serve(
     document at /openapi.json, and a read-only HTML view at /. With --mirror, serve a
     registry's versions instead, for a cluster's nodes to share one fetch."""
     from taskpack.errors import require
-    from taskpack.serve import Config, address, allowed_hosts, run
 
     if (target is None) == (mirror is None):
         raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY")
     if workers < 1:
         raise click.BadParameter("at least 1", param_hint="--workers")
-    require("httptools", "serve")
+    for module in ("httptools", "markdown_it"):  # before the server's modules import them
+        require(module, "serve")
+    from taskpack.serve import Config, address, allowed_hosts, run
+
     ip, port = address(host, port)
     hosts = allowed_hosts(host, port, allow_host)
     config = Config(
