@@ -120,7 +120,8 @@ class Rows:
 
         A condition's key is a field path (`environment.repo`, `reward.kind`, `source.format`;
         `__` works as `.` in keyword form), or a metadata key (`difficulty`). Its value matches
-        by equality, by membership when it is a list, tuple or set, or by a function's answer.
+        by equality (a number and its text alike: 18 matches "18"), by membership when it is a
+        list, tuple or set, or by a function's answer.
         Conditions are checked on the stored columns, without building tasks; a predicate gets
         each task."""
         import numpy as np
@@ -651,9 +652,35 @@ def _no_field(key: str, column: str, path: list[str], values: list[Any], decode:
     )
 
 
+def _number(value: Any) -> int | float | None:
+    """A number, or a text that is one (" 18", "1e3"); None for anything else (a bool too)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+    return None
+
+
+def _alike(value: Any, wanted: Any) -> bool:
+    """Equal, or a number and its text: a value typed on a command line (`answer=18`) is a
+    number, where the data may hold the text "18" (GSM8K's answers), and the other way round."""
+    if value == wanted:
+        return True
+    if isinstance(value, str) == isinstance(wanted, str):
+        return False
+    a, b = _number(value), _number(wanted)
+    return a is not None and b is not None and a == b
+
+
 def _matcher(wanted: Any) -> Callable[[Any], bool]:
     if callable(wanted):
         return lambda v: bool(wanted(v))
     if isinstance(wanted, (list, tuple, set, frozenset)):
-        return lambda v: v in wanted
-    return lambda v: v == wanted
+        return lambda v: any(_alike(v, w) for w in wanted)
+    return lambda v: _alike(v, wanted)

@@ -467,3 +467,25 @@ def test_torch_dataloader_with_two_workers(split: Any) -> None:
     assert got["mapped"] == got["ids"]
     assert sorted(got["streamed"]) == sorted(got["ids"]) and len(got["streamed"]) == len(got["ids"])
     assert got["mapped_first"] == got["first"]
+
+
+def test_a_number_and_its_text_match_alike(tmp_path: Path) -> None:
+    """`--where answer=18` reads 18 as a number; GSM8K's answers are the text "18": the two
+    match alike (15 tasks of its test split), on the command line, in Python and the reverse."""
+    from taskpack.importer import import_sources
+
+    from .conftest import DATA
+
+    import_sources(
+        tmp_path / "g", {"test": [str(DATA / "gsm8k" / "test.jsonl")]}, "gsm8k", name="g"
+    )
+    split = taskpack.open(tmp_path / "g").split("test")
+    as_text = split.filter(answer="18").ids()
+    assert len(as_text) == 15 and split.filter(answer=18).ids() == as_text
+    assert split.filter(answer=[18, "19"]).ids() == split.filter(answer=["18", 19]).ids()
+    assert split.filter(answer=18.0).ids() == as_text and split.filter(answer=True).ids() == []
+    result = CliRunner().invoke(main, ["ls", str(tmp_path / "g"), "--where", "answer=18"])
+    assert result.exit_code == 0 and result.output.split() == as_text
+    numbered = [{"id": f"n{i}", "prompt": "q", "metadata": {"level": i}} for i in range(4)]
+    taskpack.write(tmp_path / "n", {"train": numbered}, name="n")
+    assert taskpack.open(tmp_path / "n").split("train").filter(level="2").ids() == ["n2"]
