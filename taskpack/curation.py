@@ -311,10 +311,12 @@ def annotate(
 
 @dataclass
 class Band(Report):
-    """What `filter_pass_rate` kept: per split, every measured task's pass rate."""
+    """What `filter_pass_rate` kept: per split, every measured task's pass rate, and how many
+    tasks had none (kept or dropped as `unmeasured` said)."""
 
     rates: dict[str, dict[str, float]] = field(default_factory=dict)
     unmeasured: dict[str, int] = field(default_factory=dict)
+    unmeasured_kept: bool = True
 
 
 def filter_pass_rate(
@@ -323,15 +325,17 @@ def filter_pass_rate(
     *,
     model: str,
     settings: Mapping[str, Any] | None = None,
-    keep_unmeasured: bool = False,
+    unmeasured: str = "keep",
     registry: RegistryArg = None,
 ) -> Band:
-    """The tasks whose pass rate for `model` lies `within` a band (`0.1..0.9`, `hard`), in
-    each split the model was measured on (the others are kept whole); there, a task the model
-    has no rollouts of is dropped unless `keep_unmeasured`. Without `settings`, the model's one
-    setup is used (several: name it)."""
+    """The tasks whose pass rate for `model` lies `within` a band (`0.1..0.9`, `hard`). A
+    task the model has no rollouts of is kept, or dropped with `unmeasured="drop"`: one rule
+    in every split, measured wholly, partly or not at all. Without `settings`, the model's
+    one setup is used (several: name it)."""
     from taskpack import passrates
 
+    if unmeasured not in ("keep", "drop"):
+        raise TaskpackError(f"unmeasured tasks: 'keep' or 'drop', not {unmeasured!r}")
     ts = _open(target, registry)
     edges = passrates.band(within)
     measured = {name: passrates.rates(ts.annotations(name)) for name in ts.splits}
@@ -349,15 +353,14 @@ def filter_pass_rate(
         raise TaskpackError(
             f"{model!r} was measured with several settings; name one with -S: {sorted(setups)}"
         )
+    keep_unmeasured = unmeasured == "keep"
     rates: dict[str, dict[str, float]] = {}
     dropped: dict[str, list[str]] = {}
-    unmeasured: dict[str, int] = {}
+    counted: dict[str, int] = {}
     for name in ts.splits:
-        if not any(m == model for m, _ in measured[name]):
-            continue  # a split the model was not measured on is not filtered
         rates[name] = measured[name].get((model, setup), {})
         ids = ts.split(name).ids()
-        unmeasured[name] = sum(i not in rates[name] for i in ids)
+        counted[name] = sum(i not in rates[name] for i in ids)
         dropped[name] = [
             i
             for i in ids
@@ -374,12 +377,11 @@ def filter_pass_rate(
             "pass_rate": within,
             "model": model,
             "settings": json.loads(setup),
-            "keep_unmeasured": keep_unmeasured,
-            "splits": list(dropped),
+            "unmeasured": unmeasured,
         },
         dropped=dropped,
     )
-    return Band(ts, dropped, record, rates, unmeasured)
+    return Band(ts, dropped, record, rates, counted, keep_unmeasured)
 
 
 @dataclass(frozen=True)

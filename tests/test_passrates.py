@@ -171,7 +171,7 @@ def test_nemo_gym_reward_profiles_give_its_own_means(gsm8k: Path, tmp_path: Path
 def test_filter_keeps_a_band_and_says_what_it_left(gsm8k: Path, tmp_path: Path) -> None:
     rated = annotated(gsm8k, tmp_path)
     middle = filter_pass_rate(rated, "0.25..0.75", model="m1")
-    assert "train" not in middle.dropped  # not measured: kept whole
+    assert middle.dropped["train"] == [] and middle.unmeasured["train"] == 7473  # kept whole
     kept = 1319 - len(middle.dropped["test"])
     assert kept == sum(0.25 <= sum(rewards_of(i)) / 4 <= 0.75 for i in range(1319))
     assert len(filter_pass_rate(rated, "unsolved", model="m1").dropped["test"]) == 1319 - 264
@@ -196,7 +196,7 @@ def test_the_cli_prints_a_histogram_and_refuses_an_empty_split(gsm8k: Path, tmp_
     shown = runner.invoke(main, ["filter", str(rated), "--model", "m1", "--pass-rate", "0.1..0.9"])
     assert shown.exit_code == 0, shown.output
     assert "test: 1319 tasks, 792 kept (0.1..0.9)" in shown.output
-    assert "train: 7473 tasks, no pass rates of m1, all kept" in shown.output
+    assert "train: 7473 tasks, none measured by m1: all kept (--unmeasured drop" in shown.output
     lines = shown.output.splitlines()
     assert any(line.split()[:3] == ["0", "264", "0"] for line in lines), shown.output
     assert any(line.split()[:3] == ["1", "263", "0"] for line in lines), shown.output
@@ -338,3 +338,26 @@ def test_an_unreadable_pass_rates_file_is_one_line(gsm8k: Path, tmp_path: Path) 
     assert "Traceback" not in info.output
     checked = runner.invoke(main, ["validate", str(rated)])
     assert checked.exit_code == 1 and "annotations" in checked.output
+
+
+def test_unmeasured_tasks_go_one_way_in_every_split(gsm8k: Path, tmp_path: Path) -> None:
+    """Kept by default, dropped with --unmeasured drop: in a split measured in part (test, 100
+    of 1319 tasks) as in one not measured at all (train), each count said."""
+    rollouts = write_rollouts(tmp_path / "part.jsonl", "test", 100)
+    report = annotate(gsm8k, [str(rollouts)], model="m1")
+    rated = tmp_path / "part"
+    keep(report.taskset, report.kept(), rated, version="1.1.0", source=report.record,
+         annotations=report.annotations())  # fmt: skip
+    band = sum(0.25 <= sum(rewards_of(i)) / 4 <= 0.75 for i in range(100))
+    kept = filter_pass_rate(rated, "0.25..0.75", model="m1")
+    dropped = filter_pass_rate(rated, "0.25..0.75", model="m1", unmeasured="drop")
+    assert 1319 - len(kept.dropped["test"]) == band + 1219 and kept.dropped["train"] == []
+    assert 1319 - len(dropped.dropped["test"]) == band and len(dropped.dropped["train"]) == 7473
+    run = CliRunner().invoke
+    args = ["filter", str(rated), "--model", "m1", "--pass-rate", "0.25..0.75"]
+    shown = run(main, args).output
+    assert f"test: 1319 tasks, {band + 1219} kept (0.25..0.75); 1219 not measured, kept" in shown
+    shown = run(main, [*args, "--unmeasured", "drop"]).output
+    assert f"test: 1319 tasks, {band} kept (0.25..0.75); 1219 not measured, dropped" in shown
+    assert "train: 7473 tasks, none measured by m1: all dropped (--unmeasured keep" in shown
+    assert "train: no task is left" in shown

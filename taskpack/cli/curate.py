@@ -242,7 +242,13 @@ def annotate(
 )
 @click.option("--model", required=True, help="Whose pass rates.")
 @settings_option
-@click.option("--keep-unmeasured", is_flag=True, help="Keep tasks the model has no rollouts of.")
+@click.option(
+    "--unmeasured",
+    type=click.Choice(["keep", "drop"]),
+    default="keep",
+    show_default=True,
+    help="What becomes of a task the model has no rollouts of, in every split.",
+)
 @_step_output
 @_user_errors
 def filter_command(
@@ -250,7 +256,7 @@ def filter_command(
     within: str,
     model: str,
     settings: tuple[str, ...],
-    keep_unmeasured: bool,
+    unmeasured: str,
     **step: Any,
 ) -> None:
     """Keep TARGET's tasks whose pass rate for MODEL lies in a band, as recorded by `taskpack
@@ -263,19 +269,24 @@ def filter_command(
         within,
         model=model,
         settings=_settings(settings),
-        keep_unmeasured=keep_unmeasured,
+        unmeasured=unmeasured,
         registry=step["registry"],
     )
+    fate = "kept" if report.unmeasured_kept else "dropped"
+    other = "drop" if report.unmeasured_kept else "keep"
     lines = []
     for split, info in report.taskset.manifest.splits.items():
-        if split not in report.dropped:
-            lines.append(f"{split}: {info.rows} tasks, no pass rates of {model}, all kept")
-            continue
         kept = info.rows - len(report.dropped[split])
-        unmeasured = report.unmeasured[split]
-        note = f", {unmeasured} not measured" if unmeasured else ""
-        lines.append(f"{split}: {info.rows} tasks{note}, {kept} kept ({within})")
-        lines += histogram(list(report.rates[split].values()), band(within))
+        missing = report.unmeasured[split]
+        if missing == info.rows:
+            lines.append(
+                f"{split}: {info.rows} tasks, none measured by {model}: all {fate} "
+                f"(--unmeasured {other} to {other} them)"
+            )
+        else:
+            note = f"; {missing} not measured, {fate}" if missing else ""
+            lines.append(f"{split}: {info.rows} tasks, {kept} kept ({within}){note}")
+            lines += histogram(list(report.rates[split].values()), band(within))
         if not kept:
             lines.append(f"{split}: no task is left (a new version would be refused)")
     _finish_step(report, lines, **step)
