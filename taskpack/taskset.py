@@ -287,7 +287,7 @@ def _check_unique_ids(paths: Sequence[Path], split: str) -> None:
         row, first, tid = found
         raise InvalidTask(
             f"split {split!r} row {row} (id {tid!r})",
-            f"id: duplicate of row {first}; ids must be unique within a task set",
+            f"id: duplicate of row {first}; ids must be unique within a split",
         )
 
 

@@ -361,3 +361,17 @@ def test_unmeasured_tasks_go_one_way_in_every_split(gsm8k: Path, tmp_path: Path)
     assert f"test: 1319 tasks, {band} kept (0.25..0.75); 1219 not measured, dropped" in shown
     assert "train: 7473 tasks, none measured by m1: all dropped (--unmeasured keep" in shown
     assert "train: no task is left" in shown
+
+
+def test_annotate_names_the_first_rollouts_that_match_no_task(gsm8k: Path, tmp_path: Path) -> None:
+    rollouts = write_rollouts(tmp_path / "r.jsonl", "test", 3)
+    with rollouts.open("a") as f:
+        for name in ("test-99999", "nope", "test-99999"):
+            f.write(json.dumps({"id": name, "reward": 1.0}) + "\n")
+    shown = CliRunner().invoke(main, ["annotate", str(gsm8k), str(rollouts), "--model", "m"])
+    assert shown.exit_code == 0, shown.output
+    assert "3 records name no task of the set, 2 names (first: 'test-99999', 'nope')" in (
+        shown.output
+    )
+    help_text = CliRunner().invoke(main, ["filter", "--help"]).output
+    assert "10-90% of" in help_text and "%%" not in help_text

@@ -217,9 +217,16 @@ def annotate(
         registry=step["registry"],
     )
     counted = report.record["counted"]
+    strangers = list(dict.fromkeys(report.unmatched))  # each name once, first seen first
+    shown = ", ".join(repr(name) for name in strangers[:3])
     lines = [
         f"{counted['rollouts']} rollouts of {model} for {counted['tasks']} tasks"
-        + (f"; {len(report.unmatched)} names matched no task" if report.unmatched else "")
+        + (
+            f"; {len(report.unmatched)} records name no task of the set, {len(strangers)} "
+            f"names (first: {shown})"
+            if strangers
+            else ""
+        )
     ]
     setup = (model, settings_key(report.record["options"]["settings"]))
     for split, rows in report.rows.items():
@@ -237,7 +244,7 @@ def annotate(
     "--pass-rate",
     "within",
     required=True,
-    help="LOW..HIGH (0.1..0.9: what the model solves 10-90%% of the time), or a band: "
+    help="LOW..HIGH (0.1..0.9: what the model solves 10-90% of the time), or a band: "
     "unsolved, hard, medium, easy, solved.",
 )
 @click.option("--model", required=True, help="Whose pass rates.")
