@@ -166,7 +166,10 @@ def test_bad_row_names_split_row_id_and_field_and_writes_nothing(
 def test_duplicate_ids_are_rejected_with_both_rows(tmp_path: Path) -> None:
     rows = tasks(5)
     rows[4]["id"] = "t1"
-    with pytest.raises(InvalidTask, match=r"row 4 \(id 't1'\).*duplicate of row 1; ids must be unique within a split"):
+    with pytest.raises(
+        InvalidTask,
+        match=r"row 4 \(id 't1'\).*duplicate of row 1; ids must be unique within a split",
+    ):
         write(tmp_path / "ts", {"train": rows})
     assert list(tmp_path.iterdir()) == []
 
