@@ -447,3 +447,20 @@ def test_check_estimates_a_long_run_and_takes_limit_and_ids(
     assert [i for i, _ in planned(out, 2)] == ["HumanEval/0", "HumanEval/1"]
     assert [i for i, _ in planned(out, ids=["HumanEval/9"])] == ["HumanEval/9"]
     assert runs(10, True, 5, True) == (20 + 2 * len(FORGERS)) * 2
+
+
+def test_show_prints_swe_bench_prompts_as_they_read(tmp_path: Path) -> None:
+    """SWE-bench problem statements carry \\r\\n and trailing blanks, which a YAML block cannot
+    hold: shown as plain lines, never as one quoted line of escapes; --format json is exact."""
+    from taskpack.importer import import_sources
+
+    from .conftest import DATA
+
+    source = str(DATA / "swebench" / "swebench_lite_test.jsonl")
+    import_sources(tmp_path / "s", {"test": [source]}, "swebench", name="s")
+    split = taskpack.open(tmp_path / "s").split("test")
+    task = next(t for t in split if "\r\n" in t.instruction)
+    shown = CliRunner().invoke(main, ["show", str(tmp_path / "s"), task.id]).output
+    assert "\\r\\n" not in shown and "  content: |" in shown, shown[:400]
+    exact = CliRunner().invoke(main, ["show", str(tmp_path / "s"), task.id, "--format", "json"])
+    assert "\\r\\n" in exact.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,14 +222,23 @@ def show(target: str, task_id: str, split_name: str | None, registry: str | None
         click.echo(_yaml(shown), nl=False)
 
 
+_TRAILING = re.compile(r"[ \t]+(?=\n)")
+
+
 def _yaml(value: Any) -> str:
-    """YAML with multi-line strings as literal blocks, so code and patches read as written."""
+    """YAML with multi-line strings as literal blocks, so code and patches read as written.
+    A block cannot hold a carriage return or a line's trailing blanks (PyYAML would fall back
+    to one quoted line of `\\r\\n` escapes, as SWE-bench's problem statements came out): for
+    reading, line ends are shown as plain breaks and trailing blanks dropped (`--format json`
+    gives the text exactly)."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
         pass
 
     def text(dumper: yaml.SafeDumper, s: str) -> yaml.Node:
+        if "\n" in s or "\r" in s:
+            s = _TRAILING.sub("", s.replace("\r\n", "\n").replace("\r", "\n"))
         style = "|" if "\n" in s else None  # PyYAML falls back where a block cannot hold s
         return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=style)
 
