@@ -408,10 +408,22 @@ class Task(Record):
         Nothing is created outside `directory`: folders are made and opened one level at a
         time through directory descriptors, so a symbolic link anywhere on the way is refused
         even if it appears while this runs, and a mode that could harm the machine (setuid,
-        setgid, sticky, world-writable) is refused rather than applied."""
+        setgid, sticky, world-writable) is refused rather than applied. A task with no file
+        of the role still gets its (empty) folder, with a warning naming the roles it has."""
         root = Path(directory)
+        chosen = self.files_of(role, step)
+        if not chosen:
+            import warnings
+
+            held = sorted({f.role for f in self.files if f.step == step})
+            where = f" of step {step!r}" if step is not None else ""
+            warnings.warn(
+                f"task {self.id!r} has no {role} file{where} (it has: {', '.join(held) or 'none'})"
+                f"; {root} is left empty",
+                stacklevel=2,
+            )
         with DirWriter(root) as out:
-            for f in self.files_of(role, step):
+            for f in chosen:
                 if f.mode & ~0o777 or f.mode & 0o002:
                     raise TaskpackError(f"file {f.path!r}: refusing mode {f.mode:o}")
                 try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -259,3 +260,16 @@ def test_what_a_killed_writer_left_is_removed_by_the_next_write(tmp_path: Path) 
     live.mkdir()
     write(target, {"train": tasks(2)})
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "ts"])
+
+
+def test_materialize_says_when_a_role_has_no_file(tmp_path: Path) -> None:
+    task = make_task(0)  # its one file is tests/check.py, role workspace by path
+    task["files"] = [{"path": "check.py", "role": "tests", "data": b"assert True\n"}]
+    write(tmp_path / "ts", {"train": [task]})
+    stored = taskpack.open(tmp_path / "ts").split("train")[0]
+    with pytest.warns(UserWarning, match=r"task 't0' has no workspace file \(it has: tests\)"):
+        out = stored.materialize(tmp_path / "w")
+    assert out.is_dir() and list(out.iterdir()) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a role with files: nothing said
+        assert (stored.materialize(tmp_path / "t", role="tests") / "check.py").is_file()
