@@ -55,9 +55,10 @@ def _write_all(
     assert target_format.write is not None
     folder = out.resolve().name
     set_name, version, description = about or (folder, "0.1.0", "")
+    chosen = format_options(target_format, dict(write_options or {}), write=True)
     target = Target(
-        format_options(target_format, dict(write_options or {}), write=True),
-        Losses(fmt, strict),
+        chosen,
+        Losses(fmt, strict, embedded=bool(getattr(chosen, "embed", False))),
         folder,
         set_name,
         version,

@@ -184,3 +184,21 @@ def test_cli_convert_to_format_and_unknown_formats(tmp_path: Path, data_dir: Pat
         main, ["convert", src, "--from", "gsm8k", "--to", "bogus", "-o", str(tmp_path / "y")]
     )
     assert out.exit_code == 1 and "no format 'bogus'" in out.output
+
+
+def test_loss_lines_say_only_what_is_lost(tmp_path: Path, tasksets: dict[str, Path]) -> None:
+    """Embedded, a NeMo export loses nothing (it reads back whole): it says what only the
+    embedded copy holds. A Harbor folder's prompt gains a line: changed, not lost."""
+    gsm8k = taskpack.open(tasksets["gsm8k"])
+    plain = export(gsm8k, "nemo", tmp_path / "plain")
+    embedded = export(gsm8k, "nemo", tmp_path / "embedded", options={"embed": True})
+    assert "nemo: reward lost in 1319 task(s)" in plain.losses
+    assert not [line for line in embedded.losses if " lost in " in line], embedded.losses
+    assert "nemo: reward carried by the embedded task only, in 1319" in embedded.losses
+    harbor = export(gsm8k, "harbor", tmp_path / "harbor")
+    assert "harbor: prompt: a line saying where the work goes is added in 1319 task(s)" in (
+        harbor.losses
+    )
+    assert not [
+        line for line in harbor.losses if line.startswith("harbor: prompt") and "lost" in line
+    ]

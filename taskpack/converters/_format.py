@@ -40,15 +40,25 @@ class WriteOptions(Options):
     )
 
 
-class Losses:
-    """Fields a target format could not carry, counted by field."""
+_CHANGED, _EMBEDDED = "~", "="  # a count's kind, as its key's first character
 
-    def __init__(self, fmt: str, strict: bool = False) -> None:
+
+class Losses:
+    """Fields a target format could not carry, counted by field; and what it carries
+    otherwise than the task has it (`changed`). With `embedded` (the whole task written into
+    the format's free field) nothing is lost: a field the format's own fields cannot hold is
+    reported as carried by the embedded copy alone."""
+
+    def __init__(self, fmt: str, strict: bool = False, embedded: bool = False) -> None:
         self.fmt = fmt
         self.strict = strict
-        self.counts: Counter[str] = Counter()
+        self.embedded = embedded
+        self.counts: Counter[str] = Counter()  # kept one Counter: it crosses processes whole
 
     def lost(self, what: str, task: Task) -> None:
+        if self.embedded:
+            self.counts[_EMBEDDED + what] += 1
+            return
         if self.strict:
             raise TaskpackError(
                 f"{self.fmt} cannot carry {what} (task {task.id!r}); --strict "
@@ -57,10 +67,20 @@ class Losses:
             )
         self.counts[what] += 1
 
+    def changed(self, what: str, task: Task) -> None:
+        """Something carried, but not as the task has it (`what` says how)."""
+        self.counts[_CHANGED + what] += 1
+
     def report(self) -> list[str]:
-        return [
-            f"{self.fmt}: {what} lost in {n} task(s)" for what, n in sorted(self.counts.items())
-        ]
+        lines = []
+        for what, n in sorted(self.counts.items()):
+            if what.startswith(_CHANGED):
+                lines.append(f"{self.fmt}: {what[1:]} in {n} task(s)")
+            elif what.startswith(_EMBEDDED):
+                lines.append(f"{self.fmt}: {what[1:]} carried by the embedded task only, in {n}")
+            else:
+                lines.append(f"{self.fmt}: {what} lost in {n} task(s)")
+        return lines
 
 
 @dataclass

@@ -272,7 +272,7 @@ def _report_made(task: Task, target: Target) -> None:
     if task.solution is not None and not task.files_of("solution"):
         target.losses.lost("solution (read back: as solution/solve.sh)", task)
     if instruction_suffix(task):
-        target.losses.lost("prompt (read back: with the line saying where the work goes)", task)
+        target.losses.changed("prompt: a line saying where the work goes is added", task)
 
 
 def _missing_sources(files: Files) -> list[str]:
