@@ -8,6 +8,8 @@ cannot be installed fails the test, it is never skipped.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from itertools import islice
 from pathlib import Path
@@ -367,3 +369,19 @@ def test_verifiers_environment_module_scores_by_the_tasks_reward(
     )
     assert out["type"] == "SingleTurnEnv" and out["eval_rows"] == 5
     assert out["reference"] == [1.0] * 5 and out["wrong"] == [0.0] * 5
+
+
+def test_framework_interpreters_are_found_where_pyenv_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A HOME of its own (as a user's machine or CI may have) does not hide pyenv's
+    interpreters: `pyenv root` says where they are; what is missing says where it looked."""
+    from .conformance import frameworks
+
+    before = frameworks.pyenv_root()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if not (shutil.which("pyenv") or os.environ.get("PYENV_ROOT")):
+        monkeypatch.setenv("PYENV_ROOT", str(before))  # as a user who set it would
+    assert frameworks.pyenv_root() == before
+    with pytest.raises(RuntimeError, match=rf"no Python 3\.99 .*none in {before}/versions"):
+        frameworks.interpreter("3.99")

@@ -131,17 +131,32 @@ def cache_dir() -> Path:
     return Path(base) if base else Path.home() / ".cache" / "taskpack" / "framework-venvs"
 
 
+def pyenv_root() -> Path:
+    """pyenv's own answer (`pyenv root`: $PYENV_ROOT, else its default), else $PYENV_ROOT,
+    else ~/.pyenv: a machine whose HOME is not pyenv's still finds its interpreters."""
+    if shutil.which("pyenv"):
+        found = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=False)
+        if found.returncode == 0 and found.stdout.strip():
+            return Path(found.stdout.strip())
+    root = os.environ.get("PYENV_ROOT")
+    return Path(root) if root else Path.home() / ".pyenv"
+
+
 def interpreter(version: str) -> str:
     if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
         return sys.executable
-    candidates = sorted((Path.home() / ".pyenv" / "versions").glob(f"{version}.*"))
-    for root in reversed(candidates):
-        if (root / "bin" / "python3").exists():
-            return str(root / "bin" / "python3")
-    found = shutil.which(f"python{version}")
-    if found:
-        return found
-    raise RuntimeError(f"no Python {version} interpreter found (pyenv or python{version} on PATH)")
+    versions = pyenv_root() / "versions"
+    candidates = sorted(versions.glob(f"{version}.*"))
+    for found in reversed(candidates):
+        if (found / "bin" / "python3").exists():
+            return str(found / "bin" / "python3")
+    on_path = shutil.which(f"python{version}")
+    if on_path:
+        return on_path
+    raise RuntimeError(
+        f"no Python {version} interpreter found: none in {versions} (pyenv root) and no "
+        f"python{version} on PATH"
+    )
 
 
 def ensure(name: str) -> Path:
