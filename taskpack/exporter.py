@@ -46,6 +46,7 @@ def _write_all(
     about: tuple[str, str, str] | None = None,
     pass_rates: Mapping[str, Mapping[str, list[dict[str, Any]]]] | None = None,
     mixture: list[dict[str, Any]] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> ExportResult:
     """`about`: the task set's name, version and description, for a format that names
     them (a registry entry); else the output folder's name. `pass_rates`: per split, task id
@@ -74,6 +75,8 @@ def _write_all(
             counts[name] += 1
             yield task
 
+    if say is not None and target_format.task_files is not None:
+        _say_when_large(splits, target_format.task_files, Target(chosen, Losses(fmt)), say)
     by_split: dict[str, list[Path]] = {}
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
@@ -93,6 +96,29 @@ def _write_all(
     return ExportResult(out, list(dict.fromkeys(written)), target.losses.report(), counts)
 
 
+LARGE_BYTES, LARGE_FILES = 1 << 30, 100_000  # an export past either is said before it starts
+
+
+def _say_when_large(
+    splits: Mapping[str, Iterable[Task]],
+    task_files: Callable[[Task, Target], dict[str, tuple[bytes, int]]],
+    probe: Target,
+    say: Callable[[str], None],
+) -> None:
+    """Each split's first task's files, times its tasks: past 1 GiB or 100,000 files, what
+    the export is about to write is said first (GSM8K as Harbor folders: 587 MB)."""
+    files = size = folders = 0
+    for tasks in splits.values():
+        if isinstance(tasks, Split) and len(tasks):
+            first = task_files(tasks[0], probe)
+            files += len(first) * len(tasks)
+            size += sum(len(data) for data, _ in first.values()) * len(tasks)
+            folders += len(tasks)
+    if size > LARGE_BYTES or files > LARGE_FILES:
+        shown = f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.0f} MB"
+        say(f"about {shown} in {files:,} files ({folders:,} task folders) will be written")
+
+
 def export(
     ts: TaskSet,
     fmt: str,
@@ -103,11 +129,13 @@ def export(
     overwrite: bool = False,
     options: Mapping[str, Any] | None = None,
     progress: Counter | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> ExportResult:
     """Write the splits of a task set (all by default) in format `fmt` under `out`.
 
     `options` are the format's write options (`embed`, and each format's own; see
-    `taskpack formats`); `progress` wraps each split's tasks (the CLI counts them on stderr)."""
+    `taskpack formats`); `progress` wraps each split's tasks (the CLI counts them on stderr);
+    `say` is told, before anything is written, when the export will be large."""
     names = list(splits) or ts.splits
     tasks = {n: ts.split(n) for n in names}
     m = ts.manifest
@@ -118,7 +146,7 @@ def export(
         [dict(e) for e in mixture if isinstance(e, dict)] if isinstance(mixture, list) else None
     )
     return _write_all(
-        tasks, fmt, Path(out), strict, overwrite, options, progress, about, rates, sources
+        tasks, fmt, Path(out), strict, overwrite, options, progress, about, rates, sources, say
     )
 
 

@@ -5,6 +5,7 @@ without embedding, what a format cannot carry is reported, and `--strict` refuse
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,24 @@ def test_loss_lines_say_only_what_is_lost(tmp_path: Path, tasksets: dict[str, Pa
     assert not [
         line for line in harbor.losses if line.startswith("harbor: prompt") and "lost" in line
     ]
+
+
+def test_a_large_folder_export_says_so_before_it_starts(
+    tmp_path: Path, tasksets: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past 1 GiB or 100,000 files (here, past 10 files), `export` says what it is about to
+    write, from the first task's files times the tasks: within a file or two of what it
+    wrote. Below, nothing is said."""
+    import taskpack.exporter
+
+    gsm8k = taskpack.open(tasksets["gsm8k"])
+    said: list[str] = []
+    export(gsm8k, "harbor", tmp_path / "quiet", say=said.append)
+    assert said == []
+    monkeypatch.setattr(taskpack.exporter, "LARGE_FILES", 10)
+    export(gsm8k, "harbor", tmp_path / "h", say=said.append)
+    written = sum(len(files) for _, _, files in os.walk(tmp_path / "h" / "test"))
+    (line,) = said
+    files = int(line.split(" in ")[1].split(" files")[0].replace(",", ""))
+    assert line.startswith("about ") and "(1,319 task folders) will be written" in line
+    assert 0 <= written - files <= 2  # the split's index.json and dataset.toml

@@ -374,5 +374,6 @@ def export_cmd(
             overwrite=force,
             options=options,
             progress=_progress(quiet, known={n: s.rows for n, s in ts.manifest.splits.items()}),
+            say=lambda text: click.echo(f"{fmt}: {text}", err=True),
         )
     )

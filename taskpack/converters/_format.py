@@ -163,6 +163,9 @@ class Format:
     mixture_configs: (
         Callable[[Mapping[str, list[Path]], list[dict[str, Any]], Target], dict[str, str]] | None
     ) = None
+    # A folder format's files of one task ({path: (bytes, mode)}): what an export is about to
+    # write, told before it starts when it is large.
+    task_files: Callable[[Task, Target], dict[str, tuple[bytes, int]]] | None = None
 
     def carried(self, task: Task) -> frozenset[str]:
         return self.carries(task) if callable(self.carries) else self.carries

@@ -623,6 +623,7 @@ FORMAT = Format(
     read=read,
     write=write,
     write_later=write,
+    task_files=_task_files,
     split_globs=(("*/index.json", "folder"),),
     write_options=HarborWriteOptions,
     carries=frozenset(CHECKED_FIELDS) - {"rewards"},

@@ -202,6 +202,7 @@ FORMAT = Format(
     read=read,
     write=write,
     write_later=write,
+    task_files=_task_files,
     split_globs=(("*/index.json", "folder"),),
     # A graded task's answer and solution travel as its verifier and oracle.
     carries=lambda task: _CARRIES | ({"answer", "solution"} if graded(task) else set()),
