@@ -30,12 +30,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from taskpack.errors import TaskpackError
 from taskpack.http1 import MAX_BODY
+from taskpack.routes import named
 
 if TYPE_CHECKING:
     from taskpack.model import Task
     from taskpack.taskset import Split, TaskSet
 
 _TYPES = ("train", "validation", "test")  # ORS's split types; other names are "validation"
+_PYTHON: dict[str, type] = {"string": str, "integer": int}  # a body field's JSON type
 
 
 class Served(Protocol):
@@ -118,12 +120,8 @@ class Ors:
         if verb == "splits":
             names = served.ts.splits
             return _json([{"name": n, "type": n if n in _TYPES else "validation"} for n in names])
-        spec: dict[str, tuple[type, bool]] = {"split": (str, True)}
-        if verb == "task":
-            spec["index"] = (int, True)
-        elif verb == "task_range":
-            spec |= {"start": (int, False), "stop": (int, False)}
-        request = _body(body, spec)
+        fields = named("ors_" + verb).body  # as the OpenAPI document gives them
+        request = _body(body, {k: (_PYTHON[kind], need) for k, (kind, need) in fields.items()})
         if request["split"] not in served.ts.splits:
             raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
         split = served.split(request["split"])

@@ -16,9 +16,12 @@ from urllib.parse import quote
 class Route:
     """One route: `name` (what the server's handler and `url()` call it), `pattern`,
     `summary` (OpenAPI's), `query` (the query parameters it reads), `kind` (the answer's
-    content type), `method` (GET, or POST for a verb that takes a JSON body)."""
+    content type), `method` (GET, or POST for a verb that takes a JSON body), `body` (that
+    body's fields: name -> (JSON type, required))."""
 
-    __slots__ = ("kind", "method", "name", "params", "pattern", "query", "segments", "summary")
+    __slots__ = (
+        "body", "kind", "method", "name", "params", "pattern", "query", "segments", "summary",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -28,13 +31,15 @@ class Route:
         query: tuple[str, ...] = (),
         kind: str = "application/json",
         method: str = "GET",
+        body: Fields = (),
     ) -> None:
         self.name, self.pattern, self.summary, self.query = name, pattern, summary, query
-        self.kind, self.method = kind, method
+        self.kind, self.method, self.body = kind, method, dict(body)
         self.segments = pattern.strip("/").split("/") if pattern != "/" else []
         self.params = [s.strip("{}*") for s in self.segments if s.startswith("{")]
 
 
+Fields = tuple[tuple[str, tuple[str, bool]], ...]  # a JSON body's: (name, (type, required))
 _BYTES = "application/octet-stream"
 _HTML = "text/html; charset=utf-8"
 _TASK = ("canonical", "nulls")
@@ -71,37 +76,47 @@ REGISTRY = (
 # The Open Reward Standard's task verbs (`taskpack.ors_api`): below /ors, and at the root too,
 # where ors-sdk's client sends them (aiohttp joins its absolute paths to the origin, dropping
 # the path of the base URL it was given).
-_ORS_VERBS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("ors_health", "/health", "ok", "GET", "application/json"),
-    ("ors_environments", "/list_environments", "the environments (task sets)", "GET", ""),
+_SPLIT: Fields = (("split", ("string", True)),)
+_ORS_VERBS: tuple[tuple[str, str, str, str, str, Fields], ...] = (
+    ("ors_health", "/health", "ok", "GET", "application/json", ()),
+    ("ors_environments", "/list_environments", "the environments (task sets)", "GET", "", ()),
     ("ors_create_session", "/create_session", "a session id, as server-sent events", "POST",
-     "text/event-stream"),
-    ("ors_delete_session", "/delete_session", "ends a session", "POST", ""),
-    ("ors_splits", "/{env}/splits", "the splits", "GET", ""),
-    ("ors_tools", "/{env}/tools", "the tools (none: tasks only)", "GET", ""),
-    ("ors_tasks", "/{env}/tasks", "every task of a split", "POST", ""),
-    ("ors_num_tasks", "/{env}/num_tasks", "a split's task count", "POST", ""),
-    ("ors_task", "/{env}/task", "task `index` of a split", "POST", ""),
-    ("ors_task_range", "/{env}/task_range", "tasks `start` to `stop`, as a slice", "POST", ""),
+     "text/event-stream", ()),
+    ("ors_delete_session", "/delete_session", "ends a session (X-Session-ID)", "POST", "", ()),
+    ("ors_splits", "/{env}/splits", "the splits", "GET", "", ()),
+    ("ors_tools", "/{env}/tools", "the tools (none: tasks only)", "GET", "", ()),
+    ("ors_tasks", "/{env}/tasks", "every task of a split", "POST", "", _SPLIT),
+    ("ors_num_tasks", "/{env}/num_tasks", "a split's task count", "POST", "", _SPLIT),
+    ("ors_task", "/{env}/task", "task `index` of a split (negative: from the end)", "POST", "",
+     (*_SPLIT, ("index", ("integer", True)))),
+    ("ors_task_range", "/{env}/task_range", "tasks `start` to `stop`, as a slice", "POST", "",
+     (*_SPLIT, ("start", ("integer", False)), ("stop", ("integer", False)))),
 )  # fmt: skip
 # OpenReward's client names the environment in an `X-Deployment` header instead.
 _ORS_VERBS += tuple(
-    (name, pattern.removeprefix("/{env}"), summary + " (environment: X-Deployment)", method, kind)
-    for name, pattern, summary, method, kind in _ORS_VERBS
+    (name, pattern.removeprefix("/{env}"), summary + " (environment: X-Deployment)", method,
+     kind, body)
+    for name, pattern, summary, method, kind, body in _ORS_VERBS
     if pattern.startswith("/{env}/")
-)
+)  # fmt: skip
 ORS_PREFIX = "/ors"
 ORS = tuple(
-    Route(name, prefix + pattern, summary, (), kind or "application/json", method)
+    Route(name, prefix + pattern, summary, (), kind or "application/json", method, body)
     for prefix in (ORS_PREFIX, "")
-    for name, pattern, summary, method, kind in _ORS_VERBS
+    for name, pattern, summary, method, kind, body in _ORS_VERBS
 )
 COMMON = (
     Route("style", "/assets/style.css", "the pages' style sheet", (), "text/css"),
     Route("health", "/healthz", "ok when serving", (), "text/plain"),
 )
 ROUTES = (*SERVED, *REGISTRY, *COMMON, *ORS)
-_BY_NAME = {r.name: r for r in ROUTES}
+_BY_NAME = {r.name: r for r in reversed(ROUTES)}  # a name's first route
+
+
+def named(name: str) -> Route:
+    """The route called `name` (the first of its patterns, for an ORS verb's two)."""
+    return _BY_NAME[name]
+
 _INTEGERS = ("index", "offset", "limit", "page")
 _FLAGS = ("canonical", "nulls")
 
@@ -155,29 +170,51 @@ def url(route: str, /, **params: object) -> str:
     return "/" + "/".join(out)
 
 
+_ORS_ERRORS = {
+    "400": {"description": 'a bad split or index: {"detail": ...}'},
+    "404": {"description": 'no such environment: {"detail": ...}'},
+    "413": {"description": 'a body over 64 KiB: {"detail": ...}'},
+    "422": {"description": 'a body that is not the fields listed: {"detail": [...]}'},
+}
+
+
 def openapi(title: str, version: str, prefix: str = "/api/v1") -> dict[str, object]:
-    """The JSON routes below `prefix` (and the document itself) as OpenAPI 3.1."""
+    """The JSON routes below `prefix` (and the document itself), and the ORS verbs below
+    `/ors` (answered at the root too, where ORS clients send them), as OpenAPI 3.1."""
 
     def schema(p: str) -> dict[str, str]:
         kind = "integer" if p in _INTEGERS else "boolean" if p in _FLAGS else "string"
         return {"type": kind}
 
-    paths: dict[str, object] = {}
-    for r in SERVED:
-        if not (r.pattern.startswith(prefix) or r.name == "openapi"):
-            continue
+    paths: dict[str, dict[str, object]] = {}
+    documented = [r for r in SERVED if r.pattern.startswith(prefix) or r.name == "openapi"]
+    documented += [r for r in ORS if r.pattern.startswith(ORS_PREFIX + "/")]
+    for r in documented:
         params = [
             {"name": p, "in": "path", "required": True, "schema": schema(p)} for p in r.params
         ] + [{"name": q, "in": "query", "required": False, "schema": schema(q)} for q in r.query]
-        paths[r.pattern.replace("*}", "}")] = {
-            "get": {
-                "summary": r.summary,
-                "parameters": params,
-                "responses": {
-                    "200": {"description": "OK", "content": {r.kind: {}}},
-                    "400": {"description": "malformed request: {error}"},
-                    "404": {"description": "no such split, index, id or file: {error}"},
-                },
-            }
+        operation: dict[str, object] = {
+            "summary": r.summary,
+            "parameters": params,
+            "responses": {
+                "200": {"description": "OK", "content": {r.kind: {}}},
+                **(
+                    _ORS_ERRORS
+                    if r.name.startswith("ors_")
+                    else {
+                        "400": {"description": "malformed request: {error}"},
+                        "404": {"description": "no such split, index, id or file: {error}"},
+                    }
+                ),
+            },
         }
+        if r.body:
+            properties = {name: {"type": kind} for name, (kind, _) in r.body.items()}
+            needed = [name for name, (_, required) in r.body.items() if required]
+            body = {"type": "object", "properties": properties, "required": needed}
+            operation["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": body}},
+            }
+        paths.setdefault(r.pattern.replace("*}", "}"), {})[r.method.lower()] = operation
     return {"openapi": "3.1.0", "info": {"title": title, "version": version}, "paths": paths}

@@ -147,3 +147,22 @@ def test_a_mirror_serves_every_set_of_its_upstream(gsm8k: taskpack.TaskSet, tmp_
         names = httpx.get(url + "/list_environments").json()
     assert names == ["gsm8k"] and out["counts"] == {"test": 1319}
     assert out["task5"] == spec(gsm8k.split("test")[5])
+
+
+def test_the_ors_verbs_are_in_the_openapi_document() -> None:
+    """Each ORS verb, below /ors, with its method, its body's fields (the ones the server
+    reads, from the one table) and ORS's error answers."""
+    from taskpack.routes import openapi
+
+    paths = openapi("t", "1")["paths"]
+    assert isinstance(paths, dict)
+    task = paths["/ors/{env}/task"]["post"]
+    body = task["requestBody"]["content"]["application/json"]["schema"]
+    assert body["required"] == ["split", "index"] and body["properties"]["index"] == {
+        "type": "integer"
+    }
+    assert set(task["responses"]) == {"200", "400", "404", "413", "422"}
+    ranged = paths["/ors/{env}/task_range"]["post"]["requestBody"]["content"]
+    assert ranged["application/json"]["schema"]["required"] == ["split"]
+    assert "get" in paths["/ors/{env}/splits"] and "post" in paths["/ors/create_session"]
+    assert "/api/v1/splits/{split}/tasks/{index}" in paths and "/{env}/task" not in paths
