@@ -79,7 +79,7 @@ class Catalog:
 
     def __init__(self, ts: TaskSet, registry: str | None = None) -> None:
         self.ts = ts
-        self.registry = registry  # where its other versions are found, for diffs
+        self.registry = registry  # where its other versions are found (None: the default one)
         self.digest = ts.manifest.digest
         self._mine = threading.local()
         self._files: dict[str, tuple[str, int]] | None = None
@@ -121,12 +121,10 @@ class Catalog:
         from taskpack.registry.client import versions
 
         m = self.ts.manifest
-        found: tuple[str, ...] = ()
-        if self.registry is not None:
-            try:
-                found = tuple(versions(m.name, registry=self.registry))
-            except (TaskpackError, OSError):
-                found = ()
+        try:
+            found = tuple(versions(m.name, registry=self.registry))
+        except (TaskpackError, OSError):
+            found = ()
         return viewer.About(m.name, m.version, m.description, m.license, found)
 
     def version(self, ref: str) -> TaskSet:
@@ -136,8 +134,6 @@ class Catalog:
 
         if checked_ref(ref) == "this" or ref in (self.ts.manifest.version, self.digest):
             return self.ts
-        if self.registry is None:
-            raise HttpError(HTTPStatus.NOT_FOUND, "no registry here to find other versions in")
         try:
             return resolve(Ref(self.ts.manifest.name, ref), registry=self.registry)
         except TaskpackError as e:

@@ -125,7 +125,7 @@ def test_bad_requests_get_a_json_error(
         ("/view/train/missing", 404, "no task"),
         ("/view/nope", 404, "no split"),
         ("/view/train/missing?at=..%2Fx", 400, "expected a version"),
-        ("/view/train/missing?at=9.9.9", 404, "no registry here"),
+        ("/view/train/missing?at=9.9.9", 404, "no registry folder there"),
     ],
 )
 def test_a_bad_page_request_gets_an_error_page(
@@ -422,3 +422,20 @@ def test_the_html_view_in_a_headless_browser(
     shot = Path(os.environ.get("TASKPACK_SCREENSHOT", tmp_path / "task.png"))
     assert browser.save_screenshot(str(shot))
     assert shot.read_bytes()[:8] == base64.b64decode("iVBORw0KGgo=")  # a PNG
+
+
+def test_other_versions_come_from_the_default_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Served without --registry, a version's pages still list its other versions and what
+    changed since the one before, from the default registry (TASKPACK_REGISTRY)."""
+    monkeypatch.setenv("TASKPACK_REGISTRY", str(tmp_path / "reg"))
+    for version, answer in (("1.0.0", "1"), ("1.1.0", "2")):
+        path = tmp_path / version
+        taskpack.write(path, {"train": [make_task(0, answer=answer)]}, name="v", version=version)
+        taskpack.publish(path)
+    with background(App(api=Api(Catalog(taskpack.open("v@1.1.0"))))) as url:
+        home = httpx.get(url + "/").text
+        assert "other versions: " in home and "changes since 1.0.0" in home
+        diff = httpx.get(url + "/api/v1/diff/1.0.0/this").json()
+        assert list(diff["splits"]["train"]["changed"]) == ["t0"], diff
