@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine, set up by itself: the Debian packages it needs
+# when they are missing (saying so), a virtual environment with the test extras, the linters
+# and the layers check, then pytest. Arguments go to pytest: `bash tests/run.sh -m "not slow"`
+# is the fast lane. `.ci/run` runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "taskpack tests: about 40 minutes on 2 cores and 7 GB of disk (1.5 GB in .venv, 5 GB of" \
+    "framework venvs in ~/.cache/taskpack/framework-venvs); -m 'not slow': about 5 minutes" >&2
+
+# bubblewrap: `taskpack check` runs exported tasks in its sandbox (tests/test_check.py);
+# chromium and its driver: a real headless browser looks at `taskpack serve`'s pages
+# (tests/test_serve.py); curl: the README's server examples.
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing Debian packages the tests need: ${missing[*]}" >&2
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null 2>&1 || {
+            echo "not root and no sudo: run 'apt-get install ${missing[*]}' as root" >&2
+            exit 1
+        }
+        sudo="sudo"
+    fi
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
+    echo "taskpack needs Python 3.10 or later; python3 is $(python3 -V)" >&2
+    exit 1
+}
+python3 -m venv .venv
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q -e '.[test]'
+ruff check .
+ruff format --check .
+mypy
+lint-imports
+python -m pytest "$@"
