@@ -1,4 +1,5 @@
-"""The README's commands and examples are the ones that work."""
+"""The README's and the docs site's commands and examples are the ones that work: the README,
+then the site's pages in the order of its navigation (`mkdocs.yml`), run as one page."""
 
 from __future__ import annotations
 
@@ -16,6 +17,37 @@ from .services import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def _pages() -> list[Path]:
+    """The site's pages, in the order of its navigation."""
+    nav = re.findall(r"^  - [^:]+: (\S+\.md)$", (ROOT / "mkdocs.yml").read_text(), re.M)
+    return [ROOT / "docs" / name for name in nav]
+
+
+# What runs top to bottom: the README, then every page of the site.
+PAGE = "\n".join([README, *(p.read_text(encoding="utf-8") for p in _pages())])
+
+
+def test_the_site_builds_strictly_and_every_link_resolves(tmp_path: Path) -> None:
+    """`mkdocs build --strict` (a warning is an error), every page in its navigation, and
+    each relative link of the README and the pages names a file of the checkout (those out of
+    docs/ are the repository's, which the site links as they are)."""
+    built = subprocess.run(
+        ["mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    listed = {p.name for p in _pages()}
+    assert listed == {p.name for p in (ROOT / "docs").glob("*.md")}, listed
+    for page in [ROOT / "README.md", *_pages()]:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+            assert (page.parent / target).exists(), f"{page.name}: {target}"
+    assert len(README.splitlines()) <= 300
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
@@ -53,7 +85,7 @@ def _checked(block: str) -> str:
 def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each Python block runs, and each printed line is the one its comment shows."""
     monkeypatch.chdir(tmp_path)
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    blocks = re.findall(r"```python\n(.*?)```", PAGE, re.S)
     assert blocks and sum(b.count("print(") for b in blocks) > 10
     for block in blocks:
         exec(compile(_EXPECT + _checked(block), "README.md", "exec"), {})
@@ -70,7 +102,7 @@ def test_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def frameworks_in_readme() -> set[str]:
     """The frameworks whose blocks the README tags (```python ors): each runs in its venv."""
-    return set(re.findall(r"```\w+ (\w+)\n", README))
+    return set(re.findall(r"```\w+ (\w+)\n", PAGE))
 
 
 def readme_script(
@@ -87,7 +119,7 @@ def readme_script(
     def ported(text: str) -> str:
         return re.sub(r"\b800\d\b", lambda m: str(ports[m[0]]), text)
 
-    found = re.findall(r"```(\w*)(?: (\w+))?\n(.*?)```", README, re.S)
+    found = re.findall(r"```(\w*)(?: (\w+))?\n(.*?)```", PAGE, re.S)
     for n, (lang, framework, body) in enumerate(found):
         if lang == "bash":
             commands = body.splitlines()
