@@ -170,6 +170,30 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+_REMOVE = "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)"
+
+
+def remove_later(path: Path) -> None:
+    """Remove a folder already set aside (renamed out of the way, so nothing reads it) without
+    waiting for it: a process of its own deletes it, outliving the caller, so a large tree (an
+    export's 97,000 entries: seconds, minutes on a slow disk) costs an overwrite or an
+    interrupted write nothing. Its name is a killed writer's, so should that process be killed
+    too, the next write beside it sweeps what is left. Where no process starts, now."""
+    import subprocess
+    import sys
+
+    try:
+        subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _REMOVE, os.fspath(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C of the caller's terminal does not reach it
+        )
+    except OSError:
+        remove_tree(path)
+
+
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive lock on `path` (created if missing) for the duration of the block, between

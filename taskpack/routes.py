@@ -117,6 +117,7 @@ def named(name: str) -> Route:
     """The route called `name` (the first of its patterns, for an ORS verb's two)."""
     return _BY_NAME[name]
 
+
 _INTEGERS = ("index", "offset", "limit", "page")
 _FLAGS = ("canonical", "nulls")
 

@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from taskpack._fs import check_regular, copy_atomic, remove_tree, sweep, temp_beside, write_atomic
+from taskpack._fs import (
+    check_regular,
+    copy_atomic,
+    remove_later,
+    remove_tree,
+    sweep,
+    temp_beside,
+    write_atomic,
+)
 from taskpack.digests import FORMAT_VERSION, SplitDigest, chains_to, version_digest
 from taskpack.errors import InvalidTask, TaskpackError, describe_error, unknown
 from taskpack.objects import MANIFEST, Progress, blob_relpath, file_sha256
@@ -455,7 +463,7 @@ def _replace_dir(new: Path, target: Path) -> None:
             os.replace(old, target)
         raise
     if old is not None:
-        remove_tree(old)
+        remove_later(old)
 
 
 @contextlib.contextmanager
@@ -468,7 +476,8 @@ def staged_output(target: Path, overwrite: bool) -> Iterator[Path]:
         yield tmp
         _replace_dir(tmp, target)
     finally:
-        remove_tree(tmp)
+        if tmp.exists():  # an error or an interrupt: what was written goes, in the background
+            remove_later(tmp)
 
 
 def write(

@@ -3,14 +3,21 @@ one process writing them, and a child's error reaches the caller."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 import taskpack
+from taskpack._fs import remove_later
 from taskpack.converters import _folders
 from taskpack.errors import TaskpackError
 from taskpack.exporter import export
+from taskpack.importer import import_sources
 
 from .conftest import make_task
 
@@ -217,3 +224,68 @@ def test_json_text_is_json_indented_with_each_task_on_a_line(value: object) -> N
         assert text.splitlines()[2:4] == [f"    {first},", f"    {second}"]
     else:
         assert text == json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def _settled(folder: Path, name: str, wanted: list[str]) -> list[str]:
+    """What `folder` holds by `name` (itself, or set aside: `.name.old-...`), once it is
+    `wanted` or background removals have had a minute."""
+    for _ in range(600):
+        left = sorted(p.name for p in folder.iterdir() if name in p.name)
+        if left == wanted:
+            break
+        time.sleep(0.1)
+    return left
+
+
+def test_an_interrupted_export_ends_and_leaves_nothing(tmp_path: Path) -> None:
+    """SIGINT while forked writers write, to the export alone (`kill -INT`) and to its whole
+    process group (a terminal's Ctrl-C): the export ends, nothing is put in place, and the
+    half-written folder goes (a process of its own removes it). Writers blocked answering the
+    interrupted parent once kept it from exiting."""
+    from .conftest import DATA
+
+    source = {"train": [str(DATA / "gsm8k" / "train.jsonl")]}
+    import_sources(tmp_path / "g", source, "gsm8k", name="g")
+    command = [sys.executable, "-m", "taskpack", "export", str(tmp_path / "g"), "--to", "harbor"]
+    for to_group in (False, True):
+        proc = subprocess.Popen(
+            [*command, "-o", str(tmp_path / "h"), "-q"],
+            start_new_session=True,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(600):  # until its writers have begun
+            if any(p.name.startswith(".h.tmp") for p in tmp_path.iterdir()):
+                break
+            time.sleep(0.05)
+        time.sleep(0.5)
+        if to_group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1 and "Aborted" in err, err
+        assert _settled(tmp_path, "h", []) == []
+
+
+def test_an_overwritten_export_is_removed_without_waiting(tmp_path: Path) -> None:
+    """--force sets the old export aside and a process of its own removes it: the new one is
+    in place, and the old goes."""
+    ts = taskpack.write(tmp_path / "ts", {"train": [make_task(i) for i in range(50)]}, name="x")
+    assert ts.digest
+    opened = taskpack.open(tmp_path / "ts")
+    export(opened, "harbor", tmp_path / "out")
+    (tmp_path / "out" / "marker").write_text("old")
+    export(opened, "harbor", tmp_path / "out", overwrite=True)
+    assert not (tmp_path / "out" / "marker").exists()
+    assert (tmp_path / "out" / "train" / "index.json").is_file()
+    assert _settled(tmp_path, "out", ["out"]) == ["out"]
+
+
+def test_remove_later_removes_a_tree_from_another_process(tmp_path: Path) -> None:
+    tree = tmp_path / "aside"
+    for k in range(20):
+        (tree / f"d{k}").mkdir(parents=True)
+        (tree / f"d{k}" / "f").write_text("x")
+    remove_later(tree)
+    assert _settled(tmp_path, "aside", []) == []

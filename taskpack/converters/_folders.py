@@ -376,7 +376,9 @@ class _Writers:
         for k in range(shares):  # runs of tasks: a row group's are built by one child
             share = block[k * len(block) // shares : (k + 1) * len(block) // shares]
             mine, theirs = self.context.Pipe(duplex=False)
-            process = self.context.Process(target=self._child, args=(share, theirs))
+            # daemonic: a writer never outlives the export, even one blocked answering a parent
+            # that was interrupted and reads no more
+            process = self.context.Process(target=self._child, args=(share, theirs), daemon=True)
             process.start()
             theirs.close()
             self.running.append((process, mine))
@@ -395,14 +397,15 @@ class _Writers:
             answer.send(("error", f"writing split {self.split!r}: {type(e).__name__}: {e}"))
 
     def wait(self) -> None:
-        running, self.running = self.running, []
         problem = None
-        for process, answer in running:
+        while self.running:  # each writer leaves the list once answered: `stop` kills the rest
+            process, answer = self.running[0]
             try:
                 kind, value = answer.recv()
             except EOFError:
                 kind, value = "error", f"writing split {self.split!r}: a writer process died"
             process.join()
+            self.running.pop(0)
             if kind == "ok":
                 counts, digests = value
                 self.losses.counts.update(counts)
