@@ -29,8 +29,10 @@ class Stats:
 
     @property
     def facets(self) -> dict[str, Counter[str]]:
-        """The fields that tell tasks apart (more than one value, however many), and the repo."""
-        return {k: c for k, c in self.values.items() if len(c) > 1 or _repo(k)}
+        """The fields that group tasks (more than one value, and some value shared: a field
+        whose every value is a task's own, a commit hash or an id, groups nothing), and the
+        repo."""
+        return {k: c for k, c in self.values.items() if 1 < len(c) < sum(c.values()) or _repo(k)}
 
     @classmethod
     def of(cls, split: Split, positions: Sequence[int] | None = None) -> Stats:

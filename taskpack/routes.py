@@ -54,7 +54,7 @@ SERVED = (
     Route("file", "/api/v1/files/{sha256}", "a task file's bytes, hash-checked", ("name",), _BYTES),
     Route("diff_json", "/api/v1/diff/{old}/{new}", "tasks added, removed, changed"),
     Route("openapi", "/openapi.json", "this API, as OpenAPI 3.1"),
-    Route("home", "/", "the splits", (), _HTML),
+    Route("home", "/", "the splits (`at`: of another version)", ("at",), _HTML),
     Route(
         "view_split", "/view/{split}", "a page of tasks",
         ("page", "q", "where", "col", "rated", "band"), _HTML,

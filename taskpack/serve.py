@@ -345,18 +345,31 @@ class Api:
     # --- HTML -------------------------------------------------------------------------------
 
     def r_home(self, query: Query) -> Response:
-        c = self.catalog
-        m = c.ts.manifest
-        rows = "".join(
-            f"<tr><td>{viewer.link('/view/' + quote(n, safe=''), n)}</td><td>{s.rows}</td>"
-            f"<td><code>{html.escape(s.digest)}</code></td></tr>"
-            for n, s in m.splits.items()
-        )
+        """The served version's splits (each a link to its page) and lineage; with `at`,
+        another version's, and a link to what changed from it to the one served."""
         from taskpack.provenance import step_lines
 
+        at = query.get("at", [""])[0]
+        ts = self.catalog.version(at) if at else self.catalog.ts
+        m = ts.manifest
+        served = ts is self.catalog.ts
+        rows = "".join(
+            "<tr><td>"
+            + (viewer.link("/view/" + quote(n, safe=""), n) if served else html.escape(n))
+            + f"</td><td>{s.rows}</td><td><code>{html.escape(s.digest)}</code></td></tr>"
+            for n, s in m.splits.items()
+        )
+        changes = (
+            ""
+            if served
+            else (
+                f"<p>{viewer.link(viewer.diff_href(m.version, 'this'), 'what changed since')}"
+                f" to the version served</p>"
+            )
+        )
         body = (
-            "<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
+            f"{changes}<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>"
             f"<h2>Lineage</h2>{viewer.pre(chr(10).join(step_lines(m.source)))}"
         )
         return self.page(f"{m.name}@{m.version}", body)

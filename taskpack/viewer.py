@@ -65,8 +65,11 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e1e4e8;
 padding:.35em .5em;text-align:left;vertical-align:top}th{background:#f6f8fa}
 tbody tr:hover{background:#fafbfc}.error{color:#a00;background:#fff0f0;padding:.5em}
 footer{margin-top:2em;color:#666;font-size:.85em}.split{display:flex;gap:2em}
-.split .main{flex:3;min-width:0}.split aside{flex:1;min-width:16em}
-.filter input[name=where]{width:22em}.filter label{font-size:.85em;margin-left:.5em}
+.split .main{flex:3;min-width:0}.split aside{flex:1;min-width:16em;max-width:24em;
+overflow-wrap:anywhere}.rows{overflow-x:auto}.rows td{max-width:36em;min-width:6em;
+overflow-wrap:break-word}
+.filter input[name=q],.filter input[name=where]{width:22em;max-width:100%}
+.filter label{font-size:.85em;margin-left:.5em;white-space:nowrap}
 .hist{width:100%;height:auto}.hist rect,.bar rect{fill:#4c8bf5}.hist text{font-size:10px;fill:#666}
 td:first-child{white-space:nowrap}
 details ul{margin:.2em 0 .6em;padding-left:1.2em;font-size:.9em}
@@ -100,16 +103,19 @@ class About:
             parts.append(f"<span>license {esc(self.license)}</span>")
         if older:
             parts.append(
-                f"<span>{link(_diff_href(older[-1], 'this'), 'changes since ' + older[-1])}</span>"
+                f"<span>{link(diff_href(older[-1], 'this'), 'changes since ' + older[-1])}</span>"
             )
         if others:
-            shown = ", ".join(link(_diff_href(v, "this"), v) for v in others[-12:])
+            shown = ", ".join(
+                f"{link('/?at=' + quote(v, safe=''), v)} ({link(diff_href(v, 'this'), 'changes')})"
+                for v in others[-12:]
+            )
             parts.append(f"<span>other versions: {shown}</span>")
         text = f"<p>{esc(self.description)}</p>" if self.description else ""
         return f'<div class="about">{"".join(parts)}{text}</div>'
 
 
-def _diff_href(old: str, new: str) -> str:
+def diff_href(old: str, new: str) -> str:
     return f"/diff/{quote(old, safe='')}/{quote(new, safe='')}"
 
 
@@ -351,7 +357,8 @@ def split_page(
     side = stats_panel(stats) + passrates_panel(name, rates or {}, query)
     side += facets_panel(name, stats, kept, query)
     return (
-        f'<div class="split"><div class="main">{form}{problem}{count}{table}'
+        f'<div class="split"><div class="main">{form}{problem}{count}'
+        f'<div class="rows">{table}</div>'
         f'<p class="nav">{nav}</p></div><aside>{side}</aside></div>'
     )
 

@@ -437,5 +437,8 @@ def test_other_versions_come_from_the_default_registry(
     with background(App(api=Api(Catalog(taskpack.open("v@1.1.0"))))) as url:
         home = httpx.get(url + "/").text
         assert "other versions: " in home and "changes since 1.0.0" in home
+        assert '<a href="/?at=1.0.0">1.0.0</a> (<a href="/diff/1.0.0/this">changes</a>)' in home
+        older = httpx.get(url + "/?at=1.0.0").text  # another version's own page
+        assert "<title>v@1.0.0</title>" in older and 'href="/diff/1.0.0/this"' in older
         diff = httpx.get(url + "/api/v1/diff/1.0.0/this").json()
         assert list(diff["splits"]["train"]["changed"]) == ["t0"], diff
