@@ -7,6 +7,7 @@ is counted in a loss report; `strict` makes the first loss an error.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -69,11 +70,25 @@ def _write_all(
     written: list[Path] = []
     counts: dict[str, int] = {}
 
-    def counted(tasks: Iterable[T], name: str) -> Iterator[T]:
+    def counted(tasks: Iterable[T], name: str, bar: Counter | None = progress) -> Iterator[T]:
         counts[name] = 0
-        for task in progress(iter(tasks), name) if progress else tasks:
+        for task in bar(iter(tasks), name) if bar else tasks:
             counts[name] += 1
             yield task
+
+    def ticks(total: int, name: str) -> Callable[[int], None] | None:
+        """The split's bar, moved by `n` as the writer says n more tasks are written: the
+        folder formats' writers build and write tasks in processes of their own, well after
+        the tasks are read."""
+        if progress is None:
+            return None
+        bar = progress(iter(range(total)), name)  # one step per item taken from it
+
+        def tick(n: int) -> None:
+            for _ in itertools.islice(bar, n):
+                pass
+
+        return tick
 
     if say is not None and target_format.task_files is not None:
         _say_when_large(splits, target_format.task_files, Target(chosen, Losses(fmt)), say)
@@ -82,8 +97,12 @@ def _write_all(
         for name, tasks in splits.items():
             target.pass_rates = (pass_rates or {}).get(name, {})
             if target_format.write_later is not None and isinstance(tasks, Split):
-                later = counted(tasks.later(), name)  # built in the processes that write them
+                target.written = ticks(len(tasks), name)
+                later = counted(tasks.later(), name, None)  # built by the processes writing them
                 files = target_format.write_later(later, tmp, name, target)
+                if target.written is not None:
+                    target.written(len(tasks))  # whatever is left: the bar ends, and closes
+                    target.written = None
             else:
                 files = target_format.write(counted(tasks, name), tmp, name, target)
             by_split[name] = [out.absolute() / p.relative_to(tmp) for p in files]

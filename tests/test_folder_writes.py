@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -237,6 +238,7 @@ def _settled(folder: Path, name: str, wanted: list[str]) -> list[str]:
     return left
 
 
+@pytest.mark.slow
 def test_an_interrupted_export_ends_and_leaves_nothing(tmp_path: Path) -> None:
     """SIGINT while forked writers write, to the export alone (`kill -INT`) and to its whole
     process group (a terminal's Ctrl-C): the export ends, nothing is put in place, and the
@@ -289,3 +291,26 @@ def test_remove_later_removes_a_tree_from_another_process(tmp_path: Path) -> Non
         (tree / f"d{k}" / "f").write_text("x")
     remove_later(tree)
     assert _settled(tmp_path, "aside", []) == []
+
+
+@pytest.mark.slow
+def test_the_export_bar_counts_folders_written(tmp_path: Path) -> None:
+    """The folder formats read a split's tasks well before their forked writers write them:
+    the bar counts what is written, never more than the folders there are."""
+    from .conftest import DATA
+
+    source = {"train": [str(DATA / "gsm8k" / "train.jsonl")]}
+    import_sources(tmp_path / "g", source, "gsm8k", name="g")
+    seen: list[tuple[int, int]] = []  # (ticks, folders on disk) at each tick
+
+    def bar(items: Any, name: str) -> Any:
+        for n, item in enumerate(items, 1):
+            if n == 1 or n % 1000 == 0:  # a look at the folders now and then: each costs
+                written = tmp_path.glob(".out.tmp-*/train/*/task.toml")
+                seen.append((n, sum(1 for _ in written)))
+            yield item
+
+    result = export(taskpack.open(tmp_path / "g"), "harbor", tmp_path / "out", progress=bar)
+    assert result.tasks == {"train": 7473} and seen[-1][0] == 7000
+    assert all(ticks <= folders for ticks, folders in seen), seen
+    assert len({folders for _, folders in seen}) > 2, seen  # it moved while the writers wrote

@@ -253,11 +253,13 @@ def write_split(
     losses: Losses,
     digest: Digest | None = None,
     meanwhile: Callable[[list[str]], object] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> WrittenSplit:
     """One folder per task under `out/split` holding `task_files(task)`, then the split index;
     with `digest`, each folder's digest computed from the bytes written (in the writer that
     wrote them). The index, and `meanwhile(folders)` (what else needs only the folders'
-    names), are written while the last block's folders are.
+    names), are written while the last block's folders are. `progress(n)` is told of each n
+    folders written.
 
     Laying out and writing 20,000 task folders is seconds of Python per core, so a block of
     tasks is read here while the previous block is written by forked processes, one share per
@@ -269,7 +271,7 @@ def write_split(
     split_dir.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
     entries = []
-    writing = _Writers(split, task_files, losses, digest)
+    writing = _Writers(split, task_files, losses, digest, progress)
     block: list[tuple[str, Task | Later]] = []
     base = str(split_dir)
     try:
@@ -329,8 +331,10 @@ def _write_tasks(
     split: str,
     task_files: Callable[[Task], Files],
     digest: Digest | None,
+    written: Callable[[], None],
 ) -> dict[str, str]:
-    """Each task's folder written; with `digest`, folder name -> its digest."""
+    """Each task's folder written, `written()` after each; with `digest`, folder name -> its
+    digest."""
     from taskpack.taskset import Later  # pyarrow's already: the tasks came from a split
 
     digests = {}
@@ -343,6 +347,7 @@ def _write_tasks(
             raise TaskpackError(f"split {split!r} task {item.id!r}: {e}") from None
         if digest is not None:
             digests[os.path.basename(folder)] = digest(files)
+        written()
     return digests
 
 
@@ -355,6 +360,7 @@ class _Writers:
         task_files: Callable[[Task], Files],
         losses: Losses,
         digest: Digest | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         import multiprocessing
 
@@ -365,11 +371,31 @@ class _Writers:
         self.context = multiprocessing.get_context("fork") if forks else None
         self.running: list[tuple[Any, Any]] = []  # (process, the pipe it answers on)
         self.forked = False  # a split's last block is forked too, when those before it were
+        # Folders written, counted by the writers in memory they share with this process, and
+        # told to `progress` as they are: the tasks are read well before they are written.
+        self.progress = progress
+        self.count = self.context.Value("q", 0) if self.context is not None else None
+        self.told = 0
+
+    def _written(self) -> None:
+        if self.count is not None:
+            with self.count.get_lock():
+                self.count.value += 1
+        elif self.progress is not None:
+            self.progress(1)
+
+    def _tell(self) -> None:
+        if self.progress is not None and self.count is not None:
+            done = self.count.value
+            self.progress(done - self.told)
+            self.told = done
 
     def start(self, block: list[tuple[str, Task | Later]]) -> None:
         self.wait()
         if self.context is None or (len(block) < _BLOCK and not self.forked):
-            self.digests.update(_write_tasks(block, self.split, self.task_files, self.digest))
+            digests = _write_tasks(block, self.split, self.task_files, self.digest, self._written)
+            self.digests.update(digests)
+            self._tell()
             return
         self.forked = True
         shares = os.cpu_count() or 1
@@ -389,7 +415,7 @@ class _Writers:
         gc.freeze()  # what the parent made is never garbage here: no collection visits it
         self.losses.counts = Counter()
         try:
-            digests = _write_tasks(block, self.split, self.task_files, self.digest)
+            digests = _write_tasks(block, self.split, self.task_files, self.digest, self._written)
             answer.send(("ok", (self.losses.counts, digests)))
         except TaskpackError as e:
             answer.send(("error", str(e)))
@@ -400,6 +426,9 @@ class _Writers:
         problem = None
         while self.running:  # each writer leaves the list once answered: `stop` kills the rest
             process, answer = self.running[0]
+            while not answer.poll(0.2):  # the bar moves as folders are written
+                self._tell()
+            self._tell()
             try:
                 kind, value = answer.recv()
             except EOFError:

@@ -99,6 +99,9 @@ class Target:
     pass_rates: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     # a mixture's sources (`taskpack.mixture.sources`): each task's id starts with its label
     mixture: list[dict[str, Any]] = field(default_factory=list)
+    # told of each n tasks written, where a writer writes them well after it reads them (the
+    # folder formats' forked writers): the split's progress is then what is written
+    written: Callable[[int], None] | None = None
 
     def environment(self, task: Task) -> str | None:
         """The environment a mixture's task runs in, as `mix --env` named it for its source."""

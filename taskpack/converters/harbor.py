@@ -613,6 +613,7 @@ def write(tasks: Iterable[Task | Later], out: Path, split: str, target: Target) 
         target.losses,
         pin,
         lambda folders: _registry_json(registry, split, folders, target),
+        target.written,
     )
     return [written.index, _dataset_toml(out, split, written, target), registry]
 

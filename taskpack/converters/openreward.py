@@ -193,7 +193,9 @@ _CARRIES = frozenset({"prompt", "reward", "files", "metadata"})
 
 
 def write(tasks: Iterable[Task | Later], out: Path, split: str, target: Target) -> list[Path]:
-    return [write_split(tasks, out, split, lambda t: _task_files(t, target), target.losses).index]
+    files = lambda t: _task_files(t, target)  # noqa: E731 - read as the writer's one argument
+    written = write_split(tasks, out, split, files, target.losses, progress=target.written)
+    return [written.index]
 
 
 FORMAT = Format(
