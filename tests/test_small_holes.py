@@ -71,8 +71,11 @@ def test_an_export_that_changes_a_unit_test_task_says_what(tmp_path: Path) -> No
     for fmt in ("harbor", "openreward"):
         losses = export(taskpack.open(tmp_path / "ts"), fmt, tmp_path / fmt).losses
         text = "\n".join(losses)
-        for field in ("reward unit_tests", "solution", "prompt"):
+        for field in ("reward unit_tests", "solution"):
             assert f"{fmt}: {field} (read back" in text, (fmt, text)
+        # the prompt is carried, one line added: a change, not a loss
+        assert f"{fmt}: prompt: a line saying where the work goes is added in 1 task(s)" in text
+        assert f"{fmt}: prompt (" not in text
     args = ["convert", str(tmp_path / "harbor" / "train"), "--from", "harbor"]
     result = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "back"), "--name", "he"])
     assert result.exit_code == 0, result.output
