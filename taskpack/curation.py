@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack.errors import TaskpackError
 from taskpack.overlap import Hit, contamination, exact_duplicates, near_duplicates, task_text
-from taskpack.provenance import PATHS, entries, located
+from taskpack.provenance import asked_path, entries, located
 from taskpack.registry.client import open as open_taskset
-from taskpack.settings import switch
 from taskpack.taskset import TaskSet, TaskSetWriter
 
 if TYPE_CHECKING:
@@ -41,8 +40,9 @@ def made_from(ts: TaskSet) -> dict[str, Any]:
     m = ts.manifest
     entry: dict[str, Any] = {"ref": m.ref, "digest": m.digest}
     folder = getattr(ts.objects, "root", None)  # as `serve` and `info` tell a folder
-    if folder is not None and switch(PATHS):
-        entry["path"] = os.path.relpath(folder)
+    path = asked_path(folder) if folder is not None else None
+    if path is not None:
+        entry["path"] = path
     return entry
 
 

@@ -100,8 +100,9 @@ def sampler(
     resume there with nothing repeated or skipped."""
     import numpy as np
 
-    if not 0 <= worker < num_workers:
-        raise TaskpackError(f"worker {worker} of {num_workers}: expected 0 <= worker < n")
+    from taskpack.views import check_worker
+
+    check_worker(worker, num_workers)
 
     mixed = [e for e in entries if not e.get("evaluation_only")]
     if not mixed:

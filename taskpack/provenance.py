@@ -16,6 +16,12 @@ from taskpack.settings import switch
 PATHS = "TASKPACK_LINEAGE_PATHS"  # on: lineage also records local paths, relative to the cwd
 
 
+def asked_path(path: str | os.PathLike[str]) -> str | None:
+    """A local path as lineage may record it: relative to the working folder, and only when
+    `TASKPACK_LINEAGE_PATHS` asks; None otherwise (never a host's absolute path)."""
+    return os.path.relpath(path) if switch(PATHS) else None
+
+
 def located(uri: str | os.PathLike[str], sha256: str | None = None) -> dict[str, Any]:
     """How lineage names a source (a file, a folder, a URL): a URL as given, less any user
     and password; a local one by its name (and its bytes' sha256, for a file), with its path
@@ -29,8 +35,9 @@ def located(uri: str | os.PathLike[str], sha256: str | None = None) -> dict[str,
     entry: dict[str, Any] = {"name": os.path.basename(os.path.normpath(text))}
     if sha256 is not None:
         entry["sha256"] = sha256
-    if switch(PATHS):
-        entry["path"] = os.path.relpath(text)
+    path = asked_path(text)
+    if path is not None:
+        entry["path"] = path
     return entry
 
 

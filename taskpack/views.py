@@ -509,6 +509,12 @@ class View(Rows):
         return [ids[int(r)] for r in self._order]
 
 
+def check_worker(worker: int, num_workers: int) -> None:
+    """Worker `worker` of `num_workers`, as every sampler takes them."""
+    if not 0 <= worker < num_workers:
+        raise TaskpackError(f"worker {worker} of {num_workers}: expected 0 <= worker < n")
+
+
 class Sampler:
     """Tasks of a split (or view) for one worker of many, epoch after epoch, resumable on any
     number of workers.
@@ -527,8 +533,7 @@ class Sampler:
     def __init__(
         self, rows: Rows, *, seed: int | str = 0, num_workers: int = 1, worker: int = 0
     ) -> None:
-        if not 0 <= worker < num_workers:
-            raise TaskpackError(f"worker {worker} of {num_workers}: expected 0 <= worker < n")
+        check_worker(worker, num_workers)
         self.rows = rows
         self.seed = seed
         self.num_workers = num_workers

@@ -267,12 +267,9 @@ def _checked(
             f"{ref}: content {manifest.digest} differs from the lockfile's {locked_digest}"
         )
     objects = RegistryObjects(manifest, where, cache, offline, reg)
-    ts = TaskSet(manifest, objects)
     if locked_digest is not None or ref.is_digest:
         objects.check_all()
-        for name in manifest.annotations:
-            ts.annotations(name)
-    return ts
+    return TaskSet(manifest, objects)
 
 
 def open(
