@@ -73,7 +73,7 @@ REGISTRY = (
     Route("registry_manifest", _SET + "/versions/{version}", "a version's manifest"),
     Route("registry_object", _SET + "/versions/{version}/objects/{sha256}", "object", (), _BYTES),
 )  # fmt: skip
-# The Open Reward Standard's task verbs (`taskpack.ors_api`): below /ors, and at the root too,
+# The Open Reward Standard's task verbs (`taskpack.serve.ors`): below /ors, and at the root too,
 # where ors-sdk's client sends them (aiohttp joins its absolute paths to the origin, dropping
 # the path of the base URL it was given).
 _SPLIT: Fields = (("split", ("string", True)),)

@@ -217,7 +217,7 @@ def test_the_viewer_and_the_hub_card_show_the_lineage(gsm8k: Path, tmp_path: Pat
     import httpx
 
     from taskpack.registry.hub import dataset_card
-    from taskpack.serve import Api, App, Catalog, background
+    from taskpack.serve.app import Api, App, Catalog, background
 
     report = decontaminate(gsm8k, [f"{gsm8k}:test"], splits=["train"])
     keep(report.taskset, report.kept(), tmp_path / "clean", version="1.1.0", source=report.record)

@@ -16,7 +16,7 @@ import pytest
 import taskpack
 from taskpack.fetch import FetchError, file, task
 from taskpack.routes import Route
-from taskpack.serve import Api, App, Catalog, Response, background
+from taskpack.serve.app import Api, App, Catalog, Response, background
 
 from .conftest import make_task
 from .countproxy import CountingProxy

@@ -17,7 +17,7 @@ from taskpack.errors import TaskpackError
 from taskpack.exporter import export
 from taskpack.importer import import_sources
 from taskpack.nesting import parse_toml
-from taskpack.serve import Api, App, Catalog, background
+from taskpack.serve.app import Api, App, Catalog, background
 
 from .conftest import DATA
 

@@ -18,7 +18,7 @@ import taskpack
 from taskpack.errors import TaskpackError
 from taskpack.registry.cache import Cache
 from taskpack.registry.mirror import Mirror
-from taskpack.serve import App, Registered, background
+from taskpack.serve.app import App, Registered, background
 
 from .conftest import make_task
 from .countproxy import CountingProxy

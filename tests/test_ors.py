@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import taskpack
 from taskpack.cli import main
-from taskpack.serve import Api, App, Catalog, Registered, background, task_json
+from taskpack.serve.app import Api, App, Catalog, Registered, background, task_json
 
 from .conftest import DATA
 from .test_conformance import run_check
@@ -166,3 +166,63 @@ def test_the_ors_verbs_are_in_the_openapi_document() -> None:
     assert ranged["application/json"]["schema"]["required"] == ["split"]
     assert "get" in paths["/ors/{env}/splits"] and "post" in paths["/ors/create_session"]
     assert "/api/v1/splits/{split}/tasks/{index}" in paths and "/{env}/task" not in paths
+
+
+def test_every_ors_error_is_in_ors_shape(server: str) -> None:
+    """A body over the bound, one nested past what Python reads and a wrong method's body:
+    each `{"detail": ...}` with ORS's status, never a 500 or the JSON API's `error`."""
+    big = httpx.post(server + "/ors/gsm8k/num_tasks", content=b" " * (65 << 10))
+    assert big.status_code == 413 and "65536" in big.json()["detail"]
+    deep = b'{"split": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    nested = httpx.post(server + "/ors/gsm8k/task", content=deep)
+    assert nested.status_code == 413  # past the bound: refused before it is parsed
+    deep = b'{"split": ' + b"[" * 30_000 + b"]" * 30_000 + b"}"
+    nested = httpx.post(server + "/ors/gsm8k/task", content=deep)
+    assert nested.status_code == 422 and nested.json()["detail"][0]["type"] == "json_invalid"
+    unknown = httpx.post(server + "/ors/nope/num_tasks", json={"split": "test"})
+    assert unknown.status_code == 404 and "nope" in unknown.json()["detail"]
+
+
+def test_environment_names_are_exact_and_a_case_twin_never_replaces_another(
+    tmp_path: Path,
+) -> None:
+    """A mirror of `Foo` and `foo`: two environments, each by its exact name; `FOO` names
+    neither (404, naming both); a name with one set of its spelling is found ignoring case,
+    as ORS finds it."""
+    from taskpack.registry.cache import Cache
+    from taskpack.registry.mirror import Mirror
+
+    from .conftest import make_task
+
+    registry = tmp_path / "registry"
+    for name, count in (("Foo", 2), ("foo", 3), ("Bar", 4)):
+        taskpack.write(tmp_path / name, {"train": [make_task(i) for i in range(count)]}, name=name)
+        taskpack.publish(tmp_path / name, registry=registry)
+    mirror = Mirror(str(registry), Cache(tmp_path / "cache"))
+    with background(App(registered=Registered(mirror))) as url:
+        assert httpx.get(url + "/list_environments").json() == ["Bar", "Foo", "foo"]
+
+        def count(env: str) -> httpx.Response:
+            return httpx.post(f"{url}/ors/{env}/num_tasks", json={"split": "train"}, timeout=30)
+
+        assert count("Foo").json()["num_tasks"] == 2 and count("foo").json()["num_tasks"] == 3
+        assert count("bar").json()["num_tasks"] == 4
+        twin = count("FOO")
+        assert twin.status_code == 404 and "Foo, foo" in twin.json()["detail"]
+
+
+def test_a_whole_split_is_listed_from_the_lane_and_kept(
+    server: str, gsm8k: taskpack.TaskSet
+) -> None:
+    """ORS `tasks` and `task_range`: written by the lane to a file and sent from it; asked
+    again, sent from what was kept."""
+    whole = httpx.post(server + "/ors/gsm8k/tasks", json={"split": "test"}, timeout=120)
+    assert whole.status_code == 200 and whole.headers["content-type"] == "application/json"
+    tasks = whole.json()["tasks"]
+    assert len(tasks) == 1319 and tasks[5] == spec(gsm8k.split("test")[5])
+    ranged = httpx.post(
+        server + "/ors/gsm8k/task_range", json={"split": "test", "start": -3}, timeout=120
+    )
+    assert ranged.json()["tasks"] == tasks[-3:] and ranged.json()["env_name"] == "gsm8k"
+    again = httpx.post(server + "/ors/gsm8k/tasks", json={"split": "test"}, timeout=120)
+    assert again.content == whole.content

@@ -259,7 +259,7 @@ def test_the_viewer_and_the_hub_card_show_pass_rates(gsm8k: Path, tmp_path: Path
     import httpx
 
     from taskpack.registry.hub import dataset_card
-    from taskpack.serve import Api, App, Catalog, background
+    from taskpack.serve.app import Api, App, Catalog, background
 
     rated = taskpack.open(annotated(gsm8k, tmp_path))
     with background(App(api=Api(Catalog(rated)))) as url:

@@ -27,7 +27,7 @@ from taskpack.errors import TaskpackError
 from taskpack.objects import file_sha256, sha256_relpath
 from taskpack.registry.cache import Cache
 from taskpack.registry.mirror import Mirror
-from taskpack.serve import App, Registered, background
+from taskpack.serve.app import App, Registered, background
 
 from .conftest import make_task
 
@@ -249,7 +249,7 @@ def test_serve_refuses_forged_pass_rates(published: Path) -> None:
     digest: the page says why, and the task routes still answer."""
     import httpx
 
-    from taskpack.serve import Api, Catalog
+    from taskpack.serve.app import Api, Catalog
 
     _edit(published, "rated", "1.1.0", _sealed(_solved_by_all(published)))
     ts = taskpack.open("rated@1.1.0", registry=str(published))

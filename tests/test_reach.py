@@ -23,12 +23,12 @@ import httpx
 import pytest
 
 import taskpack
-from taskpack import difflane
 from taskpack.errors import TaskpackError
 from taskpack.fetch import FetchError
 from taskpack.registry.cache import Cache, registry_dirname
 from taskpack.registry.mirror import Mirror, NotFound
-from taskpack.serve import Api, App, Catalog, Registered, allowed_hosts, background
+from taskpack.serve import lane
+from taskpack.serve.app import Api, App, Catalog, Registered, allowed_hosts, background
 
 from .conftest import make_task
 from .hostile import Hostile, endless, reply
@@ -79,14 +79,15 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def site(registry: Path) -> Iterator[tuple[str, Api]]:
+def site(registry: Path) -> Iterator[tuple[str, App]]:
     api = Api(Catalog(taskpack.open("viewed@1.1.0", registry=registry), str(registry)))
-    with background(App(api=api)) as url:
-        yield url, api
+    app = App(api=api)
+    with background(app) as url:
+        yield url, app
 
 
 def test_a_diff_opens_only_versions_of_the_served_set(
-    site: tuple[str, Api], registry: Path
+    site: tuple[str, App], registry: Path
 ) -> None:
     url, _ = site
     root = registry.parent
@@ -115,7 +116,7 @@ def test_a_diff_opens_only_versions_of_the_served_set(
     assert status == 400 and "'..%2F..%2Fprivate.taskset'" in json.loads(text)["error"]
 
 
-def test_a_diff_cannot_probe_which_folders_exist(site: tuple[str, Api], registry: Path) -> None:
+def test_a_diff_cannot_probe_which_folders_exist(site: tuple[str, App], registry: Path) -> None:
     url, _ = site
     there = str(registry.parent / "private.taskset")
     absent = str(registry.parent / "no-such.taskset")
@@ -126,7 +127,7 @@ def test_a_diff_cannot_probe_which_folders_exist(site: tuple[str, Api], registry
 
 
 def test_a_task_id_holding_a_slash_opens_through_the_viewers_own_links(
-    site: tuple[str, Api],
+    site: tuple[str, App],
 ) -> None:
     url, _ = site
     status, page = _raw(url, "/view/train?q=the+one+with+a")  # their prompts
@@ -142,8 +143,8 @@ def test_a_task_id_holding_a_slash_opens_through_the_viewers_own_links(
     assert status == 200 and json.loads(body)["task"]["id"] == "a%2Fb"
 
 
-def test_one_diff_of_a_pair_however_many_ask(site: tuple[str, Api]) -> None:
-    url, api = site
+def test_one_diff_of_a_pair_however_many_ask(site: tuple[str, App]) -> None:
+    url, app = site
     answers: list[bytes] = []
 
     def ask() -> None:
@@ -155,19 +156,19 @@ def test_one_diff_of_a_pair_however_many_ask(site: tuple[str, Api]) -> None:
     for t in threads:
         t.join()
     assert len(answers) == 8 and len(set(answers)) == 1
-    assert api.diffs.computed == 1
+    assert app.lane.computed == 1
     page = httpx.get(url + "/diff/1.0.0/1.2.0", timeout=120)  # the page: from what was kept
-    assert page.status_code == 200 and api.diffs.computed == 1
+    assert page.status_code == 200 and app.lane.computed == 1
 
 
 def test_diffs_run_on_a_bounded_lane_of_their_own(
-    site: tuple[str, Api], monkeypatch: pytest.MonkeyPatch
+    site: tuple[str, App], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """8 diffs at once: at most AT_ONCE worker processes compute them, a ninth pair beyond
     WAITING is refused with 503, and a task request is answered while they run (it never
     waits behind them; bench/serve.py --diffs times it)."""
-    url, api = site
-    monkeypatch.setattr(difflane, "WAITING", 8)
+    url, app = site
+    monkeypatch.setattr(lane, "WAITING", 8)
     versions = ["1.0.0", "1.1.0", "1.2.0", "this"]
     pairs = [(a, b) for a in versions for b in versions if a != b][:9]
     statuses: dict[tuple[str, str], int] = {}
@@ -180,19 +181,23 @@ def test_diffs_run_on_a_bounded_lane_of_their_own(
     for t in threads:
         t.start()
     deadline = time.monotonic() + 30
-    while len(api.diffs._pending) < 8 and time.monotonic() < deadline:
+    while len(app.lane._pending) < 8 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert len(api.diffs._pending) == 8  # all in flight: the first worker is still starting
+    assert len(app.lane._pending) == 8  # all in flight: the first worker is still starting
     busy = httpx.get(url + f"/api/v1/diff/{pairs[8][0]}/{pairs[8][1]}", timeout=60)
-    assert busy.status_code == 503 and "try again" in busy.json()["error"]
+    assert (
+        busy.status_code == 503
+        and "try again" in busy.json()["error"]
+        and busy.headers["retry-after"]
+    )
     task = httpx.get(url + "/api/v1/splits/train/tasks/1234", timeout=60)
     assert task.status_code == 200 and task.json()["task"]["id"] == "t1234"
-    assert api.diffs._pending, "the task request waited for the diffs"
-    pool = api.diffs._pool
-    assert pool is not None and pool._max_workers == difflane.AT_ONCE == 1
+    assert app.lane._pending, "the task request waited for the diffs"
+    pool = app.lane._pool
+    assert pool is not None and pool._max_workers == lane.AT_ONCE == 1
     for t in threads:
         t.join()
-    assert set(statuses.values()) == {200} and api.diffs.computed == 8
+    assert set(statuses.values()) == {200} and app.lane.computed == 8
 
 
 # --- the mirror ------------------------------------------------------------------------------
@@ -428,11 +433,11 @@ def test_an_http_registry_bounds_pass_rates_by_their_listed_size(tmp_path: Path)
 
 
 def test_serve_refuses_huge_headers_and_other_hosts_in_the_request_line(
-    site: tuple[str, Api],
+    site: tuple[str, App],
 ) -> None:
-    _, api = site
+    _, app = site
     hosts = allowed_hosts("127.0.0.1", 1)  # its names, bare or with a port
-    with background(App(api=api, hosts=hosts)) as checked:
+    with background(App(api=app.api, hosts=hosts)) as checked:
         _, port = checked.removeprefix("http://").rsplit(":", 1)
 
         def send(request: bytes) -> bytes:

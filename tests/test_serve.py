@@ -20,10 +20,8 @@ import httpx
 import pytest
 
 import taskpack
-from taskpack.http1 import MAX_BODY
 from taskpack.rows import INLINE_MAX
-from taskpack.serve import Api, App, Catalog, background, task_json
-from taskpack.taskset import Split
+from taskpack.serve.app import Api, App, Catalog, background, task_json
 
 from .conftest import make_task
 
@@ -183,7 +181,7 @@ def test_hostile_values_stay_text() -> None:
     file hash is built outside validation, as a hand-edited row could carry it."""
     from html.parser import HTMLParser
 
-    from taskpack.viewer import task_page
+    from taskpack.serve.viewer import task_page
 
     evil = '"><script>alert(1)</script><a href="'
     task = taskpack.Task.model_validate(
@@ -227,77 +225,6 @@ def test_idle_connections_do_not_shut_others_out(served: tuple[str, Path]) -> No
     finally:
         for sock in held:
             sock.close()
-
-
-def test_a_slow_filter_does_not_hold_other_requests(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A `where` filter held until released: tasks of the same split are served meanwhile."""
-    path = tmp_path / "ts"
-    taskpack.write(path, {"train": _tasks()}, name="srv")
-    release, entered = threading.Event(), threading.Event()
-    plain_filter = Split.filter
-
-    def stalled(self: Split, *args: Any, **kwargs: Any) -> Any:
-        entered.set()
-        release.wait(30)
-        return plain_filter(self, *args, **kwargs)
-
-    monkeypatch.setattr(Split, "filter", stalled)
-    with background(App(api=Api(Catalog(taskpack.open(path))))) as url:
-        listed: list[str] = []
-        slow = threading.Thread(
-            target=lambda: listed.append(
-                httpx.get(url + "/view/train?where=difficulty=easy", timeout=60).text
-            )
-        )
-        slow.start()
-        try:
-            assert entered.wait(10)
-            for i in range(0, 60, 7):  # uncached reads of the split the filter is reading
-                task = httpx.get(f"{url}/api/v1/splits/train/tasks/{i}", timeout=10).json()["task"]
-                assert task["id"] == f"t{i}"
-            assert slow.is_alive() and not listed
-        finally:
-            release.set()
-            slow.join(30)
-        assert "30 of 61 tasks" in listed[0]
-
-
-@contextlib.contextmanager
-def _under_uvicorn(app: App) -> Iterator[str]:
-    """`app` under uvicorn, from a thread: its URL until the block ends."""
-    import uvicorn
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        for _ in range(200):
-            if server.started:
-                break
-            time.sleep(0.05)
-        try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-        finally:
-            server.should_exit = True
-            thread.join(10)
-
-
-def test_the_asgi_interface_answers_the_same(served: tuple[str, Path]) -> None:
-    """`App` under an ASGI server (uvicorn): the same answers, files and bounds."""
-    url, path = served
-    with _under_uvicorn(App(api=Api(Catalog(taskpack.open(path))))) as asgi:
-        for route in ("/api/v1/splits/train/tasks/3", "/api/v1/splits/train/by-id/t99"):
-            assert httpx.get(asgi + route).json() == httpx.get(url + route).json()
-        href = httpx.get(asgi + "/api/v1/splits/train/by-id/t99").json()["task"]["files"][0]["href"]
-        assert httpx.get(asgi + href).content == httpx.get(url + href).content
-        head = httpx.head(asgi + href)
-        assert head.content == b"" and head.headers["content-length"] == str(INLINE_MAX + 3)
-        big = httpx.post(asgi + "/ors/create_session", content=b"x" * (MAX_BODY + 1))
-        assert big.status_code == 413 and str(MAX_BODY) in big.json()["error"]
 
 
 @pytest.mark.parametrize(

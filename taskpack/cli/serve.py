@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
 
 import click
 
-if TYPE_CHECKING:  # each command imports what it uses: `taskpack --help` loads neither
-    # pydantic nor pyarrow
-    pass
-from taskpack.cli._common import (
-    _user_errors,
-    registry_option,
-)
+from taskpack.cli._common import _user_errors, registry_option
 
 
 @click.command()
@@ -43,6 +36,20 @@ from taskpack.cli._common import (
     show_default=True,
     help="Mirror: seconds a listing or tag is reused before upstream is asked again.",
 )
+@click.option(
+    "--deadline",
+    default=120.0,
+    show_default=True,
+    type=click.FloatRange(1, 3600),
+    help="Seconds a task list, search or diff may take before it is stopped (503).",
+)
+@click.option(
+    "--max-rss",
+    default=2048,
+    show_default=True,
+    type=click.IntRange(128),
+    help="MiB a worker may hold; past it the worker is replaced.",
+)
 @_user_errors
 def serve(
     target: str | None,
@@ -53,19 +60,22 @@ def serve(
     workers: int,
     allow_host: tuple[str, ...],
     ttl: float,
+    deadline: float,
+    max_rss: int,
 ) -> None:
     """Serve one version (a folder or NAME@VERSION) over HTTP: a JSON API with an OpenAPI
     document at /openapi.json, and a read-only HTML view at /. With --mirror, serve a
-    registry's versions instead, for a cluster's nodes to share one fetch."""
+    registry's versions instead, for a cluster's nodes to share one fetch. A worker that dies
+    is replaced."""
     from taskpack.errors import require
 
     if (target is None) == (mirror is None):
         raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY")
     if workers < 1:
         raise click.BadParameter("at least 1", param_hint="--workers")
-    for module in ("httptools", "markdown_it"):  # before the server's modules import them
+    for module in ("uvicorn", "httptools", "markdown_it"):  # before the server's modules do
         require(module, "serve")
-    from taskpack.serve import Config, address, allowed_hosts, run
+    from taskpack.serve.app import Config, address, allowed_hosts, run
 
     ip, port = address(host, port)
     hosts = allowed_hosts(host, port, allow_host)
@@ -75,6 +85,8 @@ def serve(
         mirror=mirror,
         ttl=ttl,
         hosts=tuple(sorted(hosts)) if hosts is not None else None,
+        deadline=deadline,
+        max_rss=max_rss,
     )
     app = config.app()  # opens the version (or the upstream) here: errors are one line
     shown = f"[{host}]" if ":" in host else host

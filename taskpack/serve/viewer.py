@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from taskpack import passrates, records
-from taskpack.browsing import Stats, prompt_text, search, sorted_ids
 from taskpack.errors import TaskpackError
 from taskpack.registry.refs import version_key
-from taskpack.richtext import esc, is_patch, markdown, patch, words
+from taskpack.serve.browsing import Stats, prompt_text, search, sorted_ids
+from taskpack.serve.richtext import esc, is_patch, markdown, patch, words
 
 if TYPE_CHECKING:
     from taskpack.changes import SplitDiff

@@ -2,8 +2,10 @@
 client (`ors-sdk`'s `ORS(base_url=...).environment(NAME)`) lists the splits, counts and gets the
 tasks of a served task set with no taskpack code on its side.
 
-Each served task set is an environment named after the set (case-insensitive, as ORS names
-are); a mirror serves every set of its upstream, at its latest version. The verbs and their
+Each served task set is an environment named after the set; a mirror serves every set of its
+upstream, at its latest version. A name is matched exactly, else ignoring case as ORS matches
+it, when that names one set only: a mirror's `Foo` and `foo` are two environments, and `FOO`
+names neither (404, saying which two it could mean). The verbs and their
 answers are those of ORS's own server (`ors/server.py` in ors-sdk 0.1.0):
 
     GET  /health  /list_environments  /{env}/splits  /{env}/tools
@@ -13,11 +15,14 @@ answers are those of ORS's own server (`ors/server.py` in ors-sdk 0.1.0):
 
 An index is a Python list index (negatives count from the end); a range is a slice, clamped as
 ORS clamps it. An unknown environment is a 404, a bad split, index or body a 400 or 422, each
-`{"detail": ...}` as ORS words it. A task's `task_spec` is the task's JSON (as the JSON API
-gives it) with its digest. OpenReward's client (openreward 0.1.x, `OPENREWARD_SESSION_URL`
-pointed here) sends the same verbs without the environment in the path, naming it in an
-`X-Deployment` header, and reads `env_name` beside a task: both are answered too. Sessions
-carry no state here: tasks are data, and a session id is only what the client expects to send.
+`{"detail": ...}` as ORS words it (413 for a body over 64 KiB, 422 for one nested too deep
+to read). `tasks` and `task_range` grow with the split: they are answered as a `Listing`, which
+the server computes on its lane (`serve/lane.py`) and sends from disk. A task's `task_spec` is
+the task's JSON (as the JSON API gives it) with its digest. OpenReward's client (openreward
+0.1.x, `OPENREWARD_SESSION_URL` pointed here) sends the same verbs without the environment in
+the path, naming it in an `X-Deployment` header, and reads `env_name` beside a task: both are
+answered too. Sessions carry no state here: tasks are data, and a session id is only what the
+client expects to send.
 """
 
 from __future__ import annotations
@@ -25,15 +30,17 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
 from taskpack.errors import TaskpackError
-from taskpack.http1 import MAX_BODY
 from taskpack.routes import named
+from taskpack.serve.jobs import ors_spec
+from taskpack.serve.server import BODY_TOO_LARGE, MAX_BODY
 
 if TYPE_CHECKING:
-    from taskpack.model import Task
+    from taskpack.serve.lane import Served as Opened
     from taskpack.taskset import Split, TaskSet
 
 _TYPES = ("train", "validation", "test")  # ORS's split types; other names are "validation"
@@ -46,6 +53,20 @@ class Served(Protocol):
     ts: TaskSet
 
     def split(self, name: str) -> Split: ...
+
+    def served(self) -> Opened: ...
+
+
+@dataclass(frozen=True)
+class Listing:
+    """ORS `tasks` or `task_range`, checked, for the lane to write: tasks `start` to `stop`
+    of `split` of the set `served` opens, as environment `env`."""
+
+    served: Opened
+    split: str
+    start: int
+    stop: int
+    env: str
 
 
 class OrsError(TaskpackError):
@@ -60,10 +81,10 @@ def _body(data: bytes, fields: Mapping[str, tuple[type, bool]]) -> dict[str, Any
     """The JSON body, checked as ORS's pydantic models check it (extra fields forbidden):
     `fields` maps a name to (its type, whether it is required)."""
     if len(data) > MAX_BODY:
-        raise OrsError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a body over {MAX_BODY} bytes")
+        raise OrsError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, BODY_TOO_LARGE)
     try:
         body = json.loads(data or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python reads
         raise OrsError(HTTPStatus.UNPROCESSABLE_ENTITY, [_problem("json_invalid", [])]) from None
     if not isinstance(body, dict):
         raise OrsError(HTTPStatus.UNPROCESSABLE_ENTITY, [_problem("model_type", [])])
@@ -85,21 +106,17 @@ def _problem(kind: str, where: list[str]) -> dict[str, Any]:
 
 
 class Ors:
-    """The verbs over `environments()`: lower-cased name -> the served set (looked up on
-    each request: a mirror's upstream may gain sets)."""
+    """The verbs over `environments()`: name -> the served set (looked up on each request: a
+    mirror's upstream may gain sets)."""
 
-    def __init__(
-        self,
-        environments: Callable[[], Mapping[str, Callable[[], Served]]],
-        as_json: Callable[[Task], dict[str, Any]],
-    ) -> None:
+    def __init__(self, environments: Callable[[], Mapping[str, Callable[[], Served]]]) -> None:
         self.environments = environments
-        self.as_json = as_json
 
     def answer(
         self, verb: str, params: Mapping[str, str], body: bytes, headers: Mapping[str, str]
-    ) -> tuple[int, str, bytes]:
-        """(status, content type, bytes) of ORS verb `verb` (a route name without `ors_`)."""
+    ) -> tuple[int, str, bytes] | Listing:
+        """(status, content type, bytes) of ORS verb `verb` (a route name without `ors_`), or
+        the `Listing` to compute."""
         if verb == "health":
             return _json({"status": "ok"})
         if verb == "environments":
@@ -127,25 +144,26 @@ class Ors:
         split = served.split(request["split"])
         if verb == "num_tasks":
             return _json({"num_tasks": len(split)})
-        if verb == "tasks":
-            return _json({"tasks": [self._spec(t) for t in split], "env_name": env})
         if verb == "task":
             index = request["index"]
             if not -len(split) <= index < len(split):
                 raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
-            return _json({"task": self._spec(split[index % len(split)]), "env_name": env})
-        start, stop, _ = slice(request.get("start"), request.get("stop")).indices(len(split))
-        tasks = [self._spec(split[i]) for i in range(start, max(start, stop))]
-        return _json({"tasks": tasks, "env_name": env})
+            return _json({"task": ors_spec(split[index % len(split)]), "env_name": env})
+        start, stop = 0, len(split)
+        if verb == "task_range":
+            start, stop, _ = slice(request.get("start"), request.get("stop")).indices(len(split))
+        return Listing(served.served(), request["split"], start, max(start, stop), env)
 
     def _served(self, env: str) -> Served:
-        opener = self.environments().get(env.lower())
+        found = self.environments()
+        opener = found.get(env)
         if opener is None:
-            raise OrsError(HTTPStatus.NOT_FOUND, f"unknown environment {env!r}")
+            alike = sorted(name for name in found if name.casefold() == env.casefold())
+            if len(alike) != 1:
+                also = f" (ask by its exact name: {', '.join(alike)})" if alike else ""
+                raise OrsError(HTTPStatus.NOT_FOUND, f"unknown environment {env!r}{also}")
+            opener = found[alike[0]]
         return opener()
-
-    def _spec(self, task: Task) -> dict[str, Any]:
-        return {**self.as_json(task), "digest": task.digest}
 
 
 def _json(value: Any) -> tuple[int, str, bytes]:

@@ -19,10 +19,10 @@ value escaped, under a Content-Security-Policy that allows none. A mirror answer
 protocol below `/registry/v1` (`registry/http.py`). Requests whose `Host` is not this server's
 name are refused (421), which DNS rebinding needs; a bad request gets a 4xx and `{"error": ...}`.
 
-It runs on taskpack's own HTTP/1.1 server (`http1`: why, and what it bounds), which answers
-a request from the response cache, as most are, without a coroutine or a thread. The
-application is ASGI too (any ASGI server runs `App`). Work that reads Parquet runs on threads,
-on two lanes: a slow filter never holds the lane tasks are served from.
+`App` is ASGI; `taskpack serve` runs it on uvicorn (`serve/server.py`: why, and what it
+bounds). Kept answers are sent at once; a task request reads Parquet on a thread; what grows
+with the data (ORS task lists, the split pages, diffs) is computed on the lane of processes
+(`serve/lane.py`), bounded in time, in flight and in memory, and stopped when its client leaves.
 """
 
 from __future__ import annotations
@@ -33,30 +33,31 @@ import html
 import ipaddress
 import json
 import mimetypes
+import os
 import threading
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property, partial
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from taskpack import http1, routes, viewer
-from taskpack.browsing import Stats
-from taskpack.difflane import Busy, DiffLane, Served, checked_ref
+from taskpack import routes
 from taskpack.errors import TaskpackError
-from taskpack.http1 import HttpError, Response
-from taskpack.http1 import address as address  # the names `taskpack serve` and tests use
-from taskpack.http1 import background as background
-from taskpack.model import Task
-from taskpack.nesting import parse_json, without_nulls
-from taskpack.ors_api import Ors, OrsError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.routes import Route
+from taskpack.serve import jobs, lane, server, viewer
+from taskpack.serve.jobs import task_json
+from taskpack.serve.lane import checked_ref
+from taskpack.serve.ors import Listing, Ors, OrsError
+from taskpack.serve.server import BODY_TOO_LARGE, IDLE, MAX_BODY, MAX_RSS
+from taskpack.serve.server import address as address  # the names `taskpack serve` and tests use
+from taskpack.serve.server import background as background
 from taskpack.taskset import Split, TaskSet
 
+CHUNK = 64 << 10  # bytes of a file sent at a time
 PAGE = 50
 MAX_IDS = 1000
 CACHE_BYTES = 128 << 20  # rendered API answers kept, whole
@@ -72,47 +73,53 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
+@dataclass(slots=True)  # an answer kept is read on every hit: no __dict__ to reach through
+class Response:
+    status: int
+    content_type: str
+    body: bytes = b""
+    path: Path | None = None  # a file sent from disk instead of `body`
+    cacheable: bool = False  # the same request always gets these bytes
+    headers: list[tuple[bytes, bytes]] | None = None  # as sent, made once when kept
+
+
+class HttpError(Exception):
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class Catalog:
     """The served version: its splits opened once per thread (a split's row-group cache is
     not shared between threads, and no request waits on a lock another holds), and an index
     of file hashes built on first need."""
 
-    def __init__(self, ts: TaskSet, registry: str | None = None) -> None:
+    def __init__(self, ts: TaskSet, registry: str | None = None, cache: str | None = None) -> None:
         self.ts = ts
         self.registry = registry  # where its other versions are found (None: the default one)
+        self.cache = cache  # the cache it was read through (None: the default one)
         self.digest = ts.manifest.digest
         self._mine = threading.local()
         self._files: dict[str, tuple[str, int]] | None = None
         self._files_lock = threading.Lock()
-        self._stats: dict[str, Stats] = {}
-        self._rates: dict[str, dict[str, dict[str, float]]] = {}
-        self._stats_lock = threading.Lock()
 
-    def stats(self, name: str) -> Stats:
-        """What split `name` holds, read once (a pass over four columns)."""
-        split = self.split(name)
-        with self._stats_lock:
-            if name not in self._stats:
-                self._stats[name] = Stats.of(split)
-            return self._stats[name]
-
-    def rates(self, name: str) -> dict[str, dict[str, float]]:
-        """Split `name`'s pass rates, read once: per "MODEL {settings}", task id -> rate."""
-        from taskpack.passrates import rates
-
-        with self._stats_lock:
-            if name not in self._rates:
-                measured = rates(self.ts.annotations(name)).items()
-                self._rates[name] = {f"{m} {key}": found for (m, key), found in measured}
-            return self._rates[name]
-
-    def served(self) -> Served:
-        """What a diff worker opens: this version (its folder, or its exact `NAME@VERSION`)
+    @cached_property
+    def opened(self) -> lane.Served:
+        """What a lane worker opens: this version (its folder, or its exact `NAME@VERSION`)
         and, by version or digest, its siblings in the same registry."""
-        m = self.ts.manifest
-        folder = getattr(self.ts.objects, "root", None)
-        target = str(Path(folder).absolute()) if folder is not None else f"{m.name}@{m.version}"
-        return Served(target, self.registry, m.name, m.digest, self.about)
+        m, objects = self.ts.manifest, self.ts.objects
+        folder = getattr(objects, "root", None)
+        if folder is not None:
+            target = str(Path(folder).absolute())
+            return lane.Served(target, self.registry, m.name, m.digest, self.about)
+        # a published version: from the registry and through the cache it was read from
+        location, cache = getattr(objects, "location", None), getattr(objects, "cache", None)
+        registry = location.url if location is not None else self.registry
+        root = str(cache.root) if cache is not None else None
+        return lane.Served(f"{m.name}@{m.version}", registry, m.name, m.digest, self.about, root)
+
+    def served(self) -> lane.Served:
+        return self.opened
 
     @cached_property
     def about(self) -> viewer.About:
@@ -176,17 +183,6 @@ class Catalog:
             return self._files
 
 
-def task_json(task: Task, nulls: bool = False) -> dict[str, Any]:
-    """The task as JSON, files by hash with the link that serves their bytes; null fields
-    left out unless `nulls`."""
-    body = task.model_dump(mode="json", exclude={"files"})
-    body["files"] = [
-        {**f.model_dump(mode="json", exclude={"data"}), "href": f"/api/v1/files/{f.sha256}"}
-        for f in task.files
-    ]
-    return body if nulls else without_nulls(body)
-
-
 def _int(query: dict[str, list[str]], key: str, default: int, low: int, high: int) -> int:
     try:
         value = int(query.get(key, [str(default)])[0])
@@ -223,11 +219,10 @@ class Api:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.diffs = DiffLane(catalog.served())
 
     def environments(self) -> dict[str, Callable[[], Catalog]]:
         """The ORS environment this is: the served set, by its name."""
-        return {self.catalog.ts.manifest.name.lower(): lambda: self.catalog}
+        return {self.catalog.ts.manifest.name: lambda: self.catalog}
 
     def json(self, status: int, body: dict[str, Any], cacheable: bool = False) -> Response:
         body = {**body, "digest": self.catalog.digest}
@@ -255,8 +250,10 @@ class Api:
         title = f"{status} {HTTPStatus(status).phrase}"
         return self.page(title, viewer.error_body(message, hint, back), status)
 
-    def handle(self, route: Route, params: dict[str, str], query: dict[str, list[str]]) -> Response:
-        handler: Callable[..., Response] = getattr(self, f"r_{route.name}")
+    def handle(
+        self, route: Route, params: dict[str, str], query: dict[str, list[str]]
+    ) -> Response | Ask:
+        handler: Callable[..., Response | Ask] = getattr(self, f"r_{route.name}")
         return handler(query, **params)
 
     def r_version(self, query: Query) -> Response:
@@ -374,15 +371,16 @@ class Api:
         )
         return self.page(f"{m.name}@{m.version}", body)
 
-    def r_view_split(self, query: Query, split: str) -> Response:
-        found = self.catalog.split(split)
-        shown = {k: v[0] for k, v in query.items() if k != "col"}
+    def r_view_split(self, query: Query, split: str) -> Ask:
+        """A page of a split's tasks (searched, filtered, sorted: work that grows with the
+        split, on the lane)."""
+        self.catalog.split(split)  # a 404 for a split not served, before any work
+        shown = {k: v[0] for k, v in sorted(query.items()) if k != "col"}
         if "col" in query:
             shown["cols"] = ",".join(query["col"])
-        stats = self.catalog.stats(split)
-        rates = self.catalog.rates(split)
-        body = viewer.split_page(split, found, stats, shown, partial(_filtered, found), rates)
-        return self.page(split, body)
+        served = self.catalog.opened
+        key = ("split", served.digest, split, tuple(shown.items()))
+        return Ask(key, jobs.split_page, (served, split, shown), "text/html; charset=utf-8")
 
     def r_view_task(self, query: Query, split: str, id: str) -> Response:
         at = query.get("at", [""])[0]
@@ -398,31 +396,20 @@ class Api:
         body = viewer.task_page(split, found, task, index, at)
         return self.page(f"{split} / {task.id}" + (f" at {at}" if at else ""), body)
 
-    # --- diffs, on their lane (`taskpack.difflane`) -------------------------------------------
+    def r_diff_page(self, query: Query, old: str, new: str) -> Ask:
+        return self._diff(old, new, "text/html; charset=utf-8", 0)
 
-    async def diff(self, route: Route, old: str, new: str) -> Response:
-        try:
-            done = await self.diffs.get(checked_ref(old), checked_ref(new))
-        except Busy as e:
-            raise HttpError(HTTPStatus.SERVICE_UNAVAILABLE, str(e)) from None
-        if route.name == "diff_page":
-            return Response(HTTPStatus.OK, "text/html; charset=utf-8", path=done.page)
-        return Response(HTTPStatus.OK, "application/json", path=done.api)
+    def r_diff_json(self, query: Query, old: str, new: str) -> Ask:
+        return self._diff(old, new, "application/json", 1)
+
+    def _diff(self, old: str, new: str, kind: str, index: int) -> Ask:
+        """A diff of two versions: seconds of Python for large ones, on the lane."""
+        old, new = checked_ref(old), checked_ref(new)
+        served = self.catalog.opened
+        return Ask(("diff", served.digest, old, new), jobs.diff, (served, old, new), kind, index)
 
 
 Query = dict[str, list[str]]
-
-
-def _filtered(split: Split, where: str) -> list[str]:
-    """The ids a `KEY=VALUE` filter keeps (VALUE read as JSON when it is JSON)."""
-    key, sep, value = where.partition("=")
-    if not sep or not key:
-        raise ValueError("expected KEY=VALUE, e.g. reward.kind=numeric_match")
-    try:
-        wanted = parse_json(value)
-    except ValueError:
-        wanted = value
-    return split.filter(**{key: wanted}).ids()
 
 
 class Registered:
@@ -435,7 +422,7 @@ class Registered:
         self._lock = threading.Lock()
 
     def environments(self) -> dict[str, Callable[[], Catalog]]:
-        return {name.lower(): partial(self._latest, name) for name in self.mirror.names()}
+        return {name: partial(self._latest, name) for name in self.mirror.names()}
 
     def _latest(self, name: str) -> Catalog:
         from taskpack.registry.client import resolve
@@ -493,96 +480,132 @@ def allowed_hosts(host: str, port: int, extra: tuple[str, ...] = ()) -> frozense
 
 
 class App:
-    """The application, as `http1.Application` (`ready`, then `work`: what `taskpack serve`
-    runs) and as ASGI (`app(scope, receive, send)`: any ASGI server), both through `ready` and
-    `work`. Also: the cache of rendered answers, and the two thread lanes."""
+    """The ASGI application `taskpack serve` runs (any ASGI server runs it): the Host check,
+    the cache of rendered answers, a thread lane for task requests and the lane of processes
+    (`serve/lane.py`) for work that grows with the data."""
 
     def __init__(
         self,
         api: Api | None = None,
         registered: Registered | None = None,
         hosts: frozenset[str] | None = None,
+        deadline: float = lane.DEADLINE,
     ) -> None:
         self.api = api
         self.registered = registered
         self.hosts = hosts
         self.digest = api.catalog.digest if api is not None else ""
         self.fast = ThreadPoolExecutor(8, thread_name_prefix="taskpack-serve")
-        self.slow = ThreadPoolExecutor(2, thread_name_prefix="taskpack-serve-slow")
-        # Kept first in, first out: a hit reads its entry and reorders nothing (with slots on
-        # Response, 1.14x the requests/s of the LRU it replaced, 20,000 tasks read at random).
+        self.lane = lane.Lane(deadline)
+        # Kept first in, first out: a hit reads its entry and reorders nothing.
         self._cache: dict[str, Response] = {}
         self._cache_bytes = 0
         served = routes.SERVED if api is not None else ()
         mirrored = routes.REGISTRY if registered is not None else ()
         self.routes = (*served, *mirrored, *routes.COMMON, *routes.ORS)
         served_sets = api or registered
-        self.ors = Ors(served_sets.environments if served_sets else dict, task_json)
+        self.ors = Ors(served_sets.environments if served_sets else dict)
 
-    def ready(self, method: str, path: str, query: str, host: str) -> Response | None:
-        """The response when it needs no work (a refusal, or kept from an earlier request),
-        else None: answered without a coroutine or a thread, as most requests are."""
-        if self.hosts is not None and host.lower() not in self.hosts:
-            return self.error(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
-        if method not in ("GET", "HEAD", "POST"):
-            return self.error(HTTPStatus.METHOD_NOT_ALLOWED, "GET, HEAD and POST are served")
-        if method == "POST":
-            return None  # an ORS verb: its answer depends on its body
-        return self._cache.get(path + "?" + query)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        method, path = scope["method"], scope["path"]
+        query = scope["query_string"].decode("latin-1")
+        key = path + "?" + query
+        fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if self.hosts is not None and fields.get("host", "").lower() not in self.hosts:
+            host = fields.get("host", "")
+            response = self.error(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")
+        elif method not in ("GET", "HEAD", "POST"):
+            response = self.error(HTTPStatus.METHOD_NOT_ALLOWED, "GET, HEAD and POST are served")
+        elif key in self._cache and method != "POST" and not _has_body(fields):
+            response = self._cache[key]
+        else:
+            await self._work(method, path, query, fields, receive, send)
+            return
+        await self._send(response, send, method)
+
+    async def _work(
+        self, method: str, path: str, query: str, fields: dict[str, str], receive: Receive,
+        send: Send,
+    ) -> None:  # fmt: skip
+        """A request no kept answer serves: its body read (bounded in size and time), its
+        answer built while the client is watched (one that leaves stops the work) and sent."""
+        found = routes.match(path, self.routes, method)
+        body: bytes | HttpError
+        try:
+            body = await asyncio.wait_for(_body(receive, fields.get("content-length")), IDLE)
+        except asyncio.TimeoutError:
+            body = HttpError(HTTPStatus.REQUEST_TIMEOUT, f"the body took over {IDLE:.0f} s")
+        except HttpError as e:
+            body = e
+        gone = asyncio.ensure_future(_disconnect(receive))
+        try:
+            if isinstance(body, HttpError):  # unread or half read: the connection ends
+                response = self._failure(body, found)
+                response.headers = [*self.headers(response), (b"connection", b"close")]
+            else:
+                answer = asyncio.ensure_future(self.work(found, path, query, method, body, fields))
+                await asyncio.wait((answer, gone), return_when=asyncio.FIRST_COMPLETED)
+                if not answer.done():
+                    answer.cancel()  # the client left: a lane job nobody else awaits stops
+                    return
+                response = answer.result()
+            await self._send(response, send, method, gone)
+        finally:
+            gone.cancel()
 
     async def work(
         self,
+        found: tuple[Route, dict[str, str]] | None,
         path: str,
         query_string: str,
         method: str = "GET",
         body: bytes = b"",
         headers: Mapping[str, str] | None = None,
     ) -> Response:
-        """The response to a request `ready` had none for, built on a thread lane (a `where`
-        filter on a lane of its own, a diff on the diff lane); never raises: an error is a
-        JSON 4xx or 5xx (an ORS verb's in ORS's shape). `body`: a POST's."""
-        found = None
+        """The answer to a request: built on the thread lane, or on the process lane when it
+        grows with the data. Never raises: an error is a JSON 4xx or 5xx (an ORS verb's in
+        ORS's shape) or an error page."""
         try:
-            found = routes.match(path, self.routes, method)
             if found is None:
                 raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
             route, params = found
-            if route.name in ("diff_page", "diff_json"):
-                assert self.api is not None
-                response = await self.api.diff(route, **params)
-            elif route.name.startswith("ors_"):
-                verb = partial(self._ors, route.name[4:], params, body, headers or {})
-                response = await asyncio.get_running_loop().run_in_executor(self.fast, verb)
+            loop = asyncio.get_running_loop()
+            if route.name.startswith("ors_"):
+                verb = partial(self.ors.answer, route.name[4:], params, body, headers or {})
+                answer: Response | Ask | Listing | tuple[int, str, bytes]
+                answer = await loop.run_in_executor(self.fast, verb)
             else:
-                lane = self.slow if "where=" in query_string else self.fast
-                answer = partial(self._answer, route, params, parse_qs(query_string))
-                response = await asyncio.get_running_loop().run_in_executor(lane, answer)
+                built = partial(self._answer, route, params, parse_qs(query_string))
+                answer = await loop.run_in_executor(self.fast, built)
+            if isinstance(answer, Listing):
+                answer = _listing(answer)
+            if isinstance(answer, Ask):
+                files = await self.lane.get(answer.key, answer.job, *answer.args)
+                response = Response(HTTPStatus.OK, answer.kind, path=files[answer.index])
+            elif isinstance(answer, tuple):
+                response = Response(*answer)
+            else:
+                response = answer
         except Exception as e:  # noqa: BLE001 - every failure is an answer, never a crash
             response = self._failure(e, found)
         if response.cacheable and response.path is None and method != "POST":
             self._keep(path + "?" + query_string, response)
         return response
 
-    def _ors(
-        self, verb: str, params: dict[str, str], body: bytes, headers: Mapping[str, str]
-    ) -> Response:
-        try:
-            status, kind, data = self.ors.answer(verb, params, body, headers)
-        except OrsError as e:
-            detail = json.dumps({"detail": e.detail}, ensure_ascii=False).encode()
-            return Response(e.status, "application/json", detail)
-        return Response(status, kind, data)
-
     def _keep(self, key: str, response: Response) -> None:
-        # Its head is made here, once, so that the bound counts what the cache holds.
-        response.head = http1.head_of(response, self.headers(response))
+        response.headers = self.headers(response)  # made once, here: the bound counts them
         self._cache[key] = response
         self._cache_bytes += _held(key, response)
         while self._cache_bytes > CACHE_BYTES and self._cache:
             old_key = next(iter(self._cache))
             self._cache_bytes -= _held(old_key, self._cache.pop(old_key))
 
-    def _answer(self, route: Route, params: dict[str, str], query: Query) -> Response:
+    def _answer(self, route: Route, params: dict[str, str], query: Query) -> Response | Ask:
         if route.name == "style":
             return Response(HTTPStatus.OK, "text/css; charset=utf-8", viewer.STYLE, cacheable=True)
         if route.name == "health":
@@ -594,21 +617,25 @@ class App:
         return self.api.handle(route, params, query)
 
     def _failure(self, e: Exception, found: tuple[Route, dict[str, str]] | None) -> Response:
-        """The error's answer: an error page for a page's route, else JSON."""
-        if isinstance(e, HttpError):
+        """The error's answer: ORS's shape for an ORS verb, an error page for a page's route,
+        else JSON."""
+        if isinstance(e, (HttpError, OrsError)):
             status, message = int(e.status), str(e)
+        elif isinstance(e, (lane.Busy, lane.Stopped)):
+            status, message = HTTPStatus.SERVICE_UNAVAILABLE, str(e)
         elif isinstance(e, (TaskpackError, ValueError, KeyError, IndexError)):
             status, message = HTTPStatus.BAD_REQUEST, str(e)
         else:
             status, message = HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}"
-        if found is not None and found[0].kind.startswith("text/html") and self.api is not None:
+        route = found[0] if found is not None else None
+        if route is not None and route.name.startswith("ors_"):
+            detail = e.detail if isinstance(e, OrsError) else message
+            data = json.dumps({"detail": detail}, ensure_ascii=False).encode()
+            return Response(status, "application/json", data)
+        if route is not None and route.kind.startswith("text/html") and self.api is not None:
+            assert found is not None
             return self.api.error_page(status, message, found[1])
         return self.error(status, message)
-
-    def close(self) -> None:
-        """Stop the diff workers: a worker process exits only once its children have."""
-        if self.api is not None:
-            self.api.diffs.close()
 
     def error(self, status: int, message: str) -> Response:
         body: dict[str, Any] = {"error": message}
@@ -616,91 +643,109 @@ class App:
             body["digest"] = self.digest
         return Response(status, "application/json", json.dumps(body, ensure_ascii=False).encode())
 
-    def headers(self, response: Response) -> list[tuple[str, str]]:
-        """The response's headers (its length aside, which each server adds its own way)."""
+    def headers(self, response: Response) -> list[tuple[bytes, bytes]]:
+        """The response's headers, its length included."""
+        size = response.path.stat().st_size if response.path is not None else len(response.body)
         found = [
-            ("content-type", response.content_type),
-            ("content-security-policy", CSP),
-            ("x-content-type-options", "nosniff"),
-            ("referrer-policy", "no-referrer"),
+            (b"content-type", response.content_type.encode()),
+            (b"content-length", str(size).encode()),
+            (b"content-security-policy", CSP.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"),
         ]
         if self.digest:
-            found.append(("x-taskpack-digest", self.digest))
+            found.append((b"x-taskpack-digest", self.digest.encode()))
+        if response.status == HTTPStatus.SERVICE_UNAVAILABLE:
+            found.append((b"retry-after", b"5"))
         return found
 
-    # --- ASGI: for any ASGI server (`taskpack serve` runs on http1) ------------------------
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    self.close()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
-            return
-        fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        method, path = scope["method"], scope["path"]
-        query = scope["query_string"].decode("latin-1")
-        response = self.ready(method, path, query, fields.get("host", ""))
-        if response is None:
-            try:
-                body = await _bounded(_asgi_chunks(receive), fields.get("content-length"))
-            except HttpError as e:
-                response = self.error(e.status, str(e))
-            else:
-                response = await self.work(path, query, method, body, fields)
-        size = response.path.stat().st_size if response.path is not None else len(response.body)
-        headers = [(k.encode(), v.encode()) for k, v in self.headers(response)]
-        headers.append((b"content-length", str(size).encode()))
+    async def _send(
+        self, response: Response, send: Send, method: str, gone: asyncio.Future[None] | None = None
+    ) -> None:
+        """The answer; a file a piece at a time, as fast as the client takes it (uvicorn waits
+        for a piece to leave before the next is read), until the client leaves."""
+        headers = response.headers or self.headers(response)
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         if method == "HEAD":
             await send({"type": "http.response.body", "body": b""})
         elif response.path is None:
             await send({"type": "http.response.body", "body": response.body})
         else:
-            await self._stream(response.path, send)
+            with response.path.open("rb") as f:
+                while gone is None or not gone.done():
+                    piece = f.read(CHUNK)
+                    more = len(piece) == CHUNK
+                    await send({"type": "http.response.body", "body": piece, "more_body": more})
+                    if not more:
+                        return
 
-    async def _stream(self, path: Path, send: Send) -> None:
-        """The file in http1.CHUNK pieces, each read off the event loop: a slow client holds one
-        piece in memory, whatever the file's size."""
-        loop = asyncio.get_running_loop()
-        with path.open("rb") as f:
-            while True:
-                piece = await loop.run_in_executor(self.fast, f.read, http1.CHUNK)
-                more = len(piece) == http1.CHUNK
-                await send({"type": "http.response.body", "body": piece, "more_body": more})
-                if not more:
-                    return
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def close(self) -> None:
+        """Stop the lane's workers: a server worker exits only once its children have."""
+        self.lane.close()
+
+
+@dataclass(frozen=True)
+class Ask:
+    """An answer for the lane: file `index` of what `job(work, *args)` writes, sent as
+    `kind`; `key` names the question (answers are kept by it)."""
+
+    key: tuple[Any, ...]
+    job: lane.Job
+    args: tuple[Any, ...]
+    kind: str
+    index: int = 0
+
+
+def _listing(listing: Listing) -> Ask:
+    s = listing.served
+    key = ("ors", s.digest, listing.split, listing.start, listing.stop, listing.env)
+    args = (s, listing.split, listing.start, listing.stop, listing.env)
+    return Ask(key, jobs.ors_tasks, args, "application/json")
 
 
 def _held(key: str, response: Response) -> int:
-    """Bytes a kept answer holds: its key, body and head."""
-    return len(key) + len(response.body) + len(response.head or b"")
+    """Bytes a kept answer holds: its key, body and headers."""
+    return len(key) + len(response.body) + sum(len(k) + len(v) for k, v in response.headers or ())
 
 
-async def _asgi_chunks(receive: Receive) -> AsyncIterator[bytes]:
+def _has_body(fields: Mapping[str, str]) -> bool:
+    """Whether a request says it has a body (which is read and bounded before any answer)."""
+    return fields.get("content-length", "0").strip() != "0" or "transfer-encoding" in fields
+
+
+async def _disconnect(receive: Receive) -> None:
+    """Returns when the client has left (its request's body read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _body(receive: Receive, length: str | None) -> bytes:
+    """A request's body, refused past MAX_BODY before it is read when its length says so,
+    else as soon as it passes the bound."""
+    try:
+        declared = int(length.strip()) if length is not None else 0
+    except ValueError:
+        raise HttpError(HTTPStatus.BAD_REQUEST, "Content-Length: expected a number") from None
+    if declared > MAX_BODY:
+        raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, BODY_TOO_LARGE)
+    got = bytearray()
     while True:
         message = await receive()
-        yield message.get("body", b"")
+        got += message.get("body", b"")
+        if len(got) > MAX_BODY:
+            raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, BODY_TOO_LARGE)
         if not message.get("more_body"):
-            return
-
-
-async def _bounded(chunks: AsyncIterable[bytes], length: str | None) -> bytes:
-    """A request's body, refused past http1's bound before it is read when its length says
-    so, else as soon as it passes the bound."""
-    if http1.refused_length(length):
-        raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, http1.BODY_TOO_LARGE)
-    got = b""
-    async for chunk in chunks:
-        got += chunk
-        if len(got) > http1.MAX_BODY:
-            raise HttpError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, http1.BODY_TOO_LARGE)
-    return got
+            return bytes(got)
 
 
 # --- running -------------------------------------------------------------------------------
@@ -708,7 +753,8 @@ async def _bounded(chunks: AsyncIterable[bytes], length: str | None) -> bytes:
 
 @dataclass(frozen=True)
 class Config:
-    """What each worker process builds its application from (they are spawned, not forked)."""
+    """What each worker process builds its application from (they are spawned, not forked):
+    handed to them in the environment, as JSON."""
 
     target: str | None = None  # a task-set folder or NAME@VERSION
     registry: str | None = None
@@ -716,6 +762,8 @@ class Config:
     cache: str | None = None  # a mirror's cache lives below it, in mirrors/<upstream>/
     ttl: float = 10.0
     hosts: tuple[str, ...] | None = None  # None: any Host
+    deadline: float = lane.DEADLINE  # seconds an answer of the lane may take
+    max_rss: int = MAX_RSS  # MiB a worker may hold before it is replaced
 
     def app(self) -> App:
         hosts = frozenset(self.hosts) if self.hosts is not None else None
@@ -725,15 +773,30 @@ class Config:
 
             root = Path(self.cache) if self.cache else None
             cache = mirror_cache(Location.parse(self.mirror).url, root)
-            return App(registered=Registered(Mirror(self.mirror, cache, self.ttl)), hosts=hosts)
+            mirror = Mirror(self.mirror, cache, self.ttl)
+            return App(registered=Registered(mirror), hosts=hosts, deadline=self.deadline)
         assert self.target is not None
         from taskpack.registry.client import open as open_target
 
         ts = open_target(self.target, registry=self.registry)
-        return App(api=Api(Catalog(ts, self.registry)), hosts=hosts)
+        return App(api=Api(Catalog(ts, self.registry)), hosts=hosts, deadline=self.deadline)
+
+
+_CONFIG = "TASKPACK_SERVE_CONFIG"
 
 
 def run(config: Config, host: str, port: int, workers: int) -> None:
     """Serve until interrupted, on `workers` processes that each build the application from
-    `config`."""
-    http1.run(config.app, host, port, workers)
+    `config` (`worker_app`), replaced when one dies."""
+    os.environ[_CONFIG] = json.dumps(asdict(config))
+    server.run(f"{__name__}:worker_app", host, port, workers)
+
+
+def worker_app() -> App:
+    """In a worker: the application `run` configured, and the watchdog of its memory."""
+    fields = json.loads(os.environ[_CONFIG])
+    if fields["hosts"] is not None:
+        fields["hosts"] = tuple(fields["hosts"])
+    config = Config(**fields)
+    server.watch(config.max_rss)
+    return config.app()
