@@ -128,7 +128,7 @@ def wrk(url: str, script: Path, clients: int, seconds: int) -> tuple[float, floa
 # that answers every request with one task's bytes and does nothing else: what the server
 # itself allows on this machine.
 BARE = """import sys
-from taskpack.http1 import Response, run
+from taskpack.serve.server import Response, run
 BODY = open(sys.argv[3], "rb").read()
 class App:
     def __init__(self):

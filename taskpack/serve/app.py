@@ -524,13 +524,14 @@ class App:
         elif key in self._cache and method != "POST" and not _has_body(fields):
             response = self._cache[key]
         else:
-            await self._work(method, path, query, fields, receive, send)
+            shut = scope.get("extensions", {}).get(server.SHUT)
+            await self._work(method, path, query, fields, receive, send, shut)
             return
         await self._send(response, send, method)
 
     async def _work(
         self, method: str, path: str, query: str, fields: dict[str, str], receive: Receive,
-        send: Send,
+        send: Send, shut: asyncio.Event | None = None,
     ) -> None:  # fmt: skip
         """A request no kept answer serves: its body read (bounded in size and time), its
         answer built while the client is watched (one that leaves stops the work) and sent."""
@@ -548,7 +549,8 @@ class App:
                 response = self._failure(body, found)
                 response.headers = [*self.headers(response), (b"connection", b"close")]
             else:
-                answer = asyncio.ensure_future(self.work(found, path, query, method, body, fields))
+                asked = self.work(found, path, query, method, body, fields, shut)
+                answer = asyncio.ensure_future(asked)
                 await asyncio.wait((answer, gone), return_when=asyncio.FIRST_COMPLETED)
                 if not answer.done():
                     answer.cancel()  # the client left: a lane job nobody else awaits stops
@@ -566,10 +568,12 @@ class App:
         method: str = "GET",
         body: bytes = b"",
         headers: Mapping[str, str] | None = None,
+        shut: asyncio.Event | None = None,
     ) -> Response:
         """The answer to a request: built on the thread lane, or on the process lane when it
         grows with the data. Never raises: an error is a JSON 4xx or 5xx (an ORS verb's in
-        ORS's shape) or an error page."""
+        ORS's shape) or an error page. `shut`: set when the client shuts its side, which
+        TCP cannot tell from leaving: work on the process lane then stops (503)."""
         try:
             if found is None:
                 raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
@@ -585,7 +589,7 @@ class App:
             if isinstance(answer, Listing):
                 answer = _listing(answer)
             if isinstance(answer, Ask):
-                files = await self.lane.get(answer.key, answer.job, *answer.args)
+                files = await _unless(shut, self.lane.get(answer.key, answer.job, *answer.args))
                 response = Response(HTTPStatus.OK, answer.kind, path=files[answer.index])
             elif isinstance(answer, tuple):
                 response = Response(*answer)
@@ -716,6 +720,25 @@ def _listing(listing: Listing) -> Ask:
 def _held(key: str, response: Response) -> int:
     """Bytes a kept answer holds: its key, body and headers."""
     return len(key) + len(response.body) + sum(len(k) + len(v) for k, v in response.headers or ())
+
+
+async def _unless(
+    shut: asyncio.Event | None, asked: Awaitable[tuple[Path, ...]]
+) -> tuple[Path, ...]:
+    """What `asked` answers, unless `shut` is set first: then it is cancelled (a lane job no
+    one else waits for stops) and the request ends with 503."""
+    answer = asyncio.ensure_future(asked)
+    if shut is None:
+        return await answer
+    ended = asyncio.ensure_future(shut.wait())
+    try:
+        await asyncio.wait((answer, ended), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ended.cancel()
+    if not answer.done():
+        answer.cancel()
+        raise lane.Stopped("stopped: the client shut its side of the connection")
+    return answer.result()
 
 
 def _has_body(fields: Mapping[str, str]) -> bool:

@@ -46,6 +46,7 @@ from uvicorn.supervisors import Multiprocess
 
 MAX_HEAD = 32 << 10  # bytes a request's line and headers may take (SLICE more at most)
 SLICE = 4 << 10  # bytes fed to the parser at a time
+SHUT = "taskpack.shut"  # the scope extension set when the client shuts its side (`eof_received`)
 MAX_BODY = 64 << 10  # bytes a request's body may take
 IDLE = 10.0  # seconds: to begin a request, to finish its head or body, to take an answer's bytes
 MAX_CONNECTIONS = 2048  # open connections (and requests in progress) per worker; then 503
@@ -66,6 +67,7 @@ class Bounded(HttpToolsProtocol):
         self._head = 0  # bytes of the current request's head so far
         self._slice = 0  # bytes of the slice being parsed
         self._eof = False  # the client has shut its side
+        self._shut = asyncio.Event()
         self._refusal: bytes | None = None  # what ends this connection, once written
         self._head_timer: asyncio.TimerHandle | None = None
         self._stall_timer: asyncio.TimerHandle | None = None
@@ -129,6 +131,7 @@ class Bounded(HttpToolsProtocol):
         if len(hosts) != 1 or self.parser.get_method() == b"CONNECT":
             self._refuse(HTTPStatus.BAD_REQUEST, "a request names one Host, and no CONNECT")
             return
+        self.scope["extensions"] = {SHUT: self._shut}
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
@@ -141,8 +144,11 @@ class Bounded(HttpToolsProtocol):
 
     def eof_received(self) -> bool:  # type: ignore[override]  # asyncio.Protocol allows it
         """The client shut its side (RFC 9112 allows it once its request is sent): what it
-        asked is still answered, then the connection closed (uvicorn closes at once)."""
+        asked is still answered, then the connection closed (uvicorn closes at once). TCP
+        cannot tell this from a client that left: the application hears of it (`SHUT`), and
+        stops work that grows with the data."""
         self._eof = True
+        self._shut.set()
         return self._answering()
 
     def on_response_complete(self) -> None:

@@ -1,0 +1,119 @@
+"""The lane of `taskpack serve` (taskpack/serve/lane.py): a question computed once in a worker
+process, stopped at its deadline or when nobody waits for it any more, and, through the
+server, stopped when its client leaves."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import taskpack
+from taskpack.serve.app import Api, App, Catalog, background
+from taskpack.serve.lane import Lane, Stopped, Work
+
+from .conftest import make_task
+
+
+def slow(work: Work, seconds: float, log: str) -> tuple[Path]:
+    """A job of `seconds`, checking every 50 ms that it is still wanted; `log` says how it
+    ended."""
+    Path(log).write_text("started")
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            work.check()
+        except Stopped:
+            Path(log).write_text("stopped")
+            raise
+        time.sleep(0.05)
+    out = work.stem.with_suffix(".txt")
+    out.write_text("done")
+    Path(log).write_text("done")
+    return (out,)
+
+
+@pytest.fixture
+def lane() -> Iterator[Lane]:
+    found = Lane(deadline=60)
+    yield found
+    found.close()
+
+
+def _says(log: Path, wanted: str, within: float = 60) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text() == wanted:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_question_past_its_deadline_is_stopped(lane: Lane, tmp_path: Path) -> None:
+    lane.deadline = 3  # the worker's start (a second or two) is inside it
+    log = tmp_path / "log"
+    with pytest.raises(Stopped, match="no answer within 3 s"):
+        asyncio.run(lane.get("k", slow, 60, str(log)))
+    assert _says(log, "stopped", 10) and not lane._kept
+
+
+def test_a_question_nobody_waits_for_is_stopped(lane: Lane, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+
+    async def leave() -> None:
+        asking = asyncio.ensure_future(lane.get("k", slow, 60, str(log)))
+        while not log.exists():
+            await asyncio.sleep(0.05)
+        asking.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asking
+
+    asyncio.run(leave())
+    assert _says(log, "stopped", 10) and not lane._kept and not lane._pending
+
+
+def test_a_question_one_of_two_left_is_answered_to_the_other(lane: Lane, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+
+    async def one_leaves() -> tuple[Path, ...]:
+        first = asyncio.ensure_future(lane.get("k", slow, 2, str(log)))
+        second = asyncio.ensure_future(lane.get("k", slow, 2, str(log)))
+        while not log.exists():
+            await asyncio.sleep(0.05)
+        first.cancel()
+        return await second
+
+    (out,) = asyncio.run(one_leaves())
+    assert out.read_text() == "done" and log.read_text() == "done" and lane.computed == 1
+    assert asyncio.run(lane.get("k", slow, 2, str(log))) == (out,)  # kept
+    assert lane.computed == 1
+
+
+def test_a_client_that_leaves_stops_its_task_list(tmp_path: Path) -> None:
+    """ORS `tasks` of 30,000 tasks, its client gone at once: the lane's job stops (nothing is
+    kept, nothing is in flight) long before it could have written them all."""
+    path = tmp_path / "ts"
+    taskpack.write(path, {"train": [make_task(i) for i in range(30_000)]}, name="many")
+    app = App(api=Api(Catalog(taskpack.open(path))))
+    with background(app) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        body = b'{"split": "train"}'
+        request = (
+            b"POST /ors/many/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(request)
+            deadline = time.monotonic() + 30
+            while not app.lane._pending:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        deadline = time.monotonic() + 30
+        while app.lane._pending:
+            assert time.monotonic() < deadline, "the job went on"
+            time.sleep(0.05)
+        assert app.lane.computed == 1 and not app.lane._kept
