@@ -1,21 +1,18 @@
-"""Load test of `taskpack serve` on loopback, side by side with nginx serving the same bytes.
+"""Load test of `taskpack serve` on loopback, beside what a user would otherwise run.
 
-Task-by-index JSON (random indices, keep-alive clients, wrk) from `taskpack serve --workers W`
-against nginx (Debian's package, W worker processes, a config of its own in a temp folder)
-serving each task's JSON, byte for byte the server's answer, as a static file, and beside them
-taskpack's HTTP server itself (taskpack/http1.py) answering every request with one task's bytes
-from an application that does nothing else (what the server allows on this machine).
-Each is warmed until its rate settles; rounds alternate; medians of requests/s and of p99
-latency are reported, with the ratio to nginx.
-
-Then what the server must withstand, measured on the same server:
-  idle       N connections opened and left silent; the slowest of a run of normal requests
-  filter     normal requests while a slow `where` filter runs over a large split
-  big file   8 slow clients downloading a 256 MiB task file: the server's RSS growth
-  diffs      normal requests while 8 diffs of 50k-task versions run (on their own lane)
+verbs   ORS `task` by random index (POST, keep-alive clients, wrk) from `taskpack serve`,
+        ors-sdk 0.1.0's own server and OpenEnv 0.10's Harbor task server (both on uvicorn,
+        each in its pinned venv, the same number of workers) over the same tasks, and nginx
+        (Debian's) serving taskpack's answers as static files (GET: the floor). Each warmed
+        until its rate settles; rounds alternate; medians of requests/s and p99 latency.
+flood   a 100,000-task split; 8 clients (wrk) flooding one heavy route at a time (ORS `tasks`,
+        `task_range 0..10^9`, the viewer's search with a new query every time, sort, a `where`
+        filter, id pages); meanwhile one client asks for tasks at random: its p50 and p99, and
+        the server's peak RSS (its workers and the lane's processes).
+robust  idle connections, 8 slow clients of a 256 MiB file, 8 diffs of 50k-task versions.
 
     apt-get install nginx wrk
-    python bench/serve.py [--tasks 20000] [--seconds 8] [--rounds 3] [--clients 64,512]
+    python bench/serve.py [--tasks 10000] [--flood-tasks 100000] [--only verbs|flood|robust]
 
 Bounded: fixed durations, timeouts on every request, 127.0.0.1 only.
 """
@@ -23,7 +20,9 @@ Bounded: fixed durations, timeouts on every request, 127.0.0.1 only.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -39,7 +38,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import build_taskset, machine, served
+from common import ROOT, build_taskset, machine, served
 
 NGINX = """worker_processes {workers};
 pid {root}/nginx.pid;
@@ -56,10 +55,51 @@ http {{
   }}
 }}
 """
-LUA = """math.randomseed({seed})
+# A random task of the split per request: GET PREFIX<index>, or POST PATH {"split", "index"}.
+GET = """math.randomseed({seed})
 request = function()
   return wrk.format("GET", string.format("{prefix}%d", math.random(0, {last})))
 end
+"""
+POST = """math.randomseed({seed})
+local headers = {{["Content-Type"] = "application/json", ["X-Session-ID"] = "s"}}
+request = function()
+  local body = string.format('{{"split": "{split}", "index": %d}}', math.random(0, {last}))
+  return wrk.format("POST", "{path}", headers, body)
+end
+"""
+# The peers, each a uvicorn of its own in its framework's venv: ors-sdk's Server over an
+# environment listing the tasks as taskpack's ORS verbs give them, and OpenEnv's Harbor app
+# over the same tasks exported as Harbor task folders.
+ORS_PEER = """import json, os
+from ors import Environment, Server, TextBlock, ToolOutput, tool
+from pydantic import BaseModel
+with open(os.environ["SPECS"]) as f:
+    SPECS = json.load(f)
+class Answer(BaseModel):
+    answer: str
+class Bench(Environment):
+    @classmethod
+    def list_splits(cls):
+        return ["train"]
+    @classmethod
+    def list_tasks(cls, split):
+        return SPECS
+    @classmethod
+    def name(cls):
+        return "bench"
+    def get_prompt(self):
+        return [TextBlock(text="")]
+    @tool
+    def submit(self, params: Answer) -> ToolOutput:
+        \"\"\"Submit an answer.\"\"\"
+        return ToolOutput(blocks=[TextBlock(text=params.answer)], reward=0.0, finished=True)
+app = Server([Bench]).app
+"""
+OPENENV_PEER = """import logging, os
+from openenv.harbor.serving import build_app
+logging.disable(logging.CRITICAL)
+app = build_app(datasets=[os.environ["TASKS"]])
 """
 
 
@@ -67,6 +107,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def answering(
+    proc: subprocess.Popen[bytes], port: int, what: str, tries: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`proc` and its URL once it answers on `port` (any HTTP answer), polled `tries` times."""
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(tries):
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} ended (exit code {proc.returncode})")
+        try:
+            httpx.get(url + "/", timeout=1)
+            return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not start")
 
 
 def start_nginx(root: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -81,24 +137,26 @@ def start_nginx(root: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]
     return answering(proc, port, "nginx", tries=100)
 
 
-def answering(
-    proc: subprocess.Popen[bytes], port: int, what: str, tries: int
+def start_peer(
+    framework: str, code: str, root: Path, workers: int, env: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`proc` and its URL once it answers on `port` (any HTTP answer), polled `tries` times."""
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(tries):
-        try:
-            httpx.get(url + "/", timeout=1)
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not start")
+    """A peer's app (`code`, defining `app`) under uvicorn in its framework's pinned venv."""
+    sys.path.insert(0, str(ROOT))
+    from tests.conformance.frameworks import ensure
+
+    python = ensure(framework)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "peer.py").write_text(code)
+    port = free_port()
+    command = [str(python), "-m", "uvicorn", "peer:app", "--port", str(port), "--workers",
+               str(workers), "--log-level", "critical", "--no-access-log"]  # fmt: skip
+    proc = subprocess.Popen(command, cwd=root, env={**os.environ, **env})
+    return answering(proc, port, framework, tries=1200)
 
 
 def warm(url: str, script: Path, clients: int, most: int = 10) -> None:
-    """Short runs until the rate stops rising by 5%: connections made, and every task rendered
-    once in each worker's response cache (as a server that has run a while has them; nginx's
-    files are in the page cache from their writing)."""
+    """Short runs until the rate stops rising by 5%: connections made, and every task read
+    once in each worker (as a server that has run a while has them)."""
     last = 0.0
     for _ in range(most):
         rate = wrk(url, script, clients, 2)[0]
@@ -107,101 +165,193 @@ def warm(url: str, script: Path, clients: int, most: int = 10) -> None:
         last = rate
 
 
-def wrk(url: str, script: Path, clients: int, seconds: int) -> tuple[float, float]:
-    """(requests/s, p99 ms) of one wrk run; non-2xx answers fail the run."""
+def wrk(
+    url: str, script: Path, clients: int, seconds: int, strict: bool = True, timeout: int = 10
+) -> tuple[float, float]:
+    """(requests/s, p99 ms) of one wrk run; with `strict`, a non-2xx answer fails the run."""
     threads = str(min(clients, 2))
     out = subprocess.run(
         ["wrk", "-t", threads, "-c", str(clients), "-d", f"{seconds}s", "--latency",
-         "--timeout", "10s", "-s", str(script), url],
+         "--timeout", f"{timeout}s", "-s", str(script), url],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    if "Non-2xx" in out or ("Socket errors" in out and "timeout" in out):
+    if strict and ("Non-2xx" in out or ("Socket errors" in out and "timeout" in out)):
         raise RuntimeError(f"wrk saw errors:\n{out}")
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
-    assert p99 is not None
-    value = float(p99.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)]
+    value = float(p99.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)] if p99 else 0.0
     return rps, value
 
 
-# The same HTTP server `taskpack serve` runs on (taskpack/http1.py), in front of an application
-# that answers every request with one task's bytes and does nothing else: what the server
-# itself allows on this machine.
-BARE = """import sys
-from taskpack.serve.server import Response, run
-BODY = open(sys.argv[3], "rb").read()
-class App:
-    def __init__(self):
-        self.response = Response(200, "application/json", BODY)
-    def ready(self, method, path, query, host):
-        return self.response
-    def headers(self, response):
-        return [("content-type", response.content_type)]
-    def close(self):
-        pass
-if __name__ == "__main__":
-    try:
-        run(App, "127.0.0.1", int(sys.argv[1]), int(sys.argv[2]))
-    except KeyboardInterrupt:  # stopped by SIGTERM, as `taskpack serve` is: no traceback
-        pass
-"""
+def verbs(args: argparse.Namespace, root: Path) -> None:
+    """ORS `task` by index: taskpack, its two peers and nginx, side by side."""
+    import taskpack
 
-
-def start_bare(root: Path, workers: int, body: Path) -> tuple[subprocess.Popen[bytes], str]:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "bare.py").write_text(BARE)
-    port = free_port()
-    command = [sys.executable, "bare.py", str(port), str(workers), str(body)]
-    return answering(subprocess.Popen(command, cwd=root), port, "the bare server", 200)
-
-
-def throughput(args: argparse.Namespace, root: Path) -> None:
     ts = build_taskset(root / "ts", args.tasks)
-    with served(str(ts), "--workers", str(args.workers)) as (_, url):
+    w = str(args.workers)
+    with served(str(ts), "--workers", w) as (_, url):
         static = root / "nginx" / "static" / "t"
         static.mkdir(parents=True)
-        with httpx.Client(base_url=url, timeout=10) as http:  # the very bytes it answers
+        specs = []
+        with httpx.Client(base_url=url, timeout=30) as http:  # the very bytes it answers
             for i in range(args.tasks):
-                (static / str(i)).write_bytes(http.get(f"/api/v1/splits/train/tasks/{i}").content)
-        median = sorted(static.iterdir(), key=lambda f: f.stat().st_size)[args.tasks // 2]
-        server, nginx_url = start_nginx(root / "nginx", args.workers)
-        bare, bare_url = start_bare(root / "bare", args.workers, median)
+                body = {"split": "train", "index": i}
+                answer = http.post("/ors/bench/task", json=body).content
+                (static / str(i)).write_bytes(answer)
+                specs.append(json.loads(answer)["task"])
+        (root / "specs.json").write_text(json.dumps(specs))
+        harbor = root / "harbor"
+        taskpack.export(taskpack.open(ts), "harbor", harbor)
+        tasks = next(p for p in (harbor / "train", harbor) if p.is_dir())
+        procs = []
         try:
-            urls = {"taskpack": url, "nginx": nginx_url, "bare server": bare_url}
-            compared(args, root, urls)
+            nginx, nginx_url = start_nginx(root / "nginx", args.workers)
+            procs.append(nginx)
+            ors, ors_url = start_peer(
+                "ors", ORS_PEER, root / "ors", args.workers, {"SPECS": str(root / "specs.json")}
+            )
+            procs.append(ors)
+            openenv, openenv_url = start_peer(
+                "openenv", OPENENV_PEER, root / "openenv", args.workers, {"TASKS": str(tasks)}
+            )
+            procs.append(openenv)
+            last = args.tasks - 1
+            servers = {
+                "taskpack": (url, POST.format(seed=7, split="train", path="/ors/bench/task",
+                                              last=last)),
+                "ors-sdk": (ors_url, POST.format(seed=7, split="train", path="/bench/task",
+                                                 last=last)),
+                "openenv": (openenv_url, POST.format(seed=7, split=str(tasks),
+                                                     path="/harbor_env/task", last=last)),
+                "nginx": (nginx_url, GET.format(seed=7, prefix="/t/", last=last)),
+            }  # fmt: skip
+            compared(args, root, servers)
         finally:
-            for proc in (server, bare):
+            for proc in procs:
                 proc.terminate()
                 proc.wait()
 
 
-def compared(args: argparse.Namespace, root: Path, urls: dict[str, str]) -> None:
+def compared(args: argparse.Namespace, root: Path, servers: dict[str, tuple[str, str]]) -> None:
     """Each server's requests/s and p99 at each number of clients, rounds alternating."""
     scripts = {}
-    prefixes = {"taskpack": "/api/v1/splits/train/tasks/", "nginx": "/t/", "bare server": "/t/"}
-    for name in urls:
-        scripts[name] = root / f"{name.replace(' ', '-')}.lua"
-        scripts[name].write_text(LUA.format(seed=7, prefix=prefixes[name], last=args.tasks - 1))
+    for name, (_, lua) in servers.items():
+        scripts[name] = root / f"{name}.lua"
+        scripts[name].write_text(lua)
     print(
-        f"task by index, {args.tasks} tasks, {args.workers} workers each, "
-        f"{machine()}; each warmed until its rate settles, then median of {args.rounds} rounds "
-        f"of {args.seconds} s (bare server: the same HTTP server answering fixed bytes):"
+        f"ORS task by index, {args.tasks} tasks, {args.workers} workers each, {machine()}; "
+        f"each warmed until its rate settles, then median of {args.rounds} rounds of "
+        f"{args.seconds} s (nginx: taskpack's answers as static files, GET):"
     )
     for clients in args.clients:
-        for name in urls:
-            warm(urls[name], scripts[name], clients)
-        runs: dict[str, list[tuple[float, float]]] = {n: [] for n in urls}
+        for name, (url, _) in servers.items():
+            warm(url, scripts[name], clients)
+        runs: dict[str, list[tuple[float, float]]] = {n: [] for n in servers}
         for _ in range(args.rounds):
-            for name in urls:
-                runs[name].append(wrk(urls[name], scripts[name], clients, args.seconds))
+            for name, (url, _) in servers.items():
+                runs[name].append(wrk(url, scripts[name], clients, args.seconds))
         rps = {n: statistics.median(r for r, _ in v) for n, v in runs.items()}
         p99 = {n: statistics.median(p for _, p in v) for n, v in runs.items()}
         print(f"  {clients} keep-alive clients:")
-        for name in urls:
+        for name in servers:
             print(
-                f"    {name:13} {rps[name]:9.0f} req/s   p99 {p99[name]:7.1f} ms"
+                f"    {name:9} {rps[name]:9.0f} req/s   p99 {p99[name]:8.1f} ms"
                 f"   req/s / nginx = {rps[name] / rps['nginx']:.2f}"
+                f"   taskpack / this = {rps['taskpack'] / rps[name]:.2f}"
             )
+
+
+# --- the flood -------------------------------------------------------------------------------
+
+SPLIT = '{"split": "train"}'
+FLOODS = {
+    "ORS tasks": ("POST", "/ors/bench/tasks", SPLIT),
+    "ORS task_range 0..10^9": (
+        "POST", "/ors/bench/task_range", '{"split": "train", "start": 0, "stop": 1000000000}'
+    ),
+    "search, a new query each": ("GET", "/view/train?q=%d", ""),
+    "sort by prompt, a page each": ("GET", "/view/train?sort=prompt&page=%d", ""),
+    "where filter, a new value each": ("GET", "/view/train?where=answer=%d", ""),
+    "ids, a page each": ("GET", "/api/v1/splits/train/ids?limit=1000&offset=%d", ""),
+}  # fmt: skip
+FLOOD = """math.randomseed({seed})
+local headers = {{["Content-Type"] = "application/json"}}
+request = function()
+  local path = string.gsub("{path}", "%%d", tostring(math.random(0, {last})))
+  if "{method}" == "POST" then return wrk.format("POST", path, headers, '{body}') end
+  return wrk.format("GET", path)
+end
+"""
+
+
+def flood(args: argparse.Namespace, root: Path) -> None:
+    """8 clients on each heavy route in turn; the plain requests' latency meanwhile."""
+    ts = build_taskset(root / "flood", args.flood_tasks)
+    print(
+        f"flood: {args.flood_tasks} tasks, taskpack serve --workers {args.workers}, {machine()}; "
+        f"8 clients on one route for {args.flood_seconds} s, one client asking tasks at "
+        "random meanwhile:"
+    )
+    with served(str(ts), "--workers", str(args.workers)) as (proc, url):
+        for _ in range(4 * args.workers):  # each worker has read the split once
+            spread(url, 200, args.flood_tasks)
+        alone = plain(url, args.flood_tasks, lambda: False, 500)
+        print(f"  {'nothing else':32} plain p50 {alone[0]:6.1f} ms  p99 {alone[1]:6.1f} ms  "
+              f"RSS {rss_mib(proc.pid):6.0f} MiB")  # fmt: skip
+        for name, (method, path, body) in FLOODS.items():
+            if args.flood_routes and not name.startswith(tuple(args.flood_routes)):
+                continue
+            script = root / "flood.lua"
+            last = args.flood_tasks // 1000 if "offset" not in path else args.flood_tasks
+            script.write_text(FLOOD.format(seed=11, path=path, method=method, body=body, last=last))
+            p50, p99, count, peak, rate = flooded(url, proc.pid, script, args)
+            print(f"  {name:32} plain p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  ({count} asked)  "
+                  f"peak RSS {peak:6.0f} MiB  flood {rate:8.1f} answers/s")  # fmt: skip
+
+
+def flooded(
+    url: str, pid: int, script: Path, args: argparse.Namespace
+) -> tuple[float, float, int, float, float]:
+    """(p50 ms, p99 ms, count) of plain requests while wrk runs `script` on 8 connections,
+    the server's peak RSS (MiB, sampled every 250 ms), and the flood's answers a second."""
+    peak, done = [rss_mib(pid)], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.25):
+            peak.append(rss_mib(pid))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    seconds, rate = args.flood_seconds, []
+    runner = threading.Thread(
+        target=lambda: rate.append(wrk(url, script, 8, seconds, False, 120)[0])
+    )
+    runner.start()
+    time.sleep(0.5)
+    p50, p99, count = plain(url, args.flood_tasks, lambda: not runner.is_alive())
+    runner.join()
+    done.set()
+    sampler.join()
+    return p50, p99, count, max(peak), rate[0]
+
+
+def plain(
+    url: str, tasks: int, until: Callable[[], bool], most: int = 1_000_000
+) -> tuple[float, float, int]:
+    """(p50 ms, p99 ms, count) of task requests at random, one at a time, 10 ms apart."""
+    took: list[float] = []
+    rng = random.Random(3)
+    with httpx.Client(base_url=url, timeout=120) as http:
+        while not until() and len(took) < most:
+            began = time.perf_counter()
+            assert http.get(f"/api/v1/splits/train/tasks/{rng.randrange(tasks)}").status_code == 200
+            took.append((time.perf_counter() - began) * 1000)
+            time.sleep(0.01)
+    took.sort()
+    return took[len(took) // 2], took[min(len(took) - 1, int(len(took) * 0.99))], len(took)
+
+
+# --- what it withstands ----------------------------------------------------------------------
 
 
 def slowest(url: str, requests: int = 100) -> float:
@@ -230,30 +380,6 @@ def idle(url: str, count: int) -> tuple[float, float]:
             s.close()
 
 
-def slow_filter(url: str, requests: int = 50) -> tuple[float, float]:
-    """(seconds the slow filter took, slowest normal request while it ran)."""
-    took: list[float] = []
-
-    def slow() -> None:
-        start = time.perf_counter()
-        httpx.get(url + "/view/train", params={"where": "missing=1"}, timeout=120)
-        took.append(time.perf_counter() - start)
-
-    thread = threading.Thread(target=slow)
-    thread.start()
-    time.sleep(0.05)
-    slowest = 0.0
-    with httpx.Client(base_url=url, timeout=10) as http:
-        for i in range(requests):
-            if not thread.is_alive():
-                break
-            start = time.perf_counter()
-            http.get(f"/api/v1/splits/train/tasks/{i * 101}")
-            slowest = max(slowest, time.perf_counter() - start)
-    thread.join()
-    return took[0], slowest
-
-
 def rss_mib(pid: int) -> float:
     total = 0
     for p in [pid, *children(pid)]:
@@ -261,13 +387,16 @@ def rss_mib(pid: int) -> float:
             status = Path(f"/proc/{p}/status").read_text()
         except FileNotFoundError:
             continue
-        total += int(next(x for x in status.splitlines() if x.startswith("VmRSS")).split()[1])
+        found = [x for x in status.splitlines() if x.startswith("VmRSS")]  # none: a zombie
+        total += int(found[0].split()[1]) if found else 0
     return total / 1024
 
 
 def children(pid: int) -> list[int]:
+    """Every process below `pid`: the server's workers and their lane processes."""
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
-    return [int(x) for x in out.split()]
+    direct = [int(x) for x in out.split()]
+    return direct + [p for child in direct for p in children(child)]
 
 
 def big_file(root: Path, workers: int) -> tuple[float, float]:
@@ -365,18 +494,13 @@ def heavy_diffs(root: Path, count: int, workers: int) -> tuple[float, float, flo
         return time.perf_counter() - start, worst, alone
 
 
-def robustness(args: argparse.Namespace, root: Path) -> None:
-    ts = build_taskset(root / "robust", args.filter_tasks)
+def robust(args: argparse.Namespace, root: Path) -> None:
+    ts = build_taskset(root / "robust", args.tasks)
     with served(str(ts), "--workers", str(args.workers)) as (_, url):
         alone, crowded = idle(url, args.idle)
         print(
             f"idle: slowest of 100 requests {alone * 1000:.1f} ms alone, "
             f"{crowded * 1000:.1f} ms with {args.idle} silent connections open"
-        )
-        slow, worst = slow_filter(url)
-        print(
-            f"filter: a slow filter over {args.filter_tasks} tasks took {slow:.2f} s; "
-            f"the slowest normal request meanwhile {worst * 1000:.1f} ms"
         )
     took, worst, alone = heavy_diffs(root, args.diff_tasks, args.workers)
     print(
@@ -392,36 +516,28 @@ def robustness(args: argparse.Namespace, root: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=20000)
+    parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--clients", type=lambda s: [int(x) for x in s.split(",")], default=[64])
+    parser.add_argument("--flood-tasks", type=int, default=100000)
+    parser.add_argument("--flood-seconds", type=int, default=30)
     parser.add_argument(
-        "--clients", type=lambda s: [int(x) for x in s.split(",")], default=[64, 512]
+        "--flood-routes", type=lambda s: s.split(","), default=[], help="e.g. 'ORS,search'"
     )
     parser.add_argument("--idle", type=int, default=300)
-    parser.add_argument("--filter-tasks", type=int, default=200000)
     parser.add_argument("--diff-tasks", type=int, default=50000)
-    parser.add_argument(
-        "--only", choices=["throughput", "robustness", "diffs"], help="one part of the run"
-    )
+    parser.add_argument("--only", choices=["verbs", "flood", "robust"], help="one part of the run")
     args = parser.parse_args()
-    for tool in ("nginx", "wrk"):
+    for tool in ("nginx", "wrk", "curl"):
         if shutil.which(tool) is None:
-            sys.exit(f"{tool} not found: apt-get install nginx wrk")
+            sys.exit(f"{tool} not found: apt-get install nginx wrk curl")
     with tempfile.TemporaryDirectory() as tmp:
-        if args.only == "diffs":
-            took, worst, alone = heavy_diffs(Path(tmp), args.diff_tasks, args.workers)
-            print(
-                f"diffs: 8 diffs of {args.diff_tasks}-task versions took {took:.1f} s; the "
-                f"slowest task request meanwhile {worst * 1000:.1f} ms ({alone * 1000:.1f} ms "
-                "alone)"
-            )
-            return
-        if args.only in (None, "throughput"):
-            throughput(args, Path(tmp))
-        if args.only in (None, "robustness"):
-            robustness(args, Path(tmp))
+        for part, run in (("verbs", verbs), ("flood", flood), ("robust", robust)):
+            if args.only in (None, part):
+                (Path(tmp) / part).mkdir()
+                run(args, Path(tmp) / part)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ from taskpack.serve.server import address as address  # the names `taskpack serv
 from taskpack.serve.server import background as background
 from taskpack.taskset import Split, TaskSet
 
-CHUNK = 64 << 10  # bytes of a file sent at a time
+CHUNK = 1 << 20  # bytes of a file sent at a time
 PAGE = 50
 MAX_IDS = 1000
 CACHE_BYTES = 128 << 20  # rendered API answers kept, whole

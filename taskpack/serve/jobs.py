@@ -5,6 +5,7 @@ jobs and the server's own routes share."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -17,6 +18,7 @@ from taskpack.serve.lane import Served, Work
 if TYPE_CHECKING:
     from taskpack.model import Task
     from taskpack.serve.browsing import Stats
+    from taskpack.serve.viewer import Problem
     from taskpack.taskset import Split
 
 BATCH = 256  # tasks written between two checks that the answer is still wanted
@@ -62,11 +64,14 @@ def ors_tasks(
 
 
 _VIEWS: dict[tuple[str, str], tuple[Stats, dict[str, dict[str, float]]]] = {}
+_CHOSEN: OrderedDict[tuple[Any, ...], tuple[list[str], list[Problem]]] = OrderedDict()
+CHOICES = 32  # searches, filters and orders kept per worker: their pages are read from them
 
 
 def split_page(work: Work, served: Served, split: str, query: Mapping[str, str]) -> tuple[Path]:
     """The viewer's page of a split: a page of its tasks, searched, filtered, banded by pass
-    rate and sorted as `query` asks, with what the split holds (read once per worker)."""
+    rate and sorted as `query` asks, with what the split holds (read once per worker). The
+    tasks a query chooses are kept for its other pages."""
     from taskpack.passrates import rates
     from taskpack.serve import viewer
     from taskpack.serve.browsing import Stats
@@ -79,7 +84,16 @@ def split_page(work: Work, served: Served, split: str, query: Mapping[str, str])
         held = Stats.of(found), {f"{m} {key}": got for (m, key), got in measured}
         _VIEWS[(served.digest, split)] = held
     work.check()
-    body = viewer.split_page(split, found, held[0], query, partial(_filtered, found), held[1])
+    asked = tuple(sorted((k, v) for k, v in query.items() if k not in ("page", "cols")))
+    key = (served.digest, split, asked)
+    choice = _CHOSEN.get(key)
+    if choice is None:
+        choice = viewer.chosen(found, held[0], query, partial(_filtered, found), held[1])
+        _CHOSEN[key] = choice
+        while len(_CHOSEN) > CHOICES:
+            _CHOSEN.popitem(last=False)
+    work.check()
+    body = viewer.split_page(split, found, held[0], query, choice, held[1])
     out = work.stem.with_suffix(".html")
     write_atomic(out, viewer.page(split, body, served.digest, served.about))
     return (out,)

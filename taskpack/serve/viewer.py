@@ -256,21 +256,23 @@ def _href(name: str, query: Mapping[str, str], **changes: str) -> str:
 SORTS = ("id", "prompt", "answer", "reward")  # the table's own columns, each sortable
 
 
-def split_page(
-    name: str,
+Problem = tuple[str, str, str]  # what went wrong, the query field, what to try
+
+
+def chosen(
     split: Split,
     stats: Stats,
     query: Mapping[str, str],
     filtered: Any,
     rates: Mapping[str, Mapping[str, float]] | None = None,
-) -> str:
-    """The table of a split's tasks. `filtered(where)`: the ids a `where` filter keeps (raises
-    a TaskpackError or ValueError that is shown, not thrown: the table is then empty, never
-    the unfiltered split). `rates`: per model and settings, each measured task's pass rate;
-    `rated` and `band` in the query keep a band of one."""
+) -> tuple[list[str], list[Problem]]:
+    """The ids a split page lists, in order, and what was wrong with the query. `filtered(where)`:
+    the ids a `where` filter keeps (raises a TaskpackError or ValueError that is shown, not
+    thrown: the table is then empty, never the unfiltered split). `rates`: per model and
+    settings, each measured task's pass rate; `rated` and `band` in the query keep a band of
+    one. The page number and the columns shown play no part: one choice serves every page."""
     q, where = query.get("q", "").strip(), query.get("where", "")
-    columns = [c for c in query.get("cols", "").split(",") if c in stats.values]
-    ids, problems = split.ids(), []
+    ids, problems = split.ids(), list[Problem]()
     if where:
         try:
             ids = filtered(where)
@@ -297,6 +299,23 @@ def split_page(
         problems.append((f"no column {sort!r} to sort by", "sort", "sort by a column's heading"))
     elif sort:
         ids = sorted_ids(split, ids, sort, descending)
+    return ids, problems
+
+
+def split_page(
+    name: str,
+    split: Split,
+    stats: Stats,
+    query: Mapping[str, str],
+    choice: tuple[list[str], list[Problem]],
+    rates: Mapping[str, Mapping[str, float]] | None = None,
+) -> str:
+    """The table of a split's tasks: a page of the ids `chosen` gave (`choice`), with what the
+    split and those tasks hold, its pass rates, and what was wrong with the query."""
+    q, where = query.get("q", "").strip(), query.get("where", "")
+    columns = [c for c in query.get("cols", "").split(",") if c in stats.values]
+    ids, problems = choice
+    sort, descending = query.get("sort", ""), query.get("order", "") == "desc"
     pages = max(1, -(-len(ids) // PAGE))
     page = min(max(1, _number(query.get("page", "1"))), pages)
     shown = ids[(page - 1) * PAGE : page * PAGE]

@@ -54,6 +54,10 @@ FRAMEWORKS = {
     ),
     "gem": Framework("3.11", ("gem-llm==0.1.0", "datasets>=3", "pylatexenc"), check="import gem"),
     "ors": Framework("3.11", ("ors-sdk==0.1.0", "pyyaml"), check="import ors, uvicorn, yaml"),
+    # OpenEnv's Harbor task server: the other peer of `taskpack serve` (bench/serve.py)
+    "openenv": Framework(
+        "3.12", ("openenv==0.10.0",), check="from openenv.harbor.serving import build_app"
+    ),
     # the hosted platform's SDK, whose environment client speaks the same task verbs
     "openreward": Framework(
         "3.11", ("openreward==0.1.167",), check="from openreward import OpenReward"
