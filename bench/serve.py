@@ -38,7 +38,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, build_taskset, machine, served
+from common import ROOT, build_taskset, machine, peak_process, served
 
 NGINX = """worker_processes {workers};
 pid {root}/nginx.pid;
@@ -150,7 +150,8 @@ def start_peer(
     port = free_port()
     command = [str(python), "-m", "uvicorn", "peer:app", "--port", str(port), "--workers",
                str(workers), "--log-level", "critical", "--no-access-log"]  # fmt: skip
-    proc = subprocess.Popen(command, cwd=root, env={**os.environ, **env})
+    quiet = {"ORS_LOG_LEVEL": "WARNING"}  # ors-sdk logs each request at INFO otherwise
+    proc = subprocess.Popen(command, cwd=root, env={**os.environ, **quiet, **env})
     return answering(proc, port, framework, tries=1200)
 
 
@@ -186,6 +187,7 @@ def wrk(
 def verbs(args: argparse.Namespace, root: Path) -> None:
     """ORS `task` by index: taskpack, its two peers and nginx, side by side."""
     import taskpack
+    from taskpack.exporter import export
 
     ts = build_taskset(root / "ts", args.tasks)
     w = str(args.workers)
@@ -201,7 +203,7 @@ def verbs(args: argparse.Namespace, root: Path) -> None:
                 specs.append(json.loads(answer)["task"])
         (root / "specs.json").write_text(json.dumps(specs))
         harbor = root / "harbor"
-        taskpack.export(taskpack.open(ts), "harbor", harbor)
+        export(taskpack.open(ts), "harbor", harbor)
         tasks = next(p for p in (harbor / "train", harbor) if p.is_dir())
         procs = []
         try:
@@ -219,6 +221,8 @@ def verbs(args: argparse.Namespace, root: Path) -> None:
             servers = {
                 "taskpack": (url, POST.format(seed=7, split="train", path="/ors/bench/task",
                                               last=last)),
+                "taskpack GET": (url, GET.format(seed=7, prefix="/api/v1/splits/train/tasks/",
+                                                 last=last)),
                 "ors-sdk": (ors_url, POST.format(seed=7, split="train", path="/bench/task",
                                                  last=last)),
                 "openenv": (openenv_url, POST.format(seed=7, split=str(tasks),
@@ -255,7 +259,7 @@ def compared(args: argparse.Namespace, root: Path, servers: dict[str, tuple[str,
         print(f"  {clients} keep-alive clients:")
         for name in servers:
             print(
-                f"    {name:9} {rps[name]:9.0f} req/s   p99 {p99[name]:8.1f} ms"
+                f"    {name:12} {rps[name]:9.0f} req/s   p99 {p99[name]:8.1f} ms"
                 f"   req/s / nginx = {rps[name] / rps['nginx']:.2f}"
                 f"   taskpack / this = {rps['taskpack'] / rps[name]:.2f}"
             )
@@ -292,6 +296,7 @@ def flood(args: argparse.Namespace, root: Path) -> None:
         f"8 clients on one route for {args.flood_seconds} s, one client asking tasks at "
         "random meanwhile:"
     )
+    writer_peaks(root, ts, args.flood_tasks)
     with served(str(ts), "--workers", str(args.workers)) as (proc, url):
         for _ in range(4 * args.workers):  # each worker has read the split once
             spread(url, 200, args.flood_tasks)
@@ -307,6 +312,34 @@ def flood(args: argparse.Namespace, root: Path) -> None:
             p50, p99, count, peak, rate = flooded(url, proc.pid, script, args)
             print(f"  {name:32} plain p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  ({count} asked)  "
                   f"peak RSS {peak:6.0f} MiB  flood {rate:8.1f} answers/s")  # fmt: skip
+
+
+# The lane's writer of ORS `tasks`, alone in a process: its peak RSS for a split's size.
+WRITER = """import sys, time
+from pathlib import Path
+import taskpack
+from taskpack.serve.jobs import ors_tasks
+from taskpack.serve.lane import Served, Work
+ts = taskpack.open(sys.argv[1])
+served = Served(sys.argv[1], None, ts.manifest.name, ts.manifest.digest)
+(out,) = ors_tasks(Work(Path(sys.argv[2]), time.time() + 3600), served, "train", 0,
+                   len(ts.split("train")), "bench")
+print(out.stat().st_size, file=sys.stderr)
+"""
+
+
+def writer_peaks(root: Path, big: Path, tasks: int) -> None:
+    """The peak RSS of the process writing ORS `tasks`, for the flood's split and one a tenth
+    its size: what the answer costs in memory does not grow with the split."""
+    small = build_taskset(root / "small", tasks // 10)
+    found = []
+    for ts, n in ((small, tasks // 10), (big, tasks)):
+        seconds, mib = peak_process(WRITER, str(ts), str(root / f"answer-{n}"))
+        size = (root / f"answer-{n}.json").stat().st_size
+        found.append(
+            f"{n} tasks: {mib:.0f} MiB peak, {seconds:.1f} s, {size / 2**20:.0f} MiB written"
+        )
+    print(f"  ORS tasks, written by the lane alone: {'; '.join(found)}")
 
 
 def flooded(

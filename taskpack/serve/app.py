@@ -51,7 +51,7 @@ from taskpack.routes import Route
 from taskpack.serve import jobs, lane, server, viewer
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
-from taskpack.serve.ors import Listing, Ors, OrsError
+from taskpack.serve.ors import FIXED, Listing, Ors, OrsError
 from taskpack.serve.server import BODY_TOO_LARGE, IDLE, MAX_BODY, MAX_RSS
 from taskpack.serve.server import address as address  # the names `taskpack serve` and tests use
 from taskpack.serve.server import background as background
@@ -102,6 +102,8 @@ class Catalog:
         self._mine = threading.local()
         self._files: dict[str, tuple[str, int]] | None = None
         self._files_lock = threading.Lock()
+        self._ids: dict[str, list[str]] = {}
+        self._ids_lock = threading.Lock()
 
     @cached_property
     def opened(self) -> lane.Served:
@@ -153,6 +155,15 @@ class Catalog:
         if name not in opened:
             opened[name] = self.ts.split(name)
         return opened[name]
+
+    def ids(self, name: str) -> list[str]:
+        """Split `name`'s ids in order, read once: a page of them is a slice, not a read of
+        the whole id column."""
+        split = self.split(name)
+        with self._ids_lock:
+            if name not in self._ids:
+                self._ids[name] = split.ids()
+            return self._ids[name]
 
     def file(self, sha: str) -> tuple[Path | None, bytes]:
         """A file of any task by content hash: a large file's path in the version's objects
@@ -282,7 +293,7 @@ class Api:
         found = self.catalog.split(split)
         offset = _int(query, "offset", 0, 0, len(found))
         limit = _int(query, "limit", 100, 1, MAX_IDS)
-        ids = found.ids()[offset : offset + limit]
+        ids = self.catalog.ids(split)[offset : offset + limit]
         body = {"split": split, "offset": offset, "total": len(found), "ids": ids}
         return self.json(HTTPStatus.OK, body, cacheable=True)
 
@@ -334,7 +345,7 @@ class Api:
         specs = []
         for name in m.splits:
             taken: set[str] = set()
-            folders = [folder_name(tid, taken) for tid in self.catalog.split(name).ids()]
+            folders = [folder_name(tid, taken) for tid in self.catalog.ids(name)]
             specs.append(registry_entry((m.name, m.version, m.description), name, folders))
         data = json.dumps(specs, ensure_ascii=False).encode()
         return Response(HTTPStatus.OK, "application/json", data, cacheable=True)
@@ -514,7 +525,7 @@ class App:
             return
         method, path = scope["method"], scope["path"]
         query = scope["query_string"].decode("latin-1")
-        key = path + "?" + query
+        key = _keyed(path, query)
         fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if self.hosts is not None and fields.get("host", "").lower() not in self.hosts:
             host = fields.get("host", "")
@@ -548,6 +559,8 @@ class App:
             if isinstance(body, HttpError):  # unread or half read: the connection ends
                 response = self._failure(body, found)
                 response.headers = [*self.headers(response), (b"connection", b"close")]
+            elif body and _keyed(path, query, body) in self._cache:  # an ORS verb asked before
+                response = self._cache[_keyed(path, query, body)]
             else:
                 asked = self.work(found, path, query, method, body, fields, shut)
                 answer = asyncio.ensure_future(asked)
@@ -591,14 +604,15 @@ class App:
             if isinstance(answer, Ask):
                 files = await _unless(shut, self.lane.get(answer.key, answer.job, *answer.args))
                 response = Response(HTTPStatus.OK, answer.kind, path=files[answer.index])
-            elif isinstance(answer, tuple):
-                response = Response(*answer)
+            elif isinstance(answer, tuple):  # a pinned version's answers never change
+                fixed = self.api is not None and route.name[4:] in FIXED
+                response = Response(*answer, cacheable=fixed)
             else:
                 response = answer
         except Exception as e:  # noqa: BLE001 - every failure is an answer, never a crash
             response = self._failure(e, found)
-        if response.cacheable and response.path is None and method != "POST":
-            self._keep(path + "?" + query_string, response)
+        if response.cacheable and response.path is None:
+            self._keep(_keyed(path, query_string, body), response)
         return response
 
     def _keep(self, key: str, response: Response) -> None:
@@ -739,6 +753,11 @@ async def _unless(
         answer.cancel()
         raise lane.Stopped("stopped: the client shut its side of the connection")
     return answer.result()
+
+
+def _keyed(path: str, query: str, body: bytes = b"") -> str:
+    """What an answer is kept by: its path and query, and a POST's body (ORS's verbs)."""
+    return path + "?" + query + ("\n" + body.decode("latin-1") if body else "")
 
 
 def _has_body(fields: Mapping[str, str]) -> bool:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from taskpack.serve.lane import Served as Opened
     from taskpack.taskset import Split, TaskSet
 
+FIXED = ("splits", "tools", "num_tasks", "task")  # of a pinned version, the same every time
 _TYPES = ("train", "validation", "test")  # ORS's split types; other names are "validation"
 _PYTHON: dict[str, type] = {"string": str, "integer": int}  # a body field's JSON type
 
