@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +118,33 @@ def test_a_client_that_leaves_stops_its_task_list(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the job went on"
             time.sleep(0.05)
         assert app.lane.computed == 1 and not app.lane._kept
+
+
+def test_questions_left_before_they_started_are_dropped_and_the_lane_goes_on(
+    lane: Lane, tmp_path: Path
+) -> None:
+    """One question computing, three queued behind it (one worker) whose clients leave: none
+    of them is computed (one the pool had taken already stops at once), and the lane answers
+    the first and a fifth. (A cancel ran the lane's own callback under its lock once, and
+    stopped the server's worker for good: run in a thread, so that a hang fails.)"""
+    logs = [tmp_path / str(n) for n in range(5)]
+    got: list[tuple[Path, ...]] = []
+
+    async def queued_then_left() -> None:
+        running = asyncio.ensure_future(lane.get(0, slow, 2, str(logs[0])))
+        while not logs[0].exists():
+            await asyncio.sleep(0.05)
+        waiting = [asyncio.ensure_future(lane.get(n, slow, 30, str(logs[n]))) for n in (1, 2, 3)]
+        await asyncio.sleep(0.2)
+        for w in waiting:
+            w.cancel()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        await running
+        got.append(await lane.get(4, slow, 0.1, str(logs[4])))
+
+    thread = threading.Thread(target=asyncio.run, args=(queued_then_left(),), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), "the lane hung"
+    assert got and got[0][0].read_text() == "done"
+    assert all(not log.exists() or _says(log, "stopped", 10) for log in logs[1:4])

@@ -196,8 +196,10 @@ class Lane:
             with self._lock:
                 pending.waiters -= 1
                 idle = pending.waiters == 0 and not pending.future.done()
-                if idle and not pending.future.cancel():  # started already: told to stop
-                    pending.work.stop.touch()
+            # Outside the lock: a cancel runs `_done`, which takes it. Only this thread adds
+            # waiters, so none joins in between.
+            if idle and not pending.future.cancel():  # started already: told to stop
+                pending.work.stop.touch()
 
     def _done(self, key: Hashable, future: Future[tuple[Path, ...]]) -> None:
         with self._lock:
