@@ -58,6 +58,7 @@ from taskpack.serve.server import background as background
 from taskpack.taskset import Split, TaskSet
 
 CHUNK = 1 << 20  # bytes of a file sent at a time
+PACE = 256 << 20  # bytes a second a worker sends of files: streams leave task requests the CPU
 PAGE = 50
 MAX_IDS = 1000
 CACHE_BYTES = 128 << 20  # rendered API answers kept, whole
@@ -508,6 +509,7 @@ class App:
         self.digest = api.catalog.digest if api is not None else ""
         self.fast = ThreadPoolExecutor(8, thread_name_prefix="taskpack-serve")
         self.lane = lane.Lane(deadline)
+        self._paced = 0.0  # the loop time the files sent so far may take until, at PACE
         # Kept first in, first out: a hit reads its entry and reorders nothing.
         self._cache: dict[str, Response] = {}
         self._cache_bytes = 0
@@ -693,9 +695,20 @@ class App:
                 while gone is None or not gone.done():
                     piece = f.read(CHUNK)
                     more = len(piece) == CHUNK
+                    await self._pace(len(piece))
                     await send({"type": "http.response.body", "body": piece, "more_body": more})
                     if not more:
                         return
+
+    async def _pace(self, size: int) -> None:
+        """Wait for this piece's turn: the worker's files go out at PACE bytes a second at
+        most, however many clients take them (8 clients of a whole split, unpaced, took the
+        CPU a task request needs: its p50 went from 2 ms to 100 ms)."""
+        now = asyncio.get_running_loop().time()
+        start = max(now, self._paced)
+        self._paced = start + size / PACE
+        if start > now:
+            await asyncio.sleep(start - now)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
