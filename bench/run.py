@@ -32,12 +32,13 @@ FULL = [
     ("convert.py", ["--rows", "1000000", "--rounds", "5", "--odd", "100"]),
     ("convert.py", ["--shape", "nemo", "--rows", "10000,200000", "--rounds", "5", *SHORT]),
     ("convert.py", ["--shape", "nemo-tools", "--rows", "10000,200000", "--rounds", "5", *SHORT]),
-    ("serve.py", ["--tasks", "10000", "--clients", "64,512", "--flood-tasks", "100000"]),
+    ("serve.py", ["--tasks", "10000", "--flood-tasks", "100000"]),
     ("export.py", ["--tasks", "20000", "--rounds", "5", "--memory", "10000,100000,1000000"]),
     ("scale_out.py", ["--rows", "1000000", "--rounds", "3"]),
     ("scale_out.py", ["--nodes", "2", "--rows", "25000,100000,400000,1600000", "--rounds", "2"]),
     ("decontaminate.py", ["--copies", "4", "--rounds", "5"]),
 ]
+SERVE_QUICK = ["--flood-tasks", "10000", "--flood-seconds", "5", "--diff-tasks", "5000"]
 QUICK = [
     ("cli.py", ["--rounds", "3"]),
     ("episode.py", ["--tasks", "20000", "--rounds", "3"]),
@@ -64,11 +65,7 @@ QUICK = [
     ("convert.py", ["--rows", "20000", "--rounds", "1", "--odd", "10"]),
     ("convert.py", ["--shape", "nemo", "--rows", "2000,20000", "--rounds", "1"]),
     ("convert.py", ["--shape", "nemo-tools", "--rows", "2000,20000", "--rounds", "1"]),
-    (
-        "serve.py",
-        ["--tasks", "2000", "--seconds", "2", "--rounds", "1", "--flood-tasks", "10000",
-         "--flood-seconds", "5", "--diff-tasks", "5000", "--idle", "50"],
-    ),  # fmt: skip
+    ("serve.py", ["--tasks", "2000", "--seconds", "2", "--rounds", "1", *SERVE_QUICK]),
     ("export.py", ["--tasks", "2000", "--rounds", "1", "--memory", "2000,20000"]),
     ("scale_out.py", ["--rows", "20000", "--rounds", "1"]),
     ("scale_out.py", ["--nodes", "2", "--rows", "10000,40000", "--rounds", "1"]),
