@@ -530,6 +530,26 @@ def test_a_worker_over_its_memory_bound_stops_itself() -> None:
     assert ended.returncode == -9
 
 
+def test_a_worker_whose_event_loop_hangs_stops_itself() -> None:
+    """uvicorn's supervisor pings a thread of the worker's own, which answers while the event
+    loop is stuck (a deadlock once did it): the watchdog sees the loop's heartbeat stop."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, time\nfrom taskpack.serve import server\n"
+        "server.watch(1 << 20, interval=0.05, stuck=1.0)\n"
+        "async def main():\n"
+        "    server.heartbeat()\n"
+        "    await asyncio.sleep(2)  # beating\n"
+        "    print('beat', flush=True)\n"
+        "    time.sleep(30)  # the loop stuck\n"
+        "asyncio.run(main())\n"
+    )
+    ended = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert ended.returncode == -9 and ended.stdout == "beat\n"
+
+
 @pytest.mark.slow
 def test_a_killed_worker_is_replaced(tmp_path: Path) -> None:
     """`--workers 2`, one SIGKILLed (the OOM killer's stand-in): requests go on being

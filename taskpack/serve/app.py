@@ -714,6 +714,7 @@ class App:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                server.heartbeat()  # the watchdog's proof that this loop runs
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()

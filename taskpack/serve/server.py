@@ -17,7 +17,8 @@ What uvicorn leaves to its user is set here, each bound once:
   wait on it for ever);
 - connections per worker: MAX_CONNECTIONS (beyond, 503), and BACKLOG waiting to be accepted;
 - a worker's memory: past `max_rss` MiB it stops itself and the supervisor starts another
-  (a watchdog thread, which also ends a worker whose parent is gone).
+  (a watchdog thread, which also ends a worker whose event loop has hung, or whose parent is
+  gone).
 
 A request's body (MAX_BODY, 413) and its deadline are the application's (`serve/app.py`);
 pipelined requests are read one at a time (uvicorn stops reading while one is answered).
@@ -246,9 +247,21 @@ def run(factory: str, host: str, port: int, workers: int) -> None:
     Multiprocess(settings, sockets=[sock]).run()
 
 
-def watch(max_rss: int, interval: float = 0.5) -> None:
+STUCK = 30.0  # seconds a worker's event loop may go without running before it is replaced
+_BEAT = [0.0]  # when the event loop last ran `heartbeat` (time.monotonic(); 0: not yet)
+
+
+def heartbeat() -> None:
+    """In a worker's event loop, once a second: it runs (`watch` reads it)."""
+    _BEAT[0] = time.monotonic()
+    asyncio.get_running_loop().call_later(1.0, heartbeat)
+
+
+def watch(max_rss: int, interval: float = 0.5, stuck: float = STUCK) -> None:
     """In a worker: stop it (SIGKILL, so that no request holds it) once it holds more than
-    `max_rss` MiB or its parent is gone. The supervisor starts a replacement."""
+    `max_rss` MiB, its event loop has not run for `stuck` seconds (uvicorn's supervisor pings
+    a thread of its own, which answers while the loop hangs), or its parent is gone. The
+    supervisor starts a replacement."""
     parent = os.getppid()
     page = os.sysconf("SC_PAGE_SIZE")
 
@@ -256,12 +269,13 @@ def watch(max_rss: int, interval: float = 0.5) -> None:
         while True:
             with open("/proc/self/statm") as f:
                 rss = int(f.read().split()[1]) * page >> 20
-            if rss > max_rss or os.getppid() != parent:
+            hung = _BEAT[0] and time.monotonic() - _BEAT[0] > stuck
+            if rss > max_rss or hung or os.getppid() != parent:
                 os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(interval)
 
     if os.path.exists("/proc/self/statm"):
-        threading.Thread(target=check, daemon=True, name="taskpack-rss").start()
+        threading.Thread(target=check, daemon=True, name="taskpack-watch").start()
 
 
 def _raise_file_limit() -> None:
