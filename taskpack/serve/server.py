@@ -132,7 +132,7 @@ class Bounded(HttpToolsProtocol):
         if len(hosts) != 1 or self.parser.get_method() == b"CONNECT":
             self._refuse(HTTPStatus.BAD_REQUEST, "a request names one Host, and no CONNECT")
             return
-        self.scope["extensions"] = {SHUT: self._shut}
+        self.scope.setdefault("extensions", {})[SHUT] = self._shut
         super().on_headers_complete()
 
     def on_body(self, body: bytes) -> None:
