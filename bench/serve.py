@@ -319,9 +319,9 @@ WRITER = """import sys, time
 from pathlib import Path
 import taskpack
 from taskpack.serve.jobs import ors_tasks
-from taskpack.serve.lane import Served, Work
+from taskpack.serve.lane import ServedVersion, Work
 ts = taskpack.open(sys.argv[1])
-served = Served(sys.argv[1], None, ts.manifest.name, ts.manifest.digest)
+served = ServedVersion(sys.argv[1], None, ts.manifest.name, ts.manifest.digest)
 ors_tasks(Work(Path(sys.argv[2]), time.time() + 3600), served, "train", 0,
           len(ts.split("train")), "bench")
 """

@@ -107,21 +107,23 @@ class Catalog:
         self._ids_lock = threading.Lock()
 
     @cached_property
-    def opened(self) -> lane.Served:
+    def opened(self) -> lane.ServedVersion:
         """What a lane worker opens: this version (its folder, or its exact `NAME@VERSION`)
         and, by version or digest, its siblings in the same registry."""
         m, objects = self.ts.manifest, self.ts.objects
         folder = getattr(objects, "root", None)
         if folder is not None:
             target = str(Path(folder).absolute())
-            return lane.Served(target, self.registry, m.name, m.digest, self.about)
+            return lane.ServedVersion(target, self.registry, m.name, m.digest, self.about)
         # a published version: from the registry and through the cache it was read from
         location, cache = getattr(objects, "location", None), getattr(objects, "cache", None)
         registry = location.url if location is not None else self.registry
         root = str(cache.root) if cache is not None else None
-        return lane.Served(f"{m.name}@{m.version}", registry, m.name, m.digest, self.about, root)
+        return lane.ServedVersion(
+            f"{m.name}@{m.version}", registry, m.name, m.digest, self.about, root
+        )
 
-    def served(self) -> lane.Served:
+    def served(self) -> lane.ServedVersion:
         return self.opened
 
     @cached_property

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack._fs import fill_atomic, write_atomic
 from taskpack.nesting import parse_json, without_nulls
-from taskpack.serve.lane import Served, Work
+from taskpack.serve.lane import ServedVersion, Work
 
 if TYPE_CHECKING:
     from taskpack.model import Task
@@ -41,7 +41,7 @@ def ors_spec(task: Task) -> dict[str, Any]:
 
 
 def ors_tasks(
-    work: Work, served: Served, split: str, start: int, stop: int, env: str
+    work: Work, served: ServedVersion, split: str, start: int, stop: int, env: str
 ) -> tuple[Path]:
     """ORS `tasks` (the whole split) or `task_range` (`start` to `stop`, clamped already):
     `{"tasks": [...], "env_name": env}`, written a task at a time."""
@@ -68,7 +68,9 @@ _CHOSEN: OrderedDict[tuple[Any, ...], tuple[list[str], list[Problem]]] = Ordered
 CHOICES = 32  # searches, filters and orders kept per worker: their pages are read from them
 
 
-def split_page(work: Work, served: Served, split: str, query: Mapping[str, str]) -> tuple[Path]:
+def split_page(
+    work: Work, served: ServedVersion, split: str, query: Mapping[str, str]
+) -> tuple[Path]:
     """The viewer's page of a split: a page of its tasks, searched, filtered, banded by pass
     rate and sorted as `query` asks, with what the split holds (read once per worker). The
     tasks a query chooses are kept for its other pages."""
@@ -111,7 +113,7 @@ def _filtered(split: Split, where: str) -> list[str]:
     return split.filter(**{key: wanted}).ids()
 
 
-def diff(work: Work, served: Served, old: str, new: str) -> tuple[Path, Path]:
+def diff(work: Work, served: ServedVersion, old: str, new: str) -> tuple[Path, Path]:
     """The diff of `old` -> `new` (refs checked already): its page and its JSON."""
     from taskpack.changes import diff as changes_of
     from taskpack.serve import viewer

@@ -58,7 +58,7 @@ class Stopped(TaskpackError):
 
 
 @dataclass(frozen=True)
-class Served:
+class ServedVersion:
     """What a lane worker needs to open a served version and its siblings: `target` (a
     task-set folder, or the exact `NAME@VERSION`), its registry and cache, and the digest it
     must have."""

@@ -40,7 +40,7 @@ from taskpack.serve.jobs import ors_spec
 from taskpack.serve.server import BODY_TOO_LARGE, MAX_BODY
 
 if TYPE_CHECKING:
-    from taskpack.serve.lane import Served as Opened
+    from taskpack.serve.lane import ServedVersion
     from taskpack.taskset import Split, TaskSet
 
 FIXED = ("splits", "tools", "num_tasks", "task")  # of a pinned version, the same every time
@@ -48,14 +48,14 @@ _TYPES = ("train", "validation", "test")  # ORS's split types; other names are "
 _PYTHON: dict[str, type] = {"string": str, "integer": int}  # a body field's JSON type
 
 
-class Served(Protocol):
+class OpenSet(Protocol):
     """A served task set: its version, and its splits opened for this thread."""
 
     ts: TaskSet
 
     def split(self, name: str) -> Split: ...
 
-    def served(self) -> Opened: ...
+    def served(self) -> ServedVersion: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Listing:
     """ORS `tasks` or `task_range`, checked, for the lane to write: tasks `start` to `stop`
     of `split` of the set `served` opens, as environment `env`."""
 
-    served: Opened
+    served: ServedVersion
     split: str
     start: int
     stop: int
@@ -110,7 +110,7 @@ class Ors:
     """The verbs over `environments()`: name -> the served set (looked up on each request: a
     mirror's upstream may gain sets)."""
 
-    def __init__(self, environments: Callable[[], Mapping[str, Callable[[], Served]]]) -> None:
+    def __init__(self, environments: Callable[[], Mapping[str, Callable[[], OpenSet]]]) -> None:
         self.environments = environments
 
     def answer(
@@ -155,7 +155,7 @@ class Ors:
             start, stop, _ = slice(request.get("start"), request.get("stop")).indices(len(split))
         return Listing(served.served(), request["split"], start, max(start, stop), env)
 
-    def _served(self, env: str) -> Served:
+    def _served(self, env: str) -> OpenSet:
         found = self.environments()
         opener = found.get(env)
         if opener is None:
