@@ -14,13 +14,17 @@ from urllib.parse import quote
 
 
 class Route:
-    """One route: `name` (what the server's handler and `url()` call it), `pattern`,
-    `summary` (OpenAPI's), `query` (the query parameters it reads), `kind` (the answer's
-    content type), `method` (GET, or POST for a verb that takes a JSON body), `body` (that
-    body's fields: name -> (JSON type, required))."""
+    """One route: `name` (what `url()` calls it), `pattern`, `summary` (OpenAPI's), `query`
+    (the query parameters it reads), `kind` (the answer's content type), `method` (GET, or POST
+    for a verb that takes a JSON body), `body` (that body's fields: name -> (JSON type,
+    required)); and who answers it: `side` (the server's part: `api` for the served version,
+    `ors` for ORS's verbs, `registry` for a mirror's protocol, `app` for the server's own),
+    `handler` (that part's handler: `r_<handler>`, or the ORS verb), and `lane` (`thread`, or
+    `process` for work that grows with the data, computed on the server's lane of processes)."""
 
     __slots__ = (
-        "body", "kind", "method", "name", "params", "pattern", "query", "segments", "summary",
+        "body", "handler", "kind", "lane", "method", "name", "params", "pattern", "query",
+        "segments", "side", "summary",
     )  # fmt: skip
 
     def __init__(
@@ -32,9 +36,13 @@ class Route:
         kind: str = "application/json",
         method: str = "GET",
         body: Fields = (),
+        side: str = "api",
+        handler: str = "",
+        lane: str = "thread",
     ) -> None:
         self.name, self.pattern, self.summary, self.query = name, pattern, summary, query
         self.kind, self.method, self.body = kind, method, dict(body)
+        self.side, self.handler, self.lane = side, handler or name, lane
         self.segments = pattern.strip("/").split("/") if pattern != "/" else []
         self.params = [s.strip("{}*") for s in self.segments if s.startswith("{")]
 
@@ -52,26 +60,39 @@ SERVED = (
     Route("task", "/api/v1/splits/{split}/tasks/{index}", "a task by position", _TASK),
     Route("task_by_id", "/api/v1/splits/{split}/by-id/{id*}", "a task by id", _TASK),
     Route("file", "/api/v1/files/{sha256}", "a task file's bytes, hash-checked", ("name",), _BYTES),
-    Route("diff_json", "/api/v1/diff/{old}/{new}", "tasks added, removed, changed"),
+    Route(
+        "diff_json", "/api/v1/diff/{old}/{new}", "tasks added, removed, changed",
+        lane="process",
+    ),
     Route("openapi", "/openapi.json", "this API, as OpenAPI 3.1"),
     Route("home", "/", "the splits (`at`: of another version)", ("at",), _HTML),
     Route(
         "view_split", "/view/{split}", "a page of tasks",
-        ("page", "q", "where", "col", "rated", "band"), _HTML,
+        ("page", "q", "where", "col", "rated", "band"), _HTML, lane="process",
     ),
     Route("view_task", "/view/{split}/{id*}", "every field of one task", (), _HTML),
-    Route("diff_page", "/diff/{old}/{new}", "the changes between two versions", (), _HTML),
+    Route(
+        "diff_page", "/diff/{old}/{new}", "the changes between two versions", (), _HTML,
+        lane="process",
+    ),
     Route("harbor_registry", "/harbor/registry.json", "the splits as a Harbor registry"),
 )  # fmt: skip
 # The registry protocol a mirror answers (`taskpack.registry.http` reads it).
 REGISTRY_PREFIX = "/registry/v1"
-_SET = REGISTRY_PREFIX + "/sets/{name}"
-REGISTRY = (
-    Route("registry_names", REGISTRY_PREFIX + "/names", "the task sets' names"),
-    Route("registry_versions", _SET + "/versions", "a set's versions"),
-    Route("registry_tags", _SET + "/tags", "a set's tags and the versions they name"),
-    Route("registry_manifest", _SET + "/versions/{version}", "a version's manifest"),
-    Route("registry_object", _SET + "/versions/{version}/objects/{sha256}", "object", (), _BYTES),
+_SET = "/sets/{name}"
+_JSON = "application/json"
+REGISTRY = tuple(
+    Route(name, REGISTRY_PREFIX + pattern, summary, (), kind, side="registry", handler=handler)
+    for name, handler, pattern, summary, kind in (
+        ("registry_names", "names", "/names", "the task sets' names", _JSON),
+        ("registry_versions", "versions", _SET + "/versions", "a set's versions", _JSON),
+        ("registry_tags", "tags", _SET + "/tags", "a set's tags and the versions they name",
+         _JSON),
+        ("registry_manifest", "manifest", _SET + "/versions/{version}", "a version's manifest",
+         _JSON),
+        ("registry_object", "object", _SET + "/versions/{version}/objects/{sha256}", "object",
+         _BYTES),
+    )
 )  # fmt: skip
 # The Open Reward Standard's task verbs (`taskpack.serve.ors`): below /ors, and at the root too,
 # where ors-sdk's client sends them (aiohttp joins its absolute paths to the origin, dropping
@@ -100,14 +121,19 @@ _ORS_VERBS += tuple(
     if pattern.startswith("/{env}/")
 )  # fmt: skip
 ORS_PREFIX = "/ors"
+_ORS_LISTS = ("ors_tasks", "ors_task_range")  # every task of a split, or any slice of them
 ORS = tuple(
-    Route(name, prefix + pattern, summary, (), kind or "application/json", method, body)
+    Route(
+        name, prefix + pattern, summary, (), kind or "application/json", method, body,
+        side="ors", handler=name.removeprefix("ors_"),
+        lane="process" if name in _ORS_LISTS else "thread",
+    )
     for prefix in (ORS_PREFIX, "")
     for name, pattern, summary, method, kind, body in _ORS_VERBS
-)
+)  # fmt: skip
 COMMON = (
-    Route("style", "/assets/style.css", "the pages' style sheet", (), "text/css"),
-    Route("health", "/healthz", "ok when serving", (), "text/plain"),
+    Route("style", "/assets/style.css", "the pages' style sheet", (), "text/css", side="app"),
+    Route("health", "/healthz", "ok when serving", (), "text/plain", side="app"),
 )
 ROUTES = (*SERVED, *REGISTRY, *COMMON, *ORS)
 _BY_NAME = {r.name: r for r in reversed(ROUTES)}  # a name's first route
@@ -201,7 +227,7 @@ def openapi(title: str, version: str, prefix: str = "/api/v1") -> dict[str, obje
                 "200": {"description": "OK", "content": {r.kind: {}}},
                 **(
                     _ORS_ERRORS
-                    if r.name.startswith("ors_")
+                    if r.side == "ors"
                     else {
                         "400": {"description": "malformed request: {error}"},
                         "404": {"description": "no such split, index, id or file: {error}"},

@@ -15,7 +15,6 @@ import pytest
 
 import taskpack
 from taskpack.fetch import FetchError, file, task
-from taskpack.routes import Route
 from taskpack.serve.app import Api, App, Catalog, Response, background
 
 from .conftest import make_task
@@ -127,19 +126,22 @@ def test_a_lying_server_is_caught(served: tuple[str, Any]) -> None:
     """A server answering other content than the version's: a task or a file."""
     _, ts = served
     api = Api(Catalog(ts))
-    honest = api.handle
+    honest_task, honest_file = api.r_task, api.r_file
 
-    def lying(route: Route, params: dict[str, str], query: dict[str, list[str]]) -> Response:
-        response = honest(route, params, query)
-        if route.name == "task":
-            body = json.loads(response.body)
-            body["canonical"]["answer"] = "forged"
-            response.body = json.dumps(body).encode()
-        if route.name == "file":
-            response.body, response.path = b"forged", None
+    def lying_task(query: dict[str, list[str]], split: str, index: str) -> Response:
+        response = honest_task(query, split, index)
+        body = json.loads(response.body)
+        body["canonical"]["answer"] = "forged"
+        response.body = json.dumps(body).encode()
         return response
 
-    api.handle = lying  # type: ignore[method-assign]
+    def lying_file(query: dict[str, list[str]], sha256: str) -> Response:
+        response = honest_file(query, sha256)
+        response.body, response.path = b"forged", None
+        return response
+
+    api.r_task = lying_task  # type: ignore[method-assign]
+    api.r_file = lying_file  # type: ignore[method-assign]
     sha = ts.split("train")[40].files[0].sha256
     with background(App(api=api)) as liar:
         with pytest.raises(FetchError, match="not the one published"):

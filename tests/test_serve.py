@@ -369,3 +369,19 @@ def test_other_versions_come_from_the_default_registry(
         assert "<title>v@1.0.0</title>" in older and 'href="/diff/1.0.0/this"' in older
         diff = httpx.get(url + "/api/v1/diff/1.0.0/this").json()
         assert list(diff["splits"]["train"]["changed"]) == ["t0"], diff
+
+
+def test_each_route_is_answered_by_the_handler_and_lane_its_entry_names(
+    served: tuple[str, Path],
+) -> None:
+    """The route table says who answers (side, handler) and where (lane): the application
+    finds every handler from it when it is made, and work that grows with the data is the
+    process lane's, by the table alone."""
+    from taskpack.routes import ROUTES
+
+    _, path = served
+    app = App(api=Api(Catalog(taskpack.open(path))))
+    assert set(app.handlers) == {r.name for r in app.routes}
+    assert app.handlers["task"] == app.api.r_task and app.handlers["ors_tasks"] == app.ors.r_tasks
+    heavy = {r.name for r in ROUTES if r.lane == "process"}
+    assert heavy == {"view_split", "diff_page", "diff_json", "ors_tasks", "ors_task_range"}

@@ -264,12 +264,6 @@ class Api:
         title = f"{status} {HTTPStatus(status).phrase}"
         return self.page(title, viewer.error_body(message, hint, back), status)
 
-    def handle(
-        self, route: Route, params: dict[str, str], query: dict[str, list[str]]
-    ) -> Response | Ask:
-        handler: Callable[..., Response | Ask] = getattr(self, f"r_{route.name}")
-        return handler(query, **params)
-
     def r_version(self, query: Query) -> Response:
         """The manifest: all a client needs to check the version digest (`taskpack.fetch`)."""
         manifest = self.catalog.ts.manifest.model_dump(mode="json")
@@ -449,28 +443,28 @@ class Registered:
                 kept = self._catalogs[ts.manifest.digest] = Catalog(ts, m.location.url)
             return kept
 
-    def handle(self, route: Route, params: dict[str, str]) -> Response:
-        m = self.mirror
+    # The registry protocol's reads, as the route table names them (`routes.REGISTRY`).
 
-        def listed(value: Any) -> Response:
-            return Response(HTTPStatus.OK, "application/json", json.dumps(value).encode())
+    def r_names(self) -> Response:
+        return _listed(self.mirror.names())
 
-        try:
-            if route.name == "registry_names":
-                return listed(m.names())
-            if route.name == "registry_versions":
-                return listed(m.versions(params["name"]))
-            if route.name == "registry_tags":
-                return listed(m.tags(params["name"]))
-            if route.name == "registry_manifest":
-                body = m.manifest_bytes(params["name"], params["version"])
-                return Response(HTTPStatus.OK, "application/json", body, cacheable=True)
-            path = m.object(params["name"], params["version"], params["sha256"])
-            return Response(HTTPStatus.OK, "application/octet-stream", path=path)
-        except NotFound as e:
-            raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
-        except TaskpackError as e:  # upstream answered what its checks refuse: not the client's
-            raise HttpError(HTTPStatus.BAD_GATEWAY, str(e)) from None
+    def r_versions(self, name: str) -> Response:
+        return _listed(self.mirror.versions(name))
+
+    def r_tags(self, name: str) -> Response:
+        return _listed(self.mirror.tags(name))
+
+    def r_manifest(self, name: str, version: str) -> Response:
+        body = self.mirror.manifest_bytes(name, version)
+        return Response(HTTPStatus.OK, "application/json", body, cacheable=True)
+
+    def r_object(self, name: str, version: str, sha256: str) -> Response:
+        path = self.mirror.object(name, version, sha256)
+        return Response(HTTPStatus.OK, "application/octet-stream", path=path)
+
+
+def _listed(value: Any) -> Response:
+    return Response(HTTPStatus.OK, "application/json", json.dumps(value).encode())
 
 
 def _loopback(host: str) -> bool:
@@ -520,6 +514,14 @@ class App:
         self.routes = (*served, *mirrored, *routes.COMMON, *routes.ORS)
         served_sets = api or registered
         self.ors = Ors(served_sets.environments if served_sets else dict)
+        # Each route's handler, found once from the table (a route naming none fails here)
+        sides: dict[str, object] = {
+            "api": api,
+            "ors": self.ors,
+            "registry": registered,
+            "app": self,
+        }
+        self.handlers = {r.name: getattr(sides[r.side], f"r_{r.handler}") for r in self.routes}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -595,21 +597,17 @@ class App:
             if found is None:
                 raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
             route, params = found
-            loop = asyncio.get_running_loop()
-            if route.name.startswith("ors_"):
-                verb = partial(self.ors.answer, route.name[4:], params, body, headers or {})
-                answer: Response | Ask | Listing | tuple[int, str, bytes]
-                answer = await loop.run_in_executor(self.fast, verb)
-            else:
-                built = partial(self._answer, route, params, parse_qs(query_string))
-                answer = await loop.run_in_executor(self.fast, built)
+            asked = partial(self._answer, route, params, parse_qs(query_string), body, headers)
+            answer = await asyncio.get_running_loop().run_in_executor(self.fast, asked)
+            if (route.lane == "process") != isinstance(answer, (Ask, Listing)):
+                raise RuntimeError(f"{route.name}: answered off its lane ({route.lane})")
             if isinstance(answer, Listing):
                 answer = _listing(answer)
             if isinstance(answer, Ask):
                 files = await _unless(shut, self.lane.get(answer.key, answer.job, *answer.args))
                 response = Response(HTTPStatus.OK, answer.kind, path=files[answer.index])
             elif isinstance(answer, tuple):  # a pinned version's answers never change
-                fixed = self.api is not None and route.name[4:] in FIXED
+                fixed = self.api is not None and route.handler in FIXED
                 response = Response(*answer, cacheable=fixed)
             else:
                 response = answer
@@ -627,16 +625,32 @@ class App:
             old_key = next(iter(self._cache))
             self._cache_bytes -= _held(old_key, self._cache.pop(old_key))
 
-    def _answer(self, route: Route, params: dict[str, str], query: Query) -> Response | Ask:
-        if route.name == "style":
-            return Response(HTTPStatus.OK, "text/css; charset=utf-8", viewer.STYLE, cacheable=True)
-        if route.name == "health":
-            return Response(HTTPStatus.OK, "text/plain; charset=utf-8", b"ok\n")
-        if route.name.startswith("registry_"):
-            assert self.registered is not None
-            return self.registered.handle(route, params)
-        assert self.api is not None
-        return self.api.handle(route, params, query)
+    def _answer(
+        self,
+        route: Route,
+        params: dict[str, str],
+        query: Query,
+        body: bytes,
+        headers: Mapping[str, str] | None,
+    ) -> Response | Ask | Listing | tuple[int, str, bytes]:
+        """The route's handler called as its side takes requests."""
+        handler = self.handlers[route.name]
+        if route.side == "api":
+            return handler(query, **params)  # type: ignore[no-any-return]
+        if route.side == "ors":
+            return handler(params, body, headers or {})  # type: ignore[no-any-return]
+        try:
+            return handler(**params)  # type: ignore[no-any-return]
+        except NotFound as e:
+            raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
+        except TaskpackError as e:  # upstream answered what its checks refuse: not the client's
+            raise HttpError(HTTPStatus.BAD_GATEWAY, str(e)) from None
+
+    def r_style(self) -> Response:
+        return Response(HTTPStatus.OK, "text/css; charset=utf-8", viewer.STYLE, cacheable=True)
+
+    def r_health(self) -> Response:
+        return Response(HTTPStatus.OK, "text/plain; charset=utf-8", b"ok\n")
 
     def _failure(self, e: Exception, found: tuple[Route, dict[str, str]] | None) -> Response:
         """The error's answer: ORS's shape for an ORS verb, an error page for a page's route,
@@ -650,7 +664,7 @@ class App:
         else:
             status, message = HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(e).__name__}: {e}"
         route = found[0] if found is not None else None
-        if route is not None and route.name.startswith("ors_"):
+        if route is not None and route.side == "ors":
             detail = e.detail if isinstance(e, OrsError) else message
             data = json.dumps({"detail": detail}, ensure_ascii=False).encode()
             return Response(status, "application/json", data)

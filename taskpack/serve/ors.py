@@ -113,47 +113,65 @@ class Ors:
     def __init__(self, environments: Callable[[], Mapping[str, Callable[[], OpenSet]]]) -> None:
         self.environments = environments
 
-    def answer(
-        self, verb: str, params: Mapping[str, str], body: bytes, headers: Mapping[str, str]
-    ) -> tuple[int, str, bytes] | Listing:
-        """(status, content type, bytes) of ORS verb `verb` (a route name without `ors_`), or
-        the `Listing` to compute."""
-        if verb == "health":
-            return _json({"status": "ok"})
-        if verb == "environments":
-            return _json(sorted(self.environments()))
-        if verb == "create_session":
-            sid = str(uuid.uuid4())
-            events = f"event: task_id\r\ndata: {sid}\r\n\r\nevent: end\r\ndata: \r\n\r\n"
-            return HTTPStatus.OK, "text/event-stream", events.encode()
-        if verb == "delete_session":
-            sid = headers.get("x-session-id", "").strip()
-            if not sid:
-                raise OrsError(HTTPStatus.BAD_REQUEST, "X-Session-ID header is required")
-            return _json({"sid": sid})
-        env = params.get("env") or headers.get("x-deployment", "")  # OpenReward's header
+    # Each verb, as the route table names it (`routes.ORS`: handler): (status, content type,
+    # bytes), or the `Listing` the server's lane computes.
+
+    def r_health(self, params: Params, body: bytes, headers: Params) -> Answer:
+        return _json({"status": "ok"})
+
+    def r_environments(self, params: Params, body: bytes, headers: Params) -> Answer:
+        return _json(sorted(self.environments()))
+
+    def r_create_session(self, params: Params, body: bytes, headers: Params) -> Answer:
+        sid = str(uuid.uuid4())
+        events = f"event: task_id\r\ndata: {sid}\r\n\r\nevent: end\r\ndata: \r\n\r\n"
+        return HTTPStatus.OK, "text/event-stream", events.encode()
+
+    def r_delete_session(self, params: Params, body: bytes, headers: Params) -> Answer:
+        sid = headers.get("x-session-id", "").strip()
+        if not sid:
+            raise OrsError(HTTPStatus.BAD_REQUEST, "X-Session-ID header is required")
+        return _json({"sid": sid})
+
+    def r_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
+        self._served(_env(params, headers))
+        return _json({"tools": []})
+
+    def r_splits(self, params: Params, body: bytes, headers: Params) -> Answer:
+        names = self._served(_env(params, headers)).ts.splits
+        return _json([{"name": n, "type": n if n in _TYPES else "validation"} for n in names])
+
+    def r_num_tasks(self, params: Params, body: bytes, headers: Params) -> Answer:
+        _, _, split, _ = self._asked("num_tasks", params, body, headers)
+        return _json({"num_tasks": len(split)})
+
+    def r_task(self, params: Params, body: bytes, headers: Params) -> Answer:
+        env, _, split, request = self._asked("task", params, body, headers)
+        index = request["index"]
+        if not -len(split) <= index < len(split):
+            raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
+        return _json({"task": ors_spec(split[index % len(split)]), "env_name": env})
+
+    def r_tasks(self, params: Params, body: bytes, headers: Params) -> Answer:
+        env, served, split, request = self._asked("tasks", params, body, headers)
+        return Listing(served.served(), request["split"], 0, len(split), env)
+
+    def r_task_range(self, params: Params, body: bytes, headers: Params) -> Answer:
+        env, served, split, request = self._asked("task_range", params, body, headers)
+        start, stop, _ = slice(request.get("start"), request.get("stop")).indices(len(split))
+        return Listing(served.served(), request["split"], start, max(start, stop), env)
+
+    def _asked(
+        self, verb: str, params: Params, body: bytes, headers: Params
+    ) -> tuple[str, OpenSet, Split, dict[str, Any]]:
+        """A split verb's environment, set, split and body, each checked as ORS checks it."""
+        env = _env(params, headers)
         served = self._served(env)
-        if verb == "tools":
-            return _json({"tools": []})
-        if verb == "splits":
-            names = served.ts.splits
-            return _json([{"name": n, "type": n if n in _TYPES else "validation"} for n in names])
         fields = named("ors_" + verb).body  # as the OpenAPI document gives them
         request = _body(body, {k: (_PYTHON[kind], need) for k, (kind, need) in fields.items()})
         if request["split"] not in served.ts.splits:
             raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
-        split = served.split(request["split"])
-        if verb == "num_tasks":
-            return _json({"num_tasks": len(split)})
-        if verb == "task":
-            index = request["index"]
-            if not -len(split) <= index < len(split):
-                raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
-            return _json({"task": ors_spec(split[index % len(split)]), "env_name": env})
-        start, stop = 0, len(split)
-        if verb == "task_range":
-            start, stop, _ = slice(request.get("start"), request.get("stop")).indices(len(split))
-        return Listing(served.served(), request["split"], start, max(start, stop), env)
+        return env, served, served.split(request["split"]), request
 
     def _served(self, env: str) -> OpenSet:
         found = self.environments()
@@ -165,6 +183,15 @@ class Ors:
                 raise OrsError(HTTPStatus.NOT_FOUND, f"unknown environment {env!r}{also}")
             opener = found[alike[0]]
         return opener()
+
+
+Params = Mapping[str, str]
+Answer = tuple[int, str, bytes] | Listing
+
+
+def _env(params: Params, headers: Params) -> str:
+    """The environment a verb names: in its path, or in OpenReward's `X-Deployment` header."""
+    return params.get("env") or headers.get("x-deployment", "")
 
 
 def _json(value: Any) -> tuple[int, str, bytes]:
