@@ -226,3 +226,15 @@ def test_a_whole_split_is_listed_from_the_lane_and_kept(
     assert ranged.json()["tasks"] == tasks[-3:] and ranged.json()["env_name"] == "gsm8k"
     again = httpx.post(server + "/ors/gsm8k/tasks", json={"split": "test"}, timeout=120)
     assert again.content == whole.content
+
+
+def test_an_environment_named_by_header_is_never_answered_from_another_ones_answer(
+    server: str,
+) -> None:
+    """OpenReward's client names the environment in `X-Deployment`, not the path: an answer
+    kept by path and body would give one environment's answer to every name."""
+    for _ in range(2):
+        known = httpx.get(server + "/splits", headers={"X-Deployment": "gsm8k"})
+        assert known.status_code == 200 and known.json()[0]["name"] == "test"
+        unknown = httpx.get(server + "/splits", headers={"X-Deployment": "gsm8k-nope"})
+        assert unknown.status_code == 404 and "gsm8k-nope" in unknown.json()["detail"]

@@ -606,8 +606,9 @@ class App:
             if isinstance(answer, Ask):
                 files = await _unless(shut, self.lane.get(answer.key, answer.job, *answer.args))
                 response = Response(HTTPStatus.OK, answer.kind, path=files[answer.index])
-            elif isinstance(answer, tuple):  # a pinned version's answers never change
-                fixed = self.api is not None and route.handler in FIXED
+            elif isinstance(answer, tuple):  # a pinned version's answers never change...
+                # ...kept by path and body: not when a header names the environment
+                fixed = self.api is not None and route.handler in FIXED and "env" in params
                 response = Response(*answer, cacheable=fixed)
             else:
                 response = answer
