@@ -123,9 +123,6 @@ class Catalog:
             f"{m.name}@{m.version}", registry, m.name, m.digest, self.about, root
         )
 
-    def served(self) -> lane.ServedVersion:
-        return self.opened
-
     @cached_property
     def about(self) -> viewer.About:
         """The set as every page names it, with the versions of it the registry holds (none
@@ -565,8 +562,8 @@ class App:
             if isinstance(body, HttpError):  # unread or half read: the connection ends
                 response = self._failure(body, found)
                 response.headers = [*self.headers(response), (b"connection", b"close")]
-            elif body and _keyed(path, query, body) in self._cache:  # an ORS verb asked before
-                response = self._cache[_keyed(path, query, body)]
+            elif body and (kept := self._cache.get(_keyed(path, query, body))) is not None:
+                response = kept  # an ORS verb asked before
             else:
                 asked = self.work(found, path, query, method, body, fields, shut)
                 answer = asyncio.ensure_future(asked)

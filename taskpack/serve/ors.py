@@ -49,13 +49,15 @@ _PYTHON: dict[str, type] = {"string": str, "integer": int}  # a body field's JSO
 
 
 class OpenSet(Protocol):
-    """A served task set: its version, and its splits opened for this thread."""
+    """A served task set: its version, its splits opened for this thread, and what a lane
+    worker opens to read it."""
 
     ts: TaskSet
 
     def split(self, name: str) -> Split: ...
 
-    def served(self) -> ServedVersion: ...
+    @property
+    def opened(self) -> ServedVersion: ...
 
 
 @dataclass(frozen=True)
@@ -154,12 +156,12 @@ class Ors:
 
     def r_tasks(self, params: Params, body: bytes, headers: Params) -> Answer:
         env, served, split, request = self._asked("tasks", params, body, headers)
-        return Listing(served.served(), request["split"], 0, len(split), env)
+        return Listing(served.opened, request["split"], 0, len(split), env)
 
     def r_task_range(self, params: Params, body: bytes, headers: Params) -> Answer:
         env, served, split, request = self._asked("task_range", params, body, headers)
         start, stop, _ = slice(request.get("start"), request.get("stop")).indices(len(split))
-        return Listing(served.served(), request["split"], start, max(start, stop), env)
+        return Listing(served.opened, request["split"], start, max(start, stop), env)
 
     def _asked(
         self, verb: str, params: Params, body: bytes, headers: Params
