@@ -38,6 +38,19 @@ def slow(work: Work, seconds: float, log: str) -> tuple[Path]:
     return (out,)
 
 
+def checked_late(work: Work, seconds: float, log: str) -> tuple[Path]:
+    """A job that asks whether it is still wanted once, after `seconds`."""
+    time.sleep(seconds)
+    try:
+        work.check()
+    except Stopped:
+        Path(log).write_text("stopped")
+        raise
+    out = work.stem.with_suffix(".txt")
+    out.write_text("done")
+    return (out,)
+
+
 @pytest.fixture
 def lane() -> Iterator[Lane]:
     found = Lane(deadline=60)
@@ -148,3 +161,22 @@ def test_questions_left_before_they_started_are_dropped_and_the_lane_goes_on(
     assert not thread.is_alive(), "the lane hung"
     assert got and got[0][0].read_text() == "done"
     assert all(not log.exists() or _says(log, "stopped", 10) for log in logs[1:4])
+
+
+def test_a_question_asked_again_after_its_client_left_is_not_stopped(
+    lane: Lane, tmp_path: Path
+) -> None:
+    """Its one client leaves (the job is told to stop), another asks the same before the job
+    next checks: the job goes on, and the second client gets the answer, not a 503."""
+    log = tmp_path / "log"
+
+    async def leave_then_ask() -> tuple[Path, ...]:
+        first = asyncio.ensure_future(lane.get("k", checked_late, 3, str(log)))
+        while "k" not in lane._pending or not lane._pending["k"].future.running():
+            await asyncio.sleep(0.05)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        return await lane.get("k", checked_late, 3, str(log))
+
+    (out,) = asyncio.run(leave_then_ask())
+    assert out.read_text() == "done" and not log.exists() and lane.computed == 1

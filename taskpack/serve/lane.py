@@ -185,6 +185,8 @@ class Lane:
                 self._pending[key] = pending
                 self.computed += 1
                 pending.future.add_done_callback(lambda f: self._done(key, f))
+            elif pending.waiters == 0:  # told to stop when its last client left: wanted again
+                pending.work.stop.unlink(missing_ok=True)
             pending.waiters += 1
         try:
             left = max(0.0, pending.work.until - time.time())
