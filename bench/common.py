@@ -182,7 +182,7 @@ def s3_client() -> Any:
 def big_taskset(path: Path, megabytes: int) -> Path:
     """A task set whose train split is about `megabytes` MB of incompressible inline files."""
     import taskpack
-    from taskpack.rows import INLINE_MAX
+    from taskpack.storage.rows import INLINE_MAX
 
     rng = random.Random(7)
     per_task = INLINE_MAX - 1024

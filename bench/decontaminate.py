@@ -1,5 +1,5 @@
 """Decontamination speed, in µs per training document, in one run: taskpack's n-gram matching
-(`taskpack.overlap.contamination`), the plain Python a user would write from open-r1's
+(`taskpack.curation.overlap.contamination`), the plain Python a user would write from open-r1's
 `decontaminate.py` (every n-gram a string, one set lookup each), and decon's Python bindings
 (`decontaminate` 0.3.0.post4, Rust, in a Python 3.12 venv of its own).
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 from common import ROOT, machine  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from taskpack.overlap import contamination  # noqa: E402
+from taskpack.curation.overlap import contamination  # noqa: E402
 from tests.openr1_rule import plain_hits  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from taskpack._lazy import lazy
+from taskpack.base.lazy import lazy
 from taskpack.errors import InvalidTask, TaskpackError
 
 # Not `typing.TYPE_CHECKING`: importing typing costs a worker's fresh process 4 ms it never uses.
@@ -11,6 +11,7 @@ __all__ = [
     "InvalidTask",
     "Manifest",
     "Message",
+    "Sampler",
     "Split",
     "Task",
     "TaskFile",
@@ -39,10 +40,11 @@ _LAZY = {
     "Message": "model",
     "Task": "model",
     "TaskFile": "model",
-    "Split": "taskset",
-    "TaskSet": "taskset",
-    "TaskSetWriter": "taskset",
-    "write": "taskset",
+    "Sampler": "storage.views",
+    "Split": "storage.taskset",
+    "TaskSet": "storage.taskset",
+    "TaskSetWriter": "storage.writer",
+    "write": "storage.writer",
     "listing": "registry.client",
     "load": "registry.client",
     "open": "registry.client",
@@ -52,7 +54,7 @@ _LAZY = {
     "diff": "changes",
     "import_sharded": "sharded",
     "merge": "merging",
-    "verify": "integrity",
+    "verify": "storage.integrity",
 }
 
 
@@ -65,8 +67,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from taskpack.changes import diff
-    from taskpack.integrity import verify
     from taskpack.merging import merge
     from taskpack.model import Manifest, Message, Task, TaskFile
     from taskpack.registry.client import listing, load, open, publish, pull, versions
-    from taskpack.taskset import Split, TaskSet, TaskSetWriter, write
+    from taskpack.sharded import import_sharded
+    from taskpack.storage.integrity import verify
+    from taskpack.storage.taskset import Split, TaskSet
+    from taskpack.storage.views import Sampler
+    from taskpack.storage.writer import TaskSetWriter, write

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from taskpack.taskset import TaskSet
+from taskpack.storage.taskset import TaskSet
 
 if TYPE_CHECKING:
     from taskpack.model import Task

@@ -4,7 +4,7 @@ with no solution, 0; and every forger of the battery (`FORGERS`: the reward hack
 find), 0. Against its source (`sources=`), the source task's own verifier runs on the same
 candidates and must give the same rewards (reward parity).
 
-Tasks run in `taskpack.sandbox`: /app (the workdir, built from the Dockerfile's COPY steps),
+Tasks run in `taskpack.base.sandbox`: /app (the workdir, built from the Dockerfile's COPY steps),
 /tests, /solution and /logs are folders on a bounded tmpfs, the root file system is this
 machine's /usr, read-only. That stands in for `python:*` base images only; a task that needs
 any other image, a build step (RUN), or several containers cannot be run here and is counted
@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from taskpack.base.nesting import parse_json, parse_toml
+from taskpack.base.sandbox import SandboxError, files, run
 from taskpack.converters import task_folders
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
-from taskpack.nesting import parse_json, parse_toml
-from taskpack.sandbox import SandboxError, files, run
 
 # Images whose toolchain this machine has under /usr (which the sandbox binds read-only): a task
 # naming one runs here with the host's toolchain standing in for the image's.

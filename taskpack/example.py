@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from taskpack.model import Manifest
-from taskpack.rows import INLINE_MAX
-from taskpack.taskset import write
+from taskpack.storage.rows import INLINE_MAX
+from taskpack.storage.writer import write
 
 
 def _arithmetic(rng: random.Random, count: int, prefix: str) -> Iterator[dict[str, Any]]:

@@ -19,8 +19,9 @@ from taskpack.converters import Losses, Target, reader, writer
 from taskpack.converters import options as format_options
 from taskpack.importer import split_tasks
 from taskpack.model import Task
-from taskpack.passrates import rate
-from taskpack.taskset import Split, TaskSet, staged_output
+from taskpack.storage.ratings import rate
+from taskpack.storage.taskset import Split, TaskSet
+from taskpack.storage.writer import staged_output
 
 
 @dataclass

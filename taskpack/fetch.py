@@ -27,9 +27,9 @@ import os
 import socket
 from urllib.parse import urlsplit
 
-from taskpack.digests import chains_to, content_digest, version_digest
-from taskpack.routes import url
-from taskpack.settings import cache_root
+from taskpack.base.digests import chains_to, content_digest, version_digest
+from taskpack.base.routes import url
+from taskpack.base.settings import cache_root
 
 TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def _digests(server: str, top: dict[str, Any], split: str, deadline: _Deadline) 
 class _OneAtATime:
     """An exclusive lock on a file (`flock`, released when its descriptor closes, so also when
     the process dies); none where the platform has no `fcntl`. The holder's own deadline bounds
-    the wait. Not `taskpack._fs.file_lock`: that one is the `filelock` package, and this module
+    the wait. Not `taskpack.base.fs.file_lock`: that one is the `filelock` package, and this module
     runs on the standard library alone."""
 
     def __init__(self, path: str) -> None:

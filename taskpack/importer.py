@@ -17,14 +17,14 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from taskpack._fs import write_atomic
+from taskpack.base.fs import write_atomic
+from taskpack.base.objects import file_sha256
 from taskpack.converters import Record, read_records, reader
 from taskpack.converters import options as checked_options
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.model import Manifest, SplitInfo, Task
-from taskpack.objects import file_sha256
-from taskpack.rows import coerce_task
-from taskpack.taskset import TaskSetWriter
+from taskpack.storage.rows import coerce_task
+from taskpack.storage.writer import TaskSetWriter
 
 _SPLIT_WORDS = ("train", "test", "validation", "valid", "dev")
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -196,7 +196,7 @@ def import_sources(
 def _read_from(sources: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
     """The lineage of an import: each source's split and location, with a local file's
     sha256 (hashed on a thread of its own while the rows are converted)."""
-    from taskpack.provenance import located
+    from taskpack.base.provenance import located
 
     out = []
     for split, uris in sources.items():

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from taskpack.errors import TaskpackError
-from taskpack.taskset import TaskSetWriter, open_folder
+from taskpack.storage.taskset import open_folder
+from taskpack.storage.writer import TaskSetWriter
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest

@@ -15,9 +15,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from taskpack.base.objects import file_sha256
 from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.importer import ImportResult, import_sources
-from taskpack.objects import file_sha256
 
 
 class _Strict(BaseModel):

@@ -24,11 +24,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from taskpack._fs import DirWriter
-from taskpack.digests import FORMAT_VERSION as FORMAT_VERSION
-from taskpack.digests import PINS_SOURCE, content_digest, listed_sizes, version_digest
+from taskpack.base.digests import FORMAT_VERSION as FORMAT_VERSION
+from taskpack.base.digests import PINS_SOURCE, content_digest, listed_sizes, version_digest
+from taskpack.base.fs import DirWriter
+from taskpack.base.objects import MAX_BLOB
 from taskpack.errors import TaskpackError
-from taskpack.objects import MAX_BLOB
 
 FORMAT_VERSIONS = (1, 2, 3)  # task sets of every version here open, verify and export
 SEMVER = (
@@ -519,7 +519,7 @@ class Manifest(Record):
         """Bytes hash -> path inside the version, of every object a reader may fetch (split
         files, and with `blobs` the large files), each once, sorted by hash: the one list that
         publish, pull, verify and every registry backend go by."""
-        from taskpack.objects import blob_relpath
+        from taskpack.base.objects import blob_relpath
 
         found: dict[str, str] = {}
         for name in self.splits if splits is None else splits:

@@ -111,7 +111,7 @@ def _gathered(pending: list[Any], progress: bool) -> list[str]:
     import ray
     from ray.exceptions import RayTaskError
 
-    from taskpack.progress import progress as bar_of
+    from taskpack.base.progress import progress as bar_of
 
     bar = bar_of("import", total=len(pending), unit="parts", quiet=not progress)
     try:

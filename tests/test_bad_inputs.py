@@ -228,8 +228,8 @@ def _hostile(path: Path, mutate: Callable[[dict[str, Any]], None]) -> None:
     import pyarrow.parquet as pq
 
     import taskpack
+    from taskpack.base.objects import MANIFEST, file_sha256
     from taskpack.model import SplitInfo
-    from taskpack.objects import MANIFEST, file_sha256
 
     task = {"id": "t0", "prompt": "q", "files": [{"path": "x", "data": b"1"}]}
     taskpack.write(path, {"test": [task, {**task, "id": "t1"}]}, name="h")

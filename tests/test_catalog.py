@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 import taskpack
 from taskpack.cli import main
-from taskpack.converters import get, mbpp, names
+from taskpack.converters import get, names
+from taskpack.converters.formats import mbpp
 from taskpack.errors import TaskpackError
 from taskpack.importer import import_sources, read_source
 from taskpack.recipes import build, recipes

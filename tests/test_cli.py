@@ -262,7 +262,7 @@ def test_shell_completion_offers_formats_and_recipes(words: str, expected: list[
 def test_long_commands_draw_progress_on_a_terminal_and_none_with_q(
     command: str, example: Path, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("taskpack.progress.on_terminal", lambda: True)
+    monkeypatch.setattr("taskpack.base.progress.on_terminal", lambda: True)
     args = command.format(ex=example, tmp=tmp_path, data=data_dir).split()
     drawn = CliRunner().invoke(main, args)
     assert drawn.exit_code == 0, drawn.output
@@ -393,15 +393,15 @@ def test_export_progress_knows_its_total(
     example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[int | None] = []
-    import taskpack.progress
+    import taskpack.base.progress
 
-    real = taskpack.progress.counted
+    real = taskpack.base.progress.counted
 
     def spy(items: Any, label: str, total: int | None = None, quiet: bool = False) -> Any:
         seen.append(total)
         return real(items, label, total=total, quiet=quiet)
 
-    monkeypatch.setattr(taskpack.progress, "counted", spy)
+    monkeypatch.setattr(taskpack.base.progress, "counted", spy)
     result = CliRunner().invoke(
         main, ["export", str(example), "--to", "nemo", "-o", str(tmp_path / "n")]
     )

@@ -333,7 +333,7 @@ def test_a_template_fills_rows_as_the_row_path_writes_them() -> None:
 
     from taskpack.converters._columnar.template import ROW, Template, slot
     from taskpack.model import Task
-    from taskpack.rows import task_to_row
+    from taskpack.storage.rows import task_to_row
 
     def fields(a: str, b: str, row: int) -> dict[str, Any]:
         return {
@@ -925,7 +925,7 @@ def test_nemo_rows_come_out_as_the_row_path_has_them(
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """What the split writer takes, in order: the rows of each columnar batch, -1 per task."""
-    from taskpack.taskset import _SplitWriter
+    from taskpack.storage.writer import _SplitWriter
 
     written: list[int] = []
     add_table, add = _SplitWriter.add_table, _SplitWriter.add

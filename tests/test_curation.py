@@ -14,12 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import taskpack
-from taskpack import overlap
 from taskpack.cli import main
-from taskpack.curation import decontaminate, dedup, keep, lineage
+from taskpack.curation import decontaminate, dedup, keep, lineage, overlap
+from taskpack.curation.overlap import contamination, task_text
 from taskpack.errors import TaskpackError
 from taskpack.importer import import_sources
-from taskpack.overlap import contamination, task_text
 
 from .conftest import DATA, make_task
 from .openr1_rule import plain_hits

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from taskpack.check import Limits, check_task
 from taskpack.converters import _grade
 from taskpack.converters._verifier import solve_reference
-from taskpack.converters.evalplus import argument_shapes
+from taskpack.converters.formats.evalplus import argument_shapes
 from taskpack.exporter import convert_format
 from taskpack.importer import read_source
 
@@ -203,7 +203,7 @@ def test_the_reference_passes_every_input_whatever_the_first_test_shapes(
     """An argument's inputs need not share the shape of the set's first test (Mbpp/808's `K`
     is 6 there, and `[4, 5, 6]`, `"banana"` or `{"a": 1}` elsewhere): the reference still
     passes every input of its own set, and gets each shaped as far as it fits."""
-    from taskpack.converters.evalplus import to_task
+    from taskpack.converters.formats.evalplus import to_task
 
     call = ", ".join(repr(v) for v in first)
     row = {

@@ -18,7 +18,7 @@ import taskpack
 from taskpack.errors import TaskpackError
 from taskpack.registry import open_registry
 from taskpack.registry.cache import Cache
-from taskpack.rows import INLINE_MAX
+from taskpack.storage.rows import INLINE_MAX
 
 from .conftest import make_task
 from .faultproxy import FaultProxy

@@ -75,7 +75,7 @@ def test_fetch_keeps_its_digests_in_the_cache_pulls_use(
     code = (
         "import sys; from taskpack.fetch import task; "
         "task(sys.argv[1], 'train', 3, digest=sys.argv[2]); typed = 'typing' in sys.modules; "
-        "from taskpack.objects import default_cache_dir; print(default_cache_dir(), typed)"
+        "from taskpack.base.objects import default_cache_dir; print(default_cache_dir(), typed)"
     )
     env = {k: v for k, v in __import__("os").environ.items() if k != "TASKPACK_CACHE"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")

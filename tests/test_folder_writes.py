@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import taskpack
-from taskpack._fs import remove_later
+from taskpack.base.fs import remove_later
 from taskpack.converters import _folders
 from taskpack.errors import TaskpackError
 from taskpack.exporter import export
@@ -63,7 +63,7 @@ def test_forked_writers_build_the_tasks_and_the_parent_reads_only_ids(
 ) -> None:
     """An export of a split hands the writers `Later` tasks: each child builds its own share
     (the last, partial block too), so the parent's share of the work is the ids."""
-    from taskpack import taskset
+    from taskpack.storage import taskset
 
     built: list[str] = []
     real = taskset.Split._task
@@ -86,9 +86,9 @@ def test_forked_writers_build_the_tasks_and_the_parent_reads_only_ids(
 def test_later_tasks_are_the_splits_and_each_row_group_is_let_go_once_built(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from taskpack import taskset
+    from taskpack.storage import writer
 
-    monkeypatch.setattr(taskset, "ROW_GROUP_ROWS", 16)  # 61 tasks: 4 row groups
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 16)  # 61 tasks: 4 row groups
     taskpack.write(tmp_path / "ts", {"train": [make_task(i) for i in range(61)]}, name="g")
     split = taskpack.open(tmp_path / "ts").split("train")
     later = list(split.later())

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import taskpack
-from taskpack.converters.harbor import dataset_toml, folder_digest, harbor_digest
+from taskpack.base.nesting import parse_toml
+from taskpack.converters.formats.harbor import dataset_toml, folder_digest, harbor_digest
 from taskpack.errors import TaskpackError
 from taskpack.exporter import export
 from taskpack.importer import import_sources
-from taskpack.nesting import parse_toml
 from taskpack.serve.app import Api, App, Catalog, background
 
 from .conftest import DATA
@@ -140,7 +140,7 @@ def test_a_registry_json_of_a_million_entries_ends_at_its_first_bad_one(tmp_path
         looked.append(root / rel)
         return real(root, rel, what)
 
-    import taskpack.converters.harbor as harbor
+    import taskpack.converters.formats.harbor as harbor
 
     original, harbor.inside = harbor.inside, counted
     try:

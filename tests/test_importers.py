@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import taskpack
-from taskpack.converters import gsm8k, humaneval, kaggle, swebench, terminal_bench
+from taskpack.converters.formats import gsm8k, humaneval, kaggle, swebench, terminal_bench
 from taskpack.importer import import_sources, read_source
 
 

@@ -49,12 +49,14 @@ print(json.dumps({"id": task.id, "instruction": task.instruction, "modules": sor
 # library, pyarrow (which loads numpy and cloudpickle when they are installed) and nothing else.
 EPISODE_MODULES = [
     "taskpack",
-    "taskpack._fs",
-    "taskpack._lazy",
-    "taskpack.digests",
+    "taskpack.base",
+    "taskpack.base.digests",
+    "taskpack.base.fs",
+    "taskpack.base.lazy",
+    "taskpack.base.nesting",
+    "taskpack.base.objects",
+    "taskpack.base.settings",
     "taskpack.errors",
-    "taskpack.nesting",
-    "taskpack.objects",
     "taskpack.records",
     "taskpack.registry",
     "taskpack.registry.base",
@@ -62,10 +64,10 @@ EPISODE_MODULES = [
     "taskpack.registry.client",
     "taskpack.registry.location",
     "taskpack.registry.refs",
-    "taskpack.rows",
-    "taskpack.settings",
-    "taskpack.taskset",
-    "taskpack.views",
+    "taskpack.storage",
+    "taskpack.storage.rows",
+    "taskpack.storage.taskset",
+    "taskpack.storage.views",
 ]
 EPISODE_THIRD_PARTY = {"cloudpickle", "numpy", "pyarrow", "taskpack"}
 
@@ -104,7 +106,7 @@ sys.modules["fcntl"] = None  # any `import fcntl` now raises ImportError
 import pytest
 
 import taskpack
-from taskpack._fs import file_lock
+from taskpack.base.fs import file_lock
 from pathlib import Path
 taskpack.write(sys.argv[1] + "/ts", {"train": [{"id": "a", "prompt": "q"}]}, name="x")
 print(taskpack.open(sys.argv[1] + "/ts").split("train")[0].id)
@@ -160,15 +162,17 @@ def test_import_taskpack_loads_each_public_name_on_first_use() -> None:
     modules = json.loads(proc.stdout)
     assert [m for m in modules if m.startswith("taskpack")] == [
         "taskpack",
-        "taskpack._lazy",
+        "taskpack.base",
+        "taskpack.base.lazy",
         "taskpack.errors",
     ]
     assert not [m for m in modules if m.split(".")[0] in ("pyarrow", "pydantic", "numpy")]
-    from taskpack import changes, integrity, merging, model, taskset
+    from taskpack import changes, merging, model
     from taskpack.registry import client
+    from taskpack.storage import integrity, taskset, writer
 
     homes = {"diff": changes, "verify": integrity, "merge": merging, "Task": model}
-    homes |= {"TaskSet": taskset, "write": taskset, "load": client, "publish": client}
+    homes |= {"TaskSet": taskset, "write": writer, "load": client, "publish": client}
     for name, module in homes.items():
         assert getattr(taskpack, name) is getattr(module, name)
     assert set(taskpack.__all__) <= set(dir(taskpack))
@@ -240,7 +244,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 def test_a_conversion_never_asks_for_pandas(
     tmp_path: Path, fmt: str, source: Path, options: dict[str, str]
 ) -> None:
-    """Arrays are built from buffers (`taskpack._arrow`, `rows.table_of`): pyarrow's pandas
+    """Arrays are built from buffers (`taskpack.base.arrow`, `rows.table_of`): pyarrow's pandas
     shim would import pandas, a third of a small conversion's time."""
     out = tmp_path / "set"
     argv = [str(out), str(source), fmt, json.dumps(options)]
@@ -288,12 +292,12 @@ def test_rating_and_keeping_tasks_never_asks_for_pandas(tmp_path: Path) -> None:
 
 
 def test_arrays_made_from_buffers_equal_pyarrows_own() -> None:
-    """`taskpack._arrow` builds what `pa.array` and `pa.scalar` build, nulls and slices
+    """`taskpack.base.arrow` builds what `pa.array` and `pa.scalar` build, nulls and slices
     included, and fails where they fail."""
     import numpy as np
     import pyarrow as pa
 
-    from taskpack import _arrow
+    from taskpack.base import arrow as _arrow
 
     words = ["", "é", None, "a\nb", "x" * 300]
     assert _arrow.texts(words).equals(pa.array(words, pa.string()))
@@ -323,7 +327,7 @@ def test_stored_rows_made_from_buffers_equal_from_pylists() -> None:
     same rows: nulls, empty and missing file lists, inline and large files alike."""
     import pyarrow as pa
 
-    from taskpack.rows import SCHEMA, table_of
+    from taskpack.storage.rows import SCHEMA, table_of
 
     file = {"path": "a.py", "role": "test", "step": None, "mode": 0o644, "size": 2}
     rows = [

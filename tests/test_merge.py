@@ -17,7 +17,7 @@ import taskpack
 from taskpack.cli import main
 from taskpack.errors import TaskpackError
 from taskpack.importer import import_sources
-from taskpack.rows import INLINE_MAX
+from taskpack.storage.rows import INLINE_MAX
 
 from .conftest import make_task
 

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 import taskpack
 from taskpack.cli import main
 from taskpack.curation import Part, lineage, mix
+from taskpack.curation.mixture import draws, sampler, sources
 from taskpack.errors import TaskpackError
 from taskpack.importer import import_sources
-from taskpack.mixture import draws, sampler, sources
 
 from .conftest import DATA
 

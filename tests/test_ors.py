@@ -152,7 +152,7 @@ def test_a_mirror_serves_every_set_of_its_upstream(gsm8k: taskpack.TaskSet, tmp_
 def test_the_ors_verbs_are_in_the_openapi_document() -> None:
     """Each ORS verb, below /ors, with its method, its body's fields (the ones the server
     reads, from the one table) and ORS's error answers."""
-    from taskpack.routes import openapi
+    from taskpack.base.routes import openapi
 
     paths = openapi("t", "1")["paths"]
     assert isinstance(paths, dict)

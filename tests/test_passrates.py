@@ -18,7 +18,7 @@ from taskpack.cli import main
 from taskpack.curation import annotate, decontaminate, filter_pass_rate, keep
 from taskpack.errors import TaskpackError
 from taskpack.importer import import_sources
-from taskpack.passrates import pass_at, settings_key
+from taskpack.storage.ratings import pass_at, settings_key
 
 from .conftest import DATA
 

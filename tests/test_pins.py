@@ -19,15 +19,15 @@ import pytest
 from click.testing import CliRunner
 
 import taskpack
-from taskpack import passrates
+from taskpack.base.digests import version_digest
+from taskpack.base.objects import file_sha256, sha256_relpath
 from taskpack.cli import main
 from taskpack.curation import Part, annotate, keep, mix
-from taskpack.digests import version_digest
 from taskpack.errors import TaskpackError
-from taskpack.objects import file_sha256, sha256_relpath
 from taskpack.registry.cache import Cache
 from taskpack.registry.mirror import Mirror
 from taskpack.serve.app import App, Registered, background
+from taskpack.storage import ratings
 
 from .conftest import make_task
 
@@ -95,11 +95,11 @@ def _solved_by_all(reg: Path, ghosts: int = 3) -> Callable[[Manifest], None]:
 
     def change(manifest: Manifest) -> None:
         notes = manifest["annotations"]["train"]
-        rows = passrates.read(reg / "objects" / sha256_relpath(notes["sha256"]))
+        rows = ratings.read(reg / "objects" / sha256_relpath(notes["sha256"]))
         rows = [{**r, "correct": r["count"], "mean": 1.0} for r in rows]
         rows += [{**rows[0], "id": f"ghost-{k}"} for k in range(ghosts)]
         forged = reg / "forged.parquet"
-        passrates.write(forged, passrates.sorted_rows(rows))
+        ratings.write(forged, ratings.sorted_rows(rows))
         sha = file_sha256(forged)
         target = reg / "objects" / sha256_relpath(sha)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -205,8 +205,8 @@ def test_validate_names_each_forgery(published: Path, tmp_path: Path) -> None:
     def resealed(manifest: Manifest) -> None:
         _solved_by_all(reg)(manifest)
         notes = manifest["annotations"]["train"]
-        rows = passrates.read(reg / "objects" / sha256_relpath(notes["sha256"]))
-        notes["digest"] = passrates.digest(rows)
+        rows = ratings.read(reg / "objects" / sha256_relpath(notes["sha256"]))
+        notes["digest"] = ratings.digest(rows)
 
     _edit(reg, "rated", "1.1.0", _sealed(resealed))
     code, out = _cli("validate", "rated@1.1.0", "--registry", str(reg))
@@ -366,10 +366,10 @@ def _chain(tmp_path: Path, depth: int) -> Path:
 def test_a_lineage_of_any_depth_and_breadth_is_walked_each_input_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from taskpack import curation
+    from taskpack.curation import steps
 
     monkeypatch.chdir(tmp_path)
-    links = list(curation.lineage(_chain(tmp_path, 1200)))
+    links = list(steps.lineage(_chain(tmp_path, 1200)))
     assert len(links) == 1201 and links[-1].depth == 1200 and links[-1].manifest is not None
     wide = tmp_path / "wide"
     shutil.copytree(tmp_path / "v1", wide)
@@ -378,9 +378,9 @@ def test_a_lineage_of_any_depth_and_breadth_is_walked_each_input_once(
     manifest["digest"] = version_digest(manifest)
     (wide / "manifest.json").write_text(json.dumps(manifest))
     opened: list[Any] = []
-    real = curation._open
-    monkeypatch.setattr(curation, "_open", lambda t, r: opened.append(t) or real(t, r))
-    links = list(curation.lineage(wide))
+    real = steps.open_target
+    monkeypatch.setattr(steps, "open_target", lambda t, r: opened.append(t) or real(t, r))
+    links = list(steps.lineage(wide))
     assert len(links) == 100_001 and all(link.manifest is not None for link in links)
     # the version; then its one input, named 100,000 times, looked for once (by digest, then path)
     assert len(opened) == 3
@@ -443,7 +443,7 @@ def test_dedup_of_texts_all_alike_compares_each_text_a_bounded_number_of_times(
     pytest.importorskip("datasketch")
     from datasketch import MinHash
 
-    from taskpack.overlap import BUCKET, near_duplicates
+    from taskpack.curation.overlap import BUCKET, near_duplicates
 
     compared = 0
     real = MinHash.jaccard

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import taskpack
-from taskpack._fs import _HOST, temp_name, write_atomic
+from taskpack.base.fs import _HOST, temp_name, write_atomic
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
 from taskpack.registry.cache import Cache

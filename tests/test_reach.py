@@ -405,7 +405,7 @@ def test_an_http_registry_bounds_every_answer(tmp_path: Path) -> None:
 
 def test_an_http_registry_bounds_pass_rates_by_their_listed_size(tmp_path: Path) -> None:
     """An annotations file is listed with its size too: never read past it."""
-    from taskpack.taskset import TaskSetWriter
+    from taskpack.storage.writer import TaskSetWriter
 
     with TaskSetWriter(tmp_path / "ts", name="rated", version="1.0.0") as writer:
         writer.write_split("train", [make_task(0)])

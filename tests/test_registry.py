@@ -18,7 +18,7 @@ from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.client import load, publish, pull, write_lockfile
 from taskpack.registry.objectstore import ObjectStoreRegistry
-from taskpack.rows import INLINE_MAX
+from taskpack.storage.rows import INLINE_MAX
 
 from .conftest import make_task
 
@@ -339,7 +339,7 @@ def test_publish_hashes_each_object_once_as_it_is_sent(
 ) -> None:
     """Every object file is read once, front to back, by the upload that hashes it; no pass
     of its own reads it before (the hash of a local file is taken only for objects not sent)."""
-    import taskpack.objects as objects
+    import taskpack.base.objects as objects
 
     path, blob = _with_blob(tmp_path / "a", size)
     read: dict[str, int] = {}
@@ -366,7 +366,7 @@ def test_an_object_with_wrong_bytes_never_lands(
 ) -> None:
     """Bytes that do not hash to their address are refused before the store shows them: the
     key stays empty (a multipart upload is aborted, not completed), and no version appears."""
-    from taskpack.objects import object_key
+    from taskpack.base.objects import object_key
 
     path, blob = _with_blob(tmp_path / "a", size)
     data = bytearray(blob.read_bytes())
@@ -399,7 +399,7 @@ def test_a_part_s3_refuses_aborts_the_whole_upload(
     import botocore.client
     from botocore.exceptions import ClientError
 
-    from taskpack.objects import object_key
+    from taskpack.base.objects import object_key
 
     path, blob = _with_blob(tmp_path / "a", (16 << 20) + 5)
     real = botocore.client.BaseClient._make_api_call
@@ -430,7 +430,7 @@ def test_a_part_s3_refuses_aborts_the_whole_upload(
 def test_a_source_hashed_out_of_order_or_in_part_is_never_believed(tmp_path: Path) -> None:
     import hashlib
 
-    from taskpack.objects import HashedSource, WrongBytes
+    from taskpack.base.objects import HashedSource, WrongBytes
 
     f = tmp_path / "x"
     f.write_bytes(b"abcdef")
@@ -453,8 +453,8 @@ def test_publish_full_check_revalidates_rows(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from taskpack.base.objects import MANIFEST, file_sha256
     from taskpack.model import SplitInfo
-    from taskpack.objects import MANIFEST, file_sha256
 
     path = build(tmp_path / "a", "1.0.0")
     parquet = path / "splits" / "test.parquet"
@@ -479,8 +479,8 @@ def test_progress_is_silent_off_a_terminal_and_drawn_on_one(
 ) -> None:
     from click.testing import CliRunner
 
+    from taskpack.base.progress import progress
     from taskpack.cli import main
-    from taskpack.progress import progress
 
     path = build(tmp_path / "a", "1.0.0")
     result = CliRunner().invoke(main, ["publish", str(path), "--registry", str(tmp_path / "r")])
@@ -549,8 +549,8 @@ def _repoint(path: Path, table: Any) -> None:
     can tell it is broken)."""
     import pyarrow.parquet as pq
 
+    from taskpack.base.objects import MANIFEST, file_sha256
     from taskpack.model import SplitInfo
-    from taskpack.objects import MANIFEST, file_sha256
 
     parquet = path / "splits" / "test.parquet"
     pq.write_table(table, parquet)

@@ -13,7 +13,7 @@ import pytest
 import taskpack
 from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.client import publish
-from taskpack.rows import INLINE_MAX
+from taskpack.storage.rows import INLINE_MAX
 
 from .conftest import make_task
 

@@ -14,7 +14,7 @@ import taskpack
 from taskpack.registry import VersionExists, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.client import load, publish
-from taskpack.rows import INLINE_MAX
+from taskpack.storage.rows import INLINE_MAX
 
 from .conftest import make_task
 from .test_registry_concurrency import race

@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import taskpack
+from taskpack.base.digests import version_digest
+from taskpack.base.objects import file_sha256
 from taskpack.cli import main
-from taskpack.digests import version_digest
 from taskpack.errors import TaskpackError
-from taskpack.objects import file_sha256
 from taskpack.registry import Location, open_registry
 from taskpack.registry.client import RegistryObjects, publish, write_lockfile
-from taskpack.taskset import FolderObjects, TaskSet
+from taskpack.storage.taskset import FolderObjects, TaskSet
 
 from .test_registry import build
 
@@ -202,7 +202,7 @@ def _forge(reg: Path, name: str, version: str, mutate: Any) -> None:
     the new sizes: what a hostile registry writer can do. The version digest then differs from
     the published one, so a pin refuses the forgery before any row is read; by name, the row
     checks must."""
-    from taskpack.objects import sha256_relpath
+    from taskpack.base.objects import sha256_relpath
 
     key = reg / "sets" / name / "versions" / f"{version}.json"
     manifest = json.loads(key.read_text())
@@ -237,7 +237,7 @@ def test_rows_that_do_not_chain_to_the_digest_are_never_served(tmp_path: Path) -
         taskpack.load("arith@1.0.0", split="test", registry=str(reg))
 
     def edit_answer_and_digest(rows: list[dict[str, Any]]) -> None:
-        from taskpack.rows import decoded, row_digest
+        from taskpack.storage.rows import decoded, row_digest
 
         rows[0]["answer"] = json.dumps("forged")
         rows[0]["digest"] = row_digest(decoded(dict(rows[0]), 2))
@@ -271,16 +271,16 @@ def _to_bucket(reg: Path, bucket: str) -> None:
 
 def _sources(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The kinds of source each row check reads (a file, or a download as it grows)."""
-    import taskpack.rows
+    import taskpack.storage.rows
 
     seen: list[str] = []
-    check = taskpack.rows.check_split
+    check = taskpack.storage.rows.check_split
 
     def spy(parquets: Any, *args: Any, **kwargs: Any) -> list[str]:
         seen.extend(type(p).__name__ for p in parquets)
         return check(parquets, *args, **kwargs)
 
-    monkeypatch.setattr(taskpack.rows, "check_split", spy)
+    monkeypatch.setattr(taskpack.storage.rows, "check_split", spy)
     return seen
 
 
@@ -333,7 +333,7 @@ def test_an_object_longer_than_its_manifest_lists_is_refused_as_it_streams(
     """Every download is bounded by the size its manifest lists, whichever backend sends it."""
     import boto3
 
-    from taskpack.objects import object_key
+    from taskpack.base.objects import object_key
 
     m, _ = publish(build(tmp_path / "a", "1.0.0"), registry=bucket)
     info = m.splits["train"]
@@ -350,7 +350,7 @@ def test_a_download_started_over_is_not_what_a_reader_saw(tmp_path: Path) -> Non
     A read waits for the bytes it needs, and one past a download that ended fails."""
     import threading
 
-    from taskpack.objects import HashedFile
+    from taskpack.base.objects import HashedFile
     from taskpack.registry.growing import Growing
 
     data = bytes(range(256)) * 64
@@ -383,7 +383,7 @@ def test_a_download_started_over_is_not_what_a_reader_saw(tmp_path: Path) -> Non
 def test_publish_repairs_an_object_key_holding_wrong_bytes(tmp_path: Path, bucket: str) -> None:
     import boto3
 
-    from taskpack.objects import object_key
+    from taskpack.base.objects import object_key
 
     path = build(tmp_path / "a", "1.0.0")
     m = taskpack.open(path).manifest
@@ -509,9 +509,9 @@ def _checked_as_written(path: Path, info: Any, arriving: Path) -> tuple[list[str
     import threading
     import time
 
-    from taskpack.objects import HashedFile
+    from taskpack.base.objects import HashedFile
     from taskpack.registry.growing import Growing
-    from taskpack.rows import check_split
+    from taskpack.storage.rows import check_split
 
     data = path.read_bytes()
     asked: list[tuple[int, int]] = []
@@ -549,10 +549,10 @@ def test_a_split_checked_as_it_arrives_reads_each_row_group_once_it_is_there(
     """A split of several row groups checked while its bytes are written (Arrow reading each
     group from disk once the download has passed its end) gets the verdict of its finished
     file: clean, and with a row forged in a later group."""
-    import taskpack.taskset
-    from taskpack.rows import check_split
+    import taskpack.storage.writer
+    from taskpack.storage.rows import check_split
 
-    monkeypatch.setattr(taskpack.taskset, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(taskpack.storage.writer, "ROW_GROUP_ROWS", 4)
     noise = random.Random(0)
     tasks = [
         {"id": f"t{i}", "prompt": noise.randbytes(4096).hex(), "answer": str(i)} for i in range(22)
@@ -579,10 +579,10 @@ def test_inline_bytes_hashed_apart_are_reported_in_the_last_row_group_too(
     """The check hashes a batch's inline bytes on a thread of its own: a file whose bytes are
     not its hash's, in the last row group, is still reported, under its row, finished or
     arriving."""
-    import taskpack.taskset
-    from taskpack.rows import check_split
+    import taskpack.storage.writer
+    from taskpack.storage.rows import check_split
 
-    monkeypatch.setattr(taskpack.taskset, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(taskpack.storage.writer, "ROW_GROUP_ROWS", 4)
     noise = random.Random(1)
     tasks = [
         {"id": f"t{i}", "prompt": "p", "files": [{"path": "a.bin", "data": noise.randbytes(9000)}]}

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import taskpack
 from taskpack import Task
-from taskpack.rows import INLINE_MAX
+from taskpack.storage.rows import INLINE_MAX
 
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 json_leaf = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | text

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 import taskpack
-from taskpack.rows import INLINE_MAX
 from taskpack.serve.app import Api, App, Catalog, background, task_json
+from taskpack.storage.rows import INLINE_MAX
 
 from .conftest import make_task
 
@@ -380,7 +380,7 @@ def test_each_route_is_answered_by_the_handler_and_lane_its_entry_names(
     """The route table says who answers (side, handler) and where (lane): the application
     finds every handler from it when it is made, and work that grows with the data is the
     process lane's, by the table alone."""
-    from taskpack.routes import ROUTES
+    from taskpack.base.routes import ROUTES
 
     _, path = served
     app = App(api=Api(Catalog(taskpack.open(path))))

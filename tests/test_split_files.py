@@ -12,16 +12,16 @@ import pyarrow.parquet as pq
 import pytest
 
 import taskpack
-from taskpack import taskset
 from taskpack.errors import TaskpackError
 from taskpack.exporter import export
 from taskpack.importer import import_sources
-from taskpack.integrity import verify
 from taskpack.merging import merge
 from taskpack.records import stored_manifest
 from taskpack.registry.cache import Cache
 from taskpack.registry.client import load, publish
-from taskpack.taskset import read_manifest
+from taskpack.storage import writer
+from taskpack.storage.integrity import verify
+from taskpack.storage.taskset import read_manifest
 
 from .conftest import make_task
 
@@ -31,8 +31,8 @@ TASKS = [make_task(i, answer=str(i)) for i in range(21)]
 @pytest.fixture
 def small_files(monkeypatch: pytest.MonkeyPatch) -> None:
     """Row groups of 4 tasks, files of 2 row groups: 21 tasks make files of 8, 8 and 5."""
-    monkeypatch.setattr(taskset, "ROW_GROUP_ROWS", 4)
-    monkeypatch.setattr(taskset, "PART_GROUPS", 2)
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(writer, "PART_GROUPS", 2)
 
 
 def _write(path: Path, tasks: list[dict[str, Any]] = TASKS) -> Path:
@@ -102,8 +102,8 @@ def test_the_columnar_import_cuts_files_the_same_way(
     lines = [{"question": f"What is {i} + 1?", "answer": f"so #### {i + 1}"} for i in range(50)]
     source.write_text("".join(json.dumps(r) + "\n" for r in lines))
     one = import_sources(tmp_path / "one", {"train": [str(source)]}, "gsm8k", name="g").manifest
-    monkeypatch.setattr(taskset, "ROW_GROUP_ROWS", 4)
-    monkeypatch.setattr(taskset, "PART_GROUPS", 3)
+    monkeypatch.setattr(writer, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(writer, "PART_GROUPS", 3)
     for columnar in (True, False):
         target = tmp_path / f"several-{columnar}"
         m = import_sources(

@@ -13,9 +13,9 @@ from pydantic import ValidationError
 
 import taskpack
 from taskpack import InvalidTask, Task, TaskpackError
-from taskpack.objects import blob_relpath
-from taskpack.rows import INLINE_MAX
-from taskpack.taskset import ROW_GROUP_ROWS
+from taskpack.base.objects import blob_relpath
+from taskpack.storage.rows import INLINE_MAX
+from taskpack.storage.writer import ROW_GROUP_ROWS
 
 from .conftest import make_task
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import taskpack
 from taskpack.cli import main
 from taskpack.errors import TaskpackError
-from taskpack.views import Sampler, permutation
+from taskpack.storage.views import Sampler, permutation
 
 from .conftest import make_task
 
@@ -133,7 +133,7 @@ def test_views_compose_and_read_tasks(split: Any) -> None:
 
 CONSUMER = """
 import json, os, signal, sys, taskpack
-from taskpack.views import Sampler
+from taskpack.storage.views import Sampler
 
 split = taskpack.open(sys.argv[1]).split("train")
 state_file, kill_after = sys.argv[2], int(sys.argv[3])
@@ -230,7 +230,7 @@ def test_a_state_from_any_world_size_resumes_any_other(split: Any) -> None:
 
 def test_the_mixture_stream_is_one_whatever_the_world_size(tmp_path: Path) -> None:
     from taskpack.curation import Part, mix
-    from taskpack.mixture import sampler, sources
+    from taskpack.curation.mixture import sampler, sources
 
     for name in ("a", "b"):
         tasks = [_task(i) for i in range(40)]
@@ -322,8 +322,8 @@ def test_typed_file_is_written_a_row_group_at_a_time_as_the_whole_split_types_it
     key of another type, a list after numbers, a number too wide for the float planned)."""
     import pyarrow.parquet as pq
 
-    from taskpack.taskset import ROW_GROUP_ROWS
-    from taskpack.views import typed_columns, write_typed
+    from taskpack.storage.views import typed_columns, write_typed
+    from taskpack.storage.writer import ROW_GROUP_ROWS
 
     shapes = [  # (metadata, answer) of each row group's tasks
         ({"n": 1, "tags": []}, 1),
@@ -371,7 +371,7 @@ def test_the_viewer_copy_reads_back_every_value_as_published(tmp_path: Path) -> 
     import datasets
     import pyarrow.parquet as pq
 
-    from taskpack.views import FREE_FORM, write_typed
+    from taskpack.storage.views import FREE_FORM, write_typed
 
     kinds = [{"kind": "exact_match"}, {"kind": "numeric_match", "tolerance": 0.5}]
     rows = [
@@ -427,7 +427,7 @@ def test_adapters_are_not_imported_at_episode_start(tmp_path: Path) -> None:
     )
     loaded = out.stdout
     assert "torch" not in loaded and "datasets" not in loaded and "pandas" not in loaded, loaded
-    assert "taskpack.torch_data" not in loaded
+    assert "taskpack.storage.torch_data" not in loaded
 
 
 TORCH_PROBE = """

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from taskpack.base.nesting import parse_json, without_nulls
 from taskpack.errors import TaskpackError
-from taskpack.nesting import parse_json, without_nulls
 
 if TYPE_CHECKING:  # each command imports what it uses: `taskpack --help` loads neither
     # pydantic nor pyarrow
-    from taskpack.taskset import TaskSet
+    from taskpack.storage.taskset import TaskSet
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -143,11 +143,11 @@ def _progress(
     sources: dict[str, list[str]] | None = None,
     known: dict[str, int] | None = None,
 ) -> Callable[[Iterator[Any], str], Iterator[Any]]:
-    """A live task count on stderr while rows stream in (see taskpack.progress), with its
+    """A live task count on stderr while rows stream in (see taskpack.base.progress), with its
     total, rate and ETA when the split sizes are `known` or the sources' rows can be counted
     up front (local files)."""
+    from taskpack.base.progress import counted
     from taskpack.converters import rows_hint
-    from taskpack.progress import counted
 
     totals: dict[str, int | None] = dict(known or {})
     if not quiet:

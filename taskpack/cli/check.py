@@ -86,6 +86,7 @@ def check(
     verifier must score the same candidates the same. Exit 1 if any task fails."""
     import os
 
+    from taskpack.base.progress import counted
     from taskpack.check import (
         SECONDS_PER_RUN,
         Limits,
@@ -95,7 +96,6 @@ def check(
         runs,
         summary,
     )
-    from taskpack.progress import counted
 
     def count(results: Iterator[TaskCheck], total: int) -> Iterator[TaskCheck]:
         return counted(results, "checked", total=total, quiet=quiet)
@@ -139,7 +139,7 @@ def check(
         elif r.status == "failed":
             click.echo(f"failed: {r.folder.relative_to(export_dir)}: {r.reason}", err=True)
     if not as_json:
-        from taskpack.sandbox import memory_scope
+        from taskpack.base.sandbox import memory_scope
 
         click.echo("\n".join(summary(results)))
         click.echo(f"bounds: {memory} MiB of memory {memory_scope()}, {disk} MiB of disk")

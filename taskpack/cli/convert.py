@@ -46,7 +46,7 @@ def merge(
     into one at OUTPUT: each split is the parts' rows in the order given, with the digests a
     single import of those rows gives."""
     from taskpack.merging import merge as merge_parts
-    from taskpack.taskset import open_folder
+    from taskpack.storage.taskset import open_folder
 
     first = open_folder(parts[0]).manifest
     m = merge_parts(

@@ -205,7 +205,7 @@ def annotate(
     reward profile. With -o, writes them into a new version: per task, model and settings, the
     rollouts, the solved ones and the mean reward (the tasks and their digests unchanged)."""
     from taskpack.curation import annotate as measure
-    from taskpack.passrates import histogram, rates, settings_key
+    from taskpack.storage.ratings import histogram, rates, settings_key
 
     report = measure(
         target,
@@ -269,7 +269,7 @@ def filter_command(
     """Keep TARGET's tasks whose pass rate for MODEL lies in a band, as recorded by `taskpack
     annotate`: prints each split's histogram and how many survive; -o writes them."""
     from taskpack.curation import filter_pass_rate
-    from taskpack.passrates import band, histogram
+    from taskpack.storage.ratings import band, histogram
 
     report = filter_pass_rate(
         target,
@@ -341,7 +341,7 @@ def mix(
     """Mix task sets by weight into one versioned set NAME: SOURCES are REF[:SPLIT]:WEIGHT
     (`gsm8k@1:0.7 math@2:0.3`). Split `train` is a seeded draw by weight until a source runs
     out (or --size tasks), ids prefixed by their source; each source is pinned by digest. Its
-    verl export also writes verl's data config; `taskpack.mixture.sampler` keeps drawing."""
+    verl export also writes verl's data config; `curation.mixture.sampler` keeps drawing."""
     from dataclasses import replace
 
     from taskpack.curation import Part
@@ -373,7 +373,7 @@ def mix(
         from taskpack.registry.client import publish as publish_taskset
 
         publish_taskset(output, registry=registry)
-    from taskpack.provenance import entries
+    from taskpack.base.provenance import entries
 
     for entry in entries(m.source, "mixture"):
         use = "evaluation only" if entry["evaluation_only"] else f"weight {entry['weight']:g}"
@@ -393,8 +393,8 @@ def lineage(target: str, registry: str | None, as_json: bool) -> None:
     """What TARGET (a folder or NAME@VERSION) was made from, back to its source files: each
     version's operation, options and inputs, found by digest in the registry or at the
     folder they were read from."""
+    from taskpack.base.provenance import step_lines
     from taskpack.curation import lineage as chain
-    from taskpack.provenance import step_lines
 
     links = list(chain(target, registry=registry))
     if as_json:

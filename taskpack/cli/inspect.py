@@ -36,7 +36,7 @@ from taskpack.cli._common import (
 def validate(target: str, registry: str | None, quiet: bool) -> None:
     """Check every task, digest and stored object of a task-set folder or NAME@VERSION (whose
     objects are fetched and hashed again, whatever the cache says)."""
-    from taskpack.integrity import verify
+    from taskpack.storage.integrity import verify
 
     ts = _open_any(target, registry)
     problems = verify(ts, quiet=quiet)
@@ -91,7 +91,7 @@ def info(target: str, registry: str | None, as_json: bool) -> None:
                 "`taskpack validate` is the health check (every byte, every row)"
             )
     for name in m.annotations:
-        from taskpack.passrates import rates
+        from taskpack.storage.ratings import rates
 
         measured = ", ".join(
             f"{model} {json.dumps(json.loads(key), sort_keys=True)}"
@@ -166,7 +166,7 @@ def _pruned(value: Any) -> Any:
 def _readable(task: Task, every: bool = False) -> dict[str, Any]:
     """The task as shown to a person: only what is set (`every`: each field); files as text
     when they are short UTF-8, else by hash."""
-    from taskpack.rows import INLINE_MAX
+    from taskpack.storage.rows import INLINE_MAX
 
     fields = task.model_dump(mode="json", exclude_none=not every, exclude={"files"})
     shown: dict[str, Any] = fields if every else _pruned(fields)

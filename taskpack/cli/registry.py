@@ -87,7 +87,7 @@ def pull(
     as_json: bool,
 ) -> None:
     """Fetch a version (NAME, NAME@1, NAME@1.2.3, NAME@sha256:...) into the local cache."""
-    from taskpack.objects import default_cache_dir
+    from taskpack.base.objects import default_cache_dir
     from taskpack.registry.client import pull as pull_version
 
     ts = pull_version(ref, splits, registry=registry, files=files, lockfile=lockfile, quiet=quiet)

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from taskpack._lazy import lazy
+from taskpack.base.lazy import lazy
+from taskpack.converters import formats
 from taskpack.converters._format import Format, Losses, Target, WriteOptions, options
 from taskpack.converters._sources.opening import base_suffix, line_count, rows_hint
 from taskpack.converters._sources.records import Record, RowError
@@ -69,15 +70,13 @@ __getattr__ = lazy(__name__, _LAZY)
 
 def names() -> list[str]:
     """Every format's name, sorted."""
-    return sorted(
-        m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if m.name[0] != "_"
-    )
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(formats.__path__))
 
 
 def get(name: str) -> Format:
     if name not in names():
         raise unknown("format", name, names())
-    fmt: Format = importlib.import_module(f"{__name__}.{name.replace('-', '_')}").FORMAT
+    fmt: Format = importlib.import_module(f"{formats.__name__}.{name.replace('-', '_')}").FORMAT
     return fmt
 
 

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from taskpack.base.nesting import parse_json
 from taskpack.converters._format import Losses
 from taskpack.converters._sources.records import Record, RowError
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
-from taskpack.nesting import parse_json
 from taskpack.records import rel_path
 
 if TYPE_CHECKING:
-    from taskpack.taskset import Later
+    from taskpack.storage.taskset import Later
 
 INDEX = "index.json"
 
@@ -335,7 +335,7 @@ def _write_tasks(
 ) -> dict[str, str]:
     """Each task's folder written, `written()` after each; with `digest`, folder name -> its
     digest."""
-    from taskpack.taskset import Later  # pyarrow's already: the tasks came from a split
+    from taskpack.storage.taskset import Later  # pyarrow's already: the tasks came from a split
 
     digests = {}
     for folder, item in block:

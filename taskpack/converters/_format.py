@@ -23,7 +23,7 @@ from taskpack.model import Task
 
 if TYPE_CHECKING:
     from taskpack.converters._columnar.template import Batch
-    from taskpack.taskset import Later
+    from taskpack.storage.taskset import Later
 
 
 class Options(BaseModel):
@@ -97,7 +97,7 @@ class Target:
     description: str = ""
     # the split's pass rates (an annotated version's), task id -> one entry per model
     pass_rates: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
-    # a mixture's sources (`taskpack.mixture.sources`): each task's id starts with its label
+    # a mixture's sources (`curation.mixture.sources`): each task's id starts with its label
     mixture: list[dict[str, Any]] = field(default_factory=list)
     # told of each n tasks written, where a writer writes them well after it reads them (the
     # folder formats' forked writers): the split's progress is then what is written

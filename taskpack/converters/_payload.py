@@ -10,9 +10,9 @@ import base64
 import json
 from typing import Any
 
+from taskpack.base.nesting import parse_json
 from taskpack.converters._sources.records import RowError
 from taskpack.model import Task
-from taskpack.nesting import parse_json
 
 PAYLOAD_KEY = "taskpack"
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from taskpack.base.nesting import parse_json
 from taskpack.converters._sources.records import RowError, need
 from taskpack.model import Task
-from taskpack.nesting import parse_json
 
 TEST_PATCH = "test.patch"
 TEST_LISTS = {"FAIL_TO_PASS": "fail_to_pass", "PASS_TO_PASS": "pass_to_pass"}

@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
+from taskpack.base.nesting import check_depth
+from taskpack.base.settings import number
 from taskpack.converters._sources.records import RowError
-from taskpack.nesting import check_depth
-from taskpack.settings import number
 
 
 def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:

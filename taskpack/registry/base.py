@@ -11,8 +11,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from taskpack.base.objects import Progress, Sink
 from taskpack.errors import TaskpackError, describe_error, unknown
-from taskpack.objects import Progress, Sink
 from taskpack.registry.location import Location
 from taskpack.registry.refs import (
     Ref,
@@ -25,7 +25,7 @@ from taskpack.registry.refs import (
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest
-    from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
+    from taskpack.storage.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 
 class VersionExists(TaskpackError):
@@ -61,8 +61,8 @@ class Registry(ABC):
         where = f"{self.url}: manifest of {name}@{version}"
         from pydantic import ValidationError
 
+        from taskpack.base.nesting import check_depth
         from taskpack.model import Manifest
-        from taskpack.nesting import check_depth
 
         try:
             check_depth(data)

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from taskpack._fs import file_lock, sweep, temp_beside, write_atomic
+from taskpack.base.fs import file_lock, sweep, temp_beside, write_atomic
+from taskpack.base.objects import HashedFile, Sink, default_cache_dir, file_sha256, sha256_relpath
 from taskpack.errors import TaskpackError
-from taskpack.objects import HashedFile, Sink, default_cache_dir, file_sha256, sha256_relpath
 from taskpack.records import stored_manifest
 from taskpack.registry.refs import is_name, is_version
 

@@ -20,14 +20,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from taskpack.base.nesting import parse_json
+from taskpack.base.objects import MANIFEST, Progress, WrongBytes, object_key
+from taskpack.base.settings import switch
 from taskpack.errors import TaskpackError
-from taskpack.nesting import parse_json
-from taskpack.objects import MANIFEST, Progress, WrongBytes, object_key
 from taskpack.registry import Location, Registry, open_registry
 from taskpack.registry.cache import Cache
 from taskpack.registry.refs import Ref, is_version, parse_ref
-from taskpack.settings import switch
-from taskpack.taskset import Split, TaskSet, open_folder
+from taskpack.storage.taskset import Split, TaskSet, open_folder
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest, SplitInfo
@@ -48,7 +48,7 @@ class RegistryObjects:
     """A published version's objects: from the cache, filled from the registry on first need,
     or, for a local registry folder, its own files read in place (hash-checked once)."""
 
-    rows_checked = True  # `path` checks a split's rows before it hands out its file
+    rows_checked = True  # `split_files` checks a split's rows before it hands out its files
 
     def __init__(
         self,
@@ -64,11 +64,6 @@ class RegistryObjects:
         self.offline = offline
         self.where = f"{manifest.ref} in {location.url}"
         self._registry = registry
-        self._splits = {
-            part.sha256: (name, info)
-            for name, info in manifest.splits.items()
-            for part in info.files()
-        }
         self._objects = manifest.objects()
 
     @property
@@ -78,11 +73,15 @@ class RegistryObjects:
             self._registry = open_registry(self.location)
         return self._registry
 
+    def split_files(
+        self, name: str, info: SplitInfo, progress: Progress | None = None
+    ) -> list[Path]:
+        self._check_rows(name, info, progress)
+        return [self._file(part.sha256, progress) for part in info.files()]
+
     def path(self, sha: str, progress: Progress | None = None, most: int | None = None) -> Path:
         if sha not in self._objects:
             raise TaskpackError(f"{self.where}: no object {sha}")
-        if sha in self._splits:
-            self._check_rows(*self._splits[sha], progress)
         return self._file(sha, progress, most)
 
     def _file(self, sha: str, progress: Progress | None, most: int | None = None) -> Path:
@@ -115,8 +114,8 @@ class RegistryObjects:
         fact = f"rows-inline-{files}-{digest}-v{self.manifest.format_version}"
         if self.cache.known(fact):
             return
-        from taskpack._fs import file_lock
-        from taskpack.rows import check_split
+        from taskpack.base.fs import file_lock
+        from taskpack.storage.rows import check_split
 
         # One process checks while the others wait: 64 workers starting on a cold machine must
         # not each read the whole split.
@@ -138,7 +137,7 @@ class RegistryObjects:
         (the footer fetched first); the problems, or None where the check must follow the
         download: the file is already here or local, the backend has no ranges, or what the
         check read is not what was kept (see `growing`)."""
-        from taskpack.rows import check_split
+        from taskpack.storage.rows import check_split
 
         parts = info.files()
         if len(parts) != 1 or parts[0].bytes < _PARQUET_MIN or self.location.path is not None:
@@ -169,8 +168,8 @@ class RegistryObjects:
     def check_all(self) -> None:
         """Every split's rows checked (and so fetched): what a digest reference or lockfile
         entry needs before it accepts the version."""
-        for sha in self._splits:
-            self.path(sha)
+        for name, info in self.manifest.splits.items():
+            self.split_files(name, info)
 
 
 def read_lockfile(path: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
@@ -225,7 +224,7 @@ def resolve(
     # One process of a machine fetches an exact version's manifest; the others starting with
     # it wait and read what it cached (64 workers on a cold machine: one registry request and
     # one manifest validation, not 64).
-    from taskpack._fs import file_lock
+    from taskpack.base.fs import file_lock
 
     key = hashlib.sha256(f"{where.url} {ref}".encode()).hexdigest()
     with file_lock(cache.root / "locks" / f"manifest-{key}.lock"):
@@ -350,8 +349,8 @@ def publish(
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from taskpack.integrity import verify, verify_readable
-    from taskpack.progress import progress
+    from taskpack.base.progress import progress
+    from taskpack.storage.integrity import verify, verify_readable
 
     ts = source if isinstance(source, TaskSet) else open(source, registry=source_registry)
     dest = open_registry(registry)
@@ -396,15 +395,14 @@ def pull(
     quiet: bool = True,
 ) -> TaskSet:
     """Bring splits (all by default) and, with `files`, their large files into the cache."""
-    from taskpack.progress import progress
+    from taskpack.base.progress import progress
 
     ts = resolve(ref, registry=registry, lockfile=lockfile, cache=cache)
     m = ts.manifest
     for name in splits or tuple(ts.splits):
         info = ts.info(name)
         bar = progress(f"pull {m.ref} {name}", info.bytes, quiet=quiet)
-        for sha in m.objects([name], blobs=files):
-            ts.object(sha, bar)
+        ts.fetched([name], blobs=files, progress=bar)
         ts.annotations(name)  # checked against their digest, as the rows were
         if bar:
             bar.close()

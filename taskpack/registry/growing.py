@@ -16,7 +16,7 @@ import io
 import threading
 from pathlib import Path
 
-from taskpack.objects import HashedFile
+from taskpack.base.objects import HashedFile
 
 
 class Growing:

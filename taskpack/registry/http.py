@@ -21,17 +21,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from taskpack import routes
+from taskpack.base import routes
+from taskpack.base.nesting import parse_json
+from taskpack.base.objects import Progress, Sink
 from taskpack.errors import TaskpackError
-from taskpack.nesting import parse_json
-from taskpack.objects import Progress, Sink
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.store import bounded, network_timeout
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest
-    from taskpack.taskset import TaskSet
+    from taskpack.storage.taskset import TaskSet
 
 _CHUNK = 1 << 20
 MAX_LISTING = 16 << 20  # bytes of a listing (names, versions, tags) read at most

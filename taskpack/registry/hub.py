@@ -23,17 +23,17 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from taskpack.base.nesting import parse_json
+from taskpack.base.objects import MANIFEST, Progress, Sink, require_bytes
 from taskpack.errors import TaskpackError, require
 from taskpack.model import Manifest
-from taskpack.nesting import parse_json
-from taskpack.objects import MANIFEST, Progress, Sink, require_bytes
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_release, is_version, version_key
 from taskpack.registry.store import PAGE_BYTES, bounded, network_timeout
 
 if TYPE_CHECKING:
-    from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
+    from taskpack.storage.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 TAGS_BRANCH = "taskpack-tags"
 OLDER_BRANCH = "taskpack-older"  # commits of versions below the highest release
@@ -365,8 +365,9 @@ class HubRegistry(Registry):
         m = ts.manifest
         branch = "main" if self._highest_release(m) else OLDER_BRANCH
         files = {}
+        local_files = ts.fetched()
         for sha, path in m.objects().items():
-            local = ts.object(sha)
+            local = local_files[sha]
             require_bytes(local, sha)  # hashed here, once: the Hub client sends files as they are
             files[path] = str(local)
         adds: list[Any] = [CommitOperationAdd(path, local) for path, local in files.items()]
@@ -471,7 +472,7 @@ def viewer_parquet(ts: TaskSet, split: str, path: Path) -> Path:
     viewer filters by them and a plain `load_dataset` gets structures, not JSON text. Written a
     row group at a time, so a split of millions of tasks is not held in memory. taskpack itself
     reads the content-addressed `splits/` files; this copy is derived and never read back."""
-    from taskpack.views import write_typed
+    from taskpack.storage.views import write_typed
 
     write_typed(ts.split(split), path, compression="zstd")
     return path
@@ -489,7 +490,7 @@ def reward_kinds(ts: TaskSet) -> list[str]:
 def _lineage_section(source: Mapping[str, Any], shown: int = 20) -> str:
     """What the version was made from (`taskpack lineage` shows the whole chain) and, for a
     decontaminated version, its contamination report: the first `shown` hits."""
-    from taskpack.provenance import entries, step_lines
+    from taskpack.base.provenance import entries, step_lines
 
     text = "\n".join(step_lines(source))
     out = f"## Lineage\n\n```\n{text}\n```\n"
@@ -511,12 +512,12 @@ def _lineage_section(source: Mapping[str, Any], shown: int = 20) -> str:
 
 def _passrates_section(ts: TaskSet) -> str:
     """Each annotated split's pass-rate histogram, per model and sampling settings."""
-    from taskpack import passrates
+    from taskpack.storage import ratings
 
     blocks = []
     for name in ts.manifest.annotations:
-        for (model, key), found in passrates.rates(ts.annotations(name)).items():
-            lines = "\n".join(passrates.histogram(found.values(), width=30))
+        for (model, key), found in ratings.rates(ts.annotations(name)).items():
+            lines = "\n".join(ratings.histogram(found.values(), width=30))
             blocks.append(f"{name}, {model} {key}: {len(found)} tasks\n\n```\n{lines}\n```\n")
     return "## Pass rates\n\n" + "\n".join(blocks) if blocks else ""
 

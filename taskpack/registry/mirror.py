@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from taskpack.base.objects import default_cache_dir
 from taskpack.errors import TaskpackError
-from taskpack.objects import default_cache_dir
 from taskpack.registry import Location, open_registry
 from taskpack.registry.cache import Cache, registry_dirname
 from taskpack.registry.refs import is_name, is_version

@@ -12,8 +12,8 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from taskpack.base.objects import Progress, Sink, object_key, require_bytes
 from taskpack.errors import TaskpackError
-from taskpack.objects import Progress, Sink, object_key, require_bytes
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_version, tag_version, version_key
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from taskpack.model import Manifest
 
 if TYPE_CHECKING:
-    from taskpack.taskset import TaskSet  # annotations only: no Parquet code imported here
+    from taskpack.storage.taskset import TaskSet  # annotations only: no Parquet code imported here
 
 _CAS_ATTEMPTS = 50
 
@@ -92,8 +92,7 @@ class ObjectStoreRegistry(Registry):
         if existing is not None:
             created = self.check_same(existing, m)
         else:
-            for sha in m.objects():
-                path = ts.object(sha)
+            for sha, path in ts.fetched().items():
                 # A key already there is trusted only if its bytes are right: a wrong object
                 # left by anyone would otherwise make this version unreadable for good.
                 if self.store.sha256(object_key(sha)) != sha:

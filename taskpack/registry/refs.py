@@ -66,7 +66,7 @@ def is_digest(text: str) -> bool:
 def tag_version(data: bytes) -> str | None:
     """The version a stored tag (`{"version": ...}`) names; None for anything else, so a stray
     or hostile tag (`../../x`) never becomes a key to read."""
-    from taskpack.nesting import parse_json
+    from taskpack.base.nesting import parse_json
 
     try:
         version = parse_json(data).get("version")

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from taskpack._fs import check_regular
+from taskpack.base.fs import check_regular
+from taskpack.base.objects import HashedSource, Progress, Sink
 from taskpack.errors import TaskpackError, require
-from taskpack.objects import HashedSource, Progress, Sink
 from taskpack.registry.location import Location
 from taskpack.registry.store import (
     PAGE_BYTES,

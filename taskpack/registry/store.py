@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from taskpack._fs import check_regular, file_lock, fill_atomic
+from taskpack.base.fs import check_regular, file_lock, fill_atomic
+from taskpack.base.objects import HashedSource, Progress, Sink, file_sha256
+from taskpack.base.settings import number
 from taskpack.errors import TaskpackError
-from taskpack.objects import HashedSource, Progress, Sink, file_sha256
-from taskpack.settings import number
 
 
 def network_timeout() -> float:

@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from taskpack import routes
+from taskpack.base import routes
+from taskpack.base.routes import Route
 from taskpack.errors import TaskpackError
 from taskpack.registry.mirror import Mirror, NotFound
-from taskpack.routes import Route
 from taskpack.serve import jobs, lane, server, viewer
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
@@ -55,7 +55,7 @@ from taskpack.serve.ors import FIXED, Listing, Ors, OrsError
 from taskpack.serve.server import BODY_TOO_LARGE, IDLE, MAX_BODY, MAX_RSS
 from taskpack.serve.server import address as address  # the names `taskpack serve` and tests use
 from taskpack.serve.server import background as background
-from taskpack.taskset import Split, TaskSet
+from taskpack.storage.taskset import Split, TaskSet
 
 CHUNK = 1 << 20  # bytes of a file sent at a time
 PACE = 256 << 20  # bytes a second a worker sends of files: streams leave task requests the CPU
@@ -226,7 +226,7 @@ def file_type(path: str) -> str:
 
 class Api:
     """The JSON API and the HTML view of one version: one handler per route of
-    `taskpack.routes` (named after it), each a plain function of the request's parameters."""
+    `taskpack.base.routes` (named after it), each a plain function of the request's parameters."""
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -333,7 +333,7 @@ class Api:
         """The served set as a Harbor registry.json (a `DatasetSpec` per split, its tasks by
         the paths `export --to harbor` gives them), for `harbor dataset list --registry-url`."""
         from taskpack.converters import folder_name
-        from taskpack.converters.harbor import registry_entry
+        from taskpack.converters.formats.harbor import registry_entry
 
         m = self.catalog.ts.manifest
         specs = []
@@ -349,7 +349,7 @@ class Api:
     def r_home(self, query: Query) -> Response:
         """The served version's splits (each a link to its page) and lineage; with `at`,
         another version's, and a link to what changed from it to the one served."""
-        from taskpack.provenance import step_lines
+        from taskpack.base.provenance import step_lines
 
         at = query.get("at", [""])[0]
         ts = self.catalog.version(at) if at else self.catalog.ts

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from taskpack.nesting import parse_json
+from taskpack.base.nesting import parse_json
 
 if TYPE_CHECKING:
-    from taskpack.taskset import Split
+    from taskpack.storage.taskset import Split
 
 
 @dataclass

@@ -11,15 +11,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from taskpack._fs import fill_atomic, write_atomic
-from taskpack.nesting import parse_json, without_nulls
+from taskpack.base.fs import fill_atomic, write_atomic
+from taskpack.base.nesting import parse_json, without_nulls
 from taskpack.serve.lane import ServedVersion, Work
 
 if TYPE_CHECKING:
     from taskpack.model import Task
     from taskpack.serve.browsing import Stats
     from taskpack.serve.viewer import Problem
-    from taskpack.taskset import Split
+    from taskpack.storage.taskset import Split
 
 BATCH = 256  # tasks written between two checks that the answer is still wanted
 
@@ -74,9 +74,9 @@ def split_page(
     """The viewer's page of a split: a page of its tasks, searched, filtered, banded by pass
     rate and sorted as `query` asks, with what the split holds (read once per worker). The
     tasks a query chooses are kept for its other pages."""
-    from taskpack.passrates import rates
     from taskpack.serve import viewer
     from taskpack.serve.browsing import Stats
+    from taskpack.storage.ratings import rates
 
     ts = served.open()
     found = ts.split(split)

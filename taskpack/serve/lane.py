@@ -40,7 +40,7 @@ from taskpack.registry.refs import Ref, is_digest, is_version
 
 if TYPE_CHECKING:
     from taskpack.serve.viewer import About
-    from taskpack.taskset import TaskSet
+    from taskpack.storage.taskset import TaskSet
 
 AT_ONCE = 1  # questions computed at once (each in a process of its own)
 WAITING = 16  # distinct questions in flight before a new one is refused

@@ -34,14 +34,14 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
+from taskpack.base.routes import named
 from taskpack.errors import TaskpackError
-from taskpack.routes import named
 from taskpack.serve.jobs import ors_spec
 from taskpack.serve.server import BODY_TOO_LARGE, MAX_BODY
 
 if TYPE_CHECKING:
     from taskpack.serve.lane import ServedVersion
-    from taskpack.taskset import Split, TaskSet
+    from taskpack.storage.taskset import Split, TaskSet
 
 FIXED = ("splits", "tools", "num_tasks", "task")  # of a pinned version, the same every time
 _TYPES = ("train", "validation", "test")  # ORS's split types; other names are "validation"

@@ -27,16 +27,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from taskpack import passrates, records
+from taskpack import records
 from taskpack.errors import TaskpackError
 from taskpack.registry.refs import version_key
 from taskpack.serve.browsing import Stats, prompt_text, search, sorted_ids
 from taskpack.serve.richtext import esc, is_patch, markdown, patch, words
+from taskpack.storage import ratings
 
 if TYPE_CHECKING:
     from taskpack.changes import SplitDiff
     from taskpack.model import Task
-    from taskpack.taskset import Split
+    from taskpack.storage.taskset import Split
 
 PAGE = 50
 PREVIEW = 140  # characters of a prompt shown in the table
@@ -231,15 +232,13 @@ def passrates_panel(
         return ""
     blocks = []
     for label, mine in rates.items():
-        counted = passrates.bins(mine.values())
+        counted = ratings.bins(mine.values())
         top = max(n for n, _ in counted) or 1
         rows = "".join(
             f"<tr><td>{link(_href(name, query, rated=label, band=b, page='1'), text)}</td>"
             f'<td>{n}</td><td><svg class="bar" width="100" height="10">'
             f'<rect width="{round(100 * n / top)}" height="10"/></svg></td></tr>'
-            for text, b, (n, _) in zip(
-                passrates.BIN_LABELS, passrates.BIN_BANDS, counted, strict=True
-            )
+            for text, b, (n, _) in zip(ratings.BIN_LABELS, ratings.BIN_BANDS, counted, strict=True)
         )
         blocks.append(
             f"<details open><summary>{esc(label)}: {len(mine)} tasks</summary>"
@@ -284,9 +283,9 @@ def chosen(
         try:
             if rated not in (rates or {}):
                 raise ValueError(f"no pass rates of {rated!r} here")
-            edges = passrates.band(wanted)
+            edges = ratings.band(wanted)
             mine = (rates or {})[rated]
-            ids = [i for i in ids if i in mine and passrates.inside(mine[i], edges)]
+            ids = [i for i in ids if i in mine and ratings.inside(mine[i], edges)]
         except (TaskpackError, ValueError) as e:
             ids = []
             problems.append((f"pass rates: {e}", "band", "a band is LOW..HIGH or a name"))

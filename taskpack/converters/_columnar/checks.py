@@ -9,7 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import concat, offsets, repeated, scalar, texts
+from taskpack.base.arrow import concat, offsets, repeated, scalar, texts
+from taskpack.base.digests import canonical_json
 from taskpack.converters._sources.chunk import NotColumnar, Parsed
 from taskpack.converters._sources.jsonl import (
     _JSON_LINES,
@@ -19,7 +20,6 @@ from taskpack.converters._sources.jsonl import (
     confirmed,
 )
 from taskpack.converters._sources.jsontext import json_orders
-from taskpack.digests import canonical_json
 
 
 def refuse(bad: pa.Array | pa.ChunkedArray, reason: str) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import concat
+from taskpack.base.arrow import concat
 from taskpack.converters._columnar.checks import (
     json_columns,
     ordinal_ids,

@@ -20,7 +20,8 @@ from typing import Any, ClassVar, NamedTuple, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import concat, numbers, scalar, texts
+from taskpack.base.arrow import concat, numbers, scalar, texts
+from taskpack.base.nesting import too_deep
 from taskpack.converters._columnar.checks import (
     item_fields,
     json_columns,
@@ -37,7 +38,6 @@ from taskpack.converters._sources.chunk import NotColumnar, Parsed
 from taskpack.converters._sources.jsonl import fields_table
 from taskpack.converters._sources.jsontext import json_items, json_values
 from taskpack.converters._sources.records import RowError, need
-from taskpack.nesting import too_deep
 
 Columns = dict[str, pa.Array]
 Shapes = dict[str, Hashable]

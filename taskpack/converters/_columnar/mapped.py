@@ -10,7 +10,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import numbers, view
+from taskpack.base.arrow import numbers, view
 from taskpack.converters._columnar.template import Batch
 from taskpack.converters._sources.chunk import Chunk, NotColumnar, Parsed
 from taskpack.converters._sources.records import Record

@@ -12,11 +12,11 @@ from typing import Any, NamedTuple, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import concat, numbers, repeated
+from taskpack.base.arrow import concat, numbers, repeated
+from taskpack.base.digests import canonical_json
 from taskpack.converters._sources.chunk import NotColumnar
 from taskpack.converters._sources.jsontext import json_escape
-from taskpack.digests import canonical_json
-from taskpack.rows import INLINE_MAX, JSON_COLUMNS, SCHEMA
+from taskpack.storage.rows import INLINE_MAX, JSON_COLUMNS, SCHEMA
 
 # Slots: a private-use character around a column's name (text), and one number (the row's
 # ordinal among the source's rows); neither occurs in any constant a template holds.
@@ -67,7 +67,7 @@ class Template:
 
     def __init__(self, task: Mapping[str, Any], unchecked: Mapping[str, str] | None = None):
         from taskpack.model import Task
-        from taskpack.rows import task_to_row
+        from taskpack.storage.rows import task_to_row
 
         model = Task.model_validate({**task, "id": slot("id")})
         model = model.model_copy(update=dict(unchecked or {}))

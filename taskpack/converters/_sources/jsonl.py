@@ -14,14 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from taskpack._arrow import numbers, scalar, texts, view
+from taskpack.base.arrow import numbers, scalar, texts, view
+from taskpack.base.nesting import parse_json, too_deep
 from taskpack.converters._sources import chunk as chunking
 from taskpack.converters._sources.chunk import Chunk, Lines, NotColumnar, Parsed, parsed_once
 from taskpack.converters._sources.jsontext import _offsets, json_values
 from taskpack.converters._sources.opening import max_line_bytes, open_binary
 from taskpack.converters._sources.records import Record
 from taskpack.errors import TaskpackError
-from taskpack.nesting import parse_json, too_deep
 
 
 def _json_list(stream: IO[bytes], where: str) -> Iterator[Record]:

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from taskpack._arrow import concat, numbers, repeated, scalar
+from taskpack.base.arrow import concat, numbers, repeated, scalar
 from taskpack.converters._sources.chunk import NotColumnar
 
 _SHORT = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, cast
 
+from taskpack.base.settings import number
 from taskpack.errors import TaskpackError
-from taskpack.settings import number
 
 _COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
 

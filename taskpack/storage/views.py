@@ -178,17 +178,17 @@ class Rows:
         from taskpack.errors import require
 
         require("torch", "torch")
-        from taskpack.torch_data import torch_dataset
+        from taskpack.storage.torch_data import torch_dataset
 
         return torch_dataset(self, iterable=iterable)
 
     def to_ray(self) -> Any:
         """A `ray.data.Dataset` of the stored rows (as `to_arrow()`), each row's digest
-        checked on the worker that reads it (see `taskpack.ray_data`)."""
+        checked on the worker that reads it (see `taskpack.storage.ray_data`)."""
         from taskpack.errors import require
 
         require("ray", "ray")
-        from taskpack.ray_data import ray_dataset
+        from taskpack.storage.ray_data import ray_dataset
 
         base = self._base()
         whole = len(self) == len(base) and bool((self._rows() == range(len(base))).all())
@@ -415,7 +415,7 @@ def _faithful(typed: pa.Array, values: list[Any], model: bool) -> bool:
     """Whether every typed value reads back as the stored one: the same JSON, key for key,
     integers as integers (Python's `==` calls 18 and 18.0 equal; JSON text does not); in a
     `model` column, unset fields (null, `{}`) aside."""
-    from taskpack.digests import canonical_json
+    from taskpack.base.digests import canonical_json
 
     same = _set_fields if model else (lambda v: v)
     return all(

@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from taskpack.settings import number
+from taskpack.base.settings import number
 
 _OPENERS = (b"[", b"{")
 _OTHERS = bytes(c for c in range(256) if c not in b'[]{}"\n')  # all but what the count reads

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 import pyarrow as pa
 
 from taskpack import records
-from taskpack._fs import check_regular
-from taskpack.digests import FORMAT_VERSION, SplitDigest, content_digest
+from taskpack.base.digests import FORMAT_VERSION, SplitDigest, content_digest
+from taskpack.base.fs import check_regular
 from taskpack.errors import InvalidTask, TaskpackError, describe_error
 from taskpack.records import inline_problem, rel_path, stored_task
 
@@ -83,8 +83,8 @@ SCHEMA = pa.schema(
 
 def table_of(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Stored rows as a table of SCHEMA, built from their buffers (`Table.from_pylist` would
-    import pandas: see `taskpack._arrow`)."""
-    from taskpack._arrow import numbers, offsets, texts
+    import pandas: see `taskpack.base.arrow`)."""
+    from taskpack.base.arrow import numbers, offsets, texts
 
     def column(values: list[Any], kind: pa.DataType) -> pa.Array:
         if pa.types.is_string(kind) or pa.types.is_binary(kind):
@@ -210,7 +210,7 @@ def validated_task_from_row(
     row = decoded(row, version)
     digest = row_digest(row)
     if version < 2:
-        from taskpack.upgrade import task_from_v1
+        from taskpack.storage.upgrade import task_from_v1
 
         task = task_from_v1(row)
     else:

@@ -36,7 +36,7 @@ import pyarrow as pa
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
-from taskpack._arrow import repeated, scalar, texts
+from taskpack.base.arrow import repeated, scalar, texts
 from taskpack.converters._columnar.checks import refuse, text
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Ordinal, Own
 from taskpack.converters._columnar.kinds import ABSENT, At, Kind, Maybe, Text, column

@@ -40,6 +40,7 @@ import tomli_w
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
+from taskpack.base.nesting import parse_json
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Native
 from taskpack.converters._columnar.kinds import Chat, LastUser, Text, Whole
@@ -53,7 +54,6 @@ from taskpack.converters._sources.tables import iter_table_rows
 from taskpack.converters._verifier import solve_reference
 from taskpack.errors import TaskpackError, require
 from taskpack.model import Task
-from taskpack.nesting import parse_json
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
 SCORED = {"exact_match", "numeric_match", "math_match", "multiple_choice", "unit_tests"}

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from taskpack._arrow import STRING, numbers, texts
-from taskpack.digests import canonical_json, content_digest
+from taskpack.base.arrow import STRING, numbers, texts
+from taskpack.base.digests import canonical_json, content_digest
 from taskpack.errors import TaskpackError
 
 SCHEMA = pa.schema(
@@ -65,7 +65,7 @@ def digest(rows: list[dict[str, Any]]) -> str:
 
 
 def write(path: Path, rows: list[dict[str, Any]]) -> None:
-    """The rows' columns built from their buffers (`taskpack._arrow`): `Table.from_pylist`
+    """The rows' columns built from their buffers (`taskpack.base.arrow`): `Table.from_pylist`
     would import pandas, where it is installed, into every command that rates or keeps tasks."""
     path.parent.mkdir(parents=True, exist_ok=True)
     columns = []

@@ -23,6 +23,7 @@ import yaml
 from pydantic import ValidationError
 
 from taskpack import records
+from taskpack.base.nesting import parse_json
 from taskpack.converters._chat import instruction_text
 from taskpack.converters._folders import (
     Files,
@@ -48,10 +49,9 @@ from taskpack.converters._verifier import complete, graded, instruction_suffix
 from taskpack.converters._yaml import load_yaml
 from taskpack.errors import describe_error
 from taskpack.model import Task
-from taskpack.nesting import parse_json
 
 if TYPE_CHECKING:
-    from taskpack.taskset import Later
+    from taskpack.storage.taskset import Later
 
 MARKER = "task.yaml"
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's when PyYAML has it: faster

@@ -21,14 +21,14 @@ from taskpack.errors import TaskpackError
 
 if TYPE_CHECKING:
     from taskpack.records import Task
-    from taskpack.taskset import Split, TaskSet
+    from taskpack.storage.taskset import Split, TaskSet
 
 CHUNK = 4096  # draws made at once
 
 
 def sources(ts: TaskSet) -> list[dict[str, Any]]:
     """The mixture's sources, as its manifest records them; an error for a plain task set."""
-    from taskpack.provenance import entries
+    from taskpack.base.provenance import entries
 
     found = entries(ts.manifest.source or {}, "mixture")
     if not found:
@@ -100,13 +100,13 @@ def sampler(
     resume there with nothing repeated or skipped."""
     import numpy as np
 
-    from taskpack.views import check_worker
+    from taskpack.storage.views import check_worker
 
     check_worker(worker, num_workers)
 
     mixed = [e for e in entries if not e.get("evaluation_only")]
     if not mixed:
-        raise TaskpackError("sampler: a mixture's sources are needed (taskpack.mixture.sources)")
+        raise TaskpackError("sampler: a mixture's sources are needed (curation.mixture.sources)")
     labels = [str(e["label"]) for e in mixed]
     weights = _shares([float(e["weight"]) for e in mixed])
     members: list[list[int]] = [[] for _ in labels]

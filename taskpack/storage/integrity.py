@@ -10,10 +10,10 @@ pulled from a registry):
 
 from __future__ import annotations
 
+from taskpack.base.objects import WrongBytes, require_bytes
 from taskpack.errors import TaskpackError, describe_error
-from taskpack.objects import WrongBytes, require_bytes
-from taskpack.rows import check_split, validated_task_from_row
-from taskpack.taskset import TaskSet
+from taskpack.storage.rows import check_split, validated_task_from_row
+from taskpack.storage.taskset import TaskSet
 
 
 def verify(ts: TaskSet, limit: int = 20, quiet: bool = True) -> list[str]:
@@ -21,7 +21,7 @@ def verify(ts: TaskSet, limit: int = 20, quiet: bool = True) -> list[str]:
     `quiet=False` counts the tasks checked on stderr when it is a terminal."""
     from pydantic import ValidationError
 
-    from taskpack.progress import counted
+    from taskpack.base.progress import counted
 
     problems = verify_objects(ts) + verify_readable(ts, limit)
     if problems:
@@ -66,7 +66,7 @@ def verify_objects(ts: TaskSet) -> list[str]:
 
 def annotation_problems(ts: TaskSet) -> list[str]:
     """Each split's annotations read back: their digest, counts and task ids."""
-    from taskpack import passrates
+    from taskpack.storage import ratings
 
     problems = []
     for name, notes in ts.manifest.annotations.items():
@@ -76,7 +76,7 @@ def annotation_problems(ts: TaskSet) -> list[str]:
             problems.append(f"annotations of split {name!r}: {e}")
             continue
         ids = ts.split(name).ids()
-        problems += [f"split {name!r}: {p}" for p in passrates.problems(rows, notes.digest, ids)]
+        problems += [f"split {name!r}: {p}" for p in ratings.problems(rows, notes.digest, ids)]
     return problems
 
 
@@ -87,7 +87,7 @@ def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
     problems: list[str] = []
     for name, info in m.splits.items():
         try:
-            parquets = [ts.object(part.sha256) for part in info.files()]
+            parquets = ts.split_files(name)
         except (OSError, TaskpackError) as e:
             problems.append(f"split {name!r}: {e}")
             continue

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
-from taskpack.settings import switch
+from taskpack.base.settings import switch
 
 T = TypeVar("T")
 

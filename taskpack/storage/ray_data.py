@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
-from taskpack.digests import chains_to
+from taskpack.base.digests import chains_to
 from taskpack.errors import TaskpackError
-from taskpack.rows import batch_problems
+from taskpack.storage.rows import batch_problems
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from taskpack.settings import switch
+from taskpack.base.settings import switch
 
 PATHS = "TASKPACK_LINEAGE_PATHS"  # on: lineage also records local paths, relative to the cwd
 

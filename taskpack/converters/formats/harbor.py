@@ -30,6 +30,7 @@ import tomli_w
 from pydantic import Field, ValidationError
 
 from taskpack import records
+from taskpack.base.nesting import parse_json, parse_toml
 from taskpack.converters._chat import instruction_text
 from taskpack.converters._folders import (
     Files,
@@ -59,10 +60,9 @@ from taskpack.converters._verifier import complete, instruction_suffix
 from taskpack.errors import TaskpackError, describe_error
 from taskpack.layouts import HARBOR_ROLE_DIRS, HARBOR_STEP_DIRS, harbor_place
 from taskpack.model import Task, TaskFile
-from taskpack.nesting import parse_json, parse_toml
 
 if TYPE_CHECKING:
-    from taskpack.taskset import Later
+    from taskpack.storage.taskset import Later
 
 MARKER = "task.toml"
 INSTRUCTION = "instruction.md"

@@ -17,9 +17,9 @@ from io import BufferedReader
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from taskpack._fs import check_regular
+from taskpack.base.fs import check_regular
+from taskpack.base.settings import cache_root
 from taskpack.errors import TaskpackError
-from taskpack.settings import cache_root
 
 MANIFEST = "manifest.json"
 MAX_BLOB = 16 << 30  # a large file's bytes at most: a manifest lists no size for large files
