@@ -518,6 +518,15 @@ def test_skyrl_rows_come_out_as_the_row_path_has_them(
     same_both_ways(tmp_path, src, "skyrl", {}, takes)
 
 
+def test_a_json_slot_in_a_text_field_is_refused_not_stored() -> None:
+    """A template whose text field would hold a JSON slot's marker (verl's worked solution,
+    mapped from a field of an object) is refused, not stored as that text in every row."""
+    from taskpack.converters._columnar.template import Template, json_slot
+
+    with pytest.raises(ValueError, match="not a whole value"):
+        Template({"prompt": "q", "solution": json_slot("#extra_info.answer")})
+
+
 def test_messages_of_content_then_role_are_columnar(tmp_path: Path) -> None:
     import pyarrow as pa
 

@@ -346,3 +346,27 @@ def test_stored_rows_made_from_buffers_equal_from_pylists() -> None:
     made.validate(full=True)
     assert made.equals(pa.Table.from_pylist(rows, schema=SCHEMA))
     assert table_of([]).equals(SCHEMA.empty_table())
+
+
+@pytest.mark.parametrize("package", ["taskpack", "taskpack.converters", "taskpack.curation"])
+def test_a_lazy_face_and_its_typed_mirror_name_the_same_homes(package: str) -> None:
+    """A package whose names load on first use (`_LAZY`) repeats them for type checkers in an
+    `if TYPE_CHECKING:` block: each name imported there from the module its table names, no
+    name in one and not the other, and every one of them in `__all__`."""
+    import ast
+    import importlib
+
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__ or "").read_text())
+    mirror: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.module is not None
+                for alias in stmt.names:
+                    mirror[alias.asname or alias.name] = stmt.module.removeprefix(f"{package}.")
+    table = dict(module._LAZY)
+    assert mirror == table
+    assert set(table) <= set(module.__all__)
+    for name, home in table.items():
+        assert getattr(module, name) is getattr(importlib.import_module(f"{package}.{home}"), name)

@@ -23,6 +23,7 @@ from taskpack.model import Task
 
 if TYPE_CHECKING:
     from taskpack.converters._columnar.template import Batch
+    from taskpack.converters._payload import FreeField
     from taskpack.storage.taskset import Later
 
 
@@ -169,6 +170,8 @@ class Format:
     # A folder format's files of one task ({path: (bytes, mode)}): what an export is about to
     # write, told before it starts when it is large.
     task_files: Callable[[Task, Target], dict[str, tuple[bytes, int]]] | None = None
+    # A row format's free field: where its rows carry pass rates and an embedded task.
+    free: FreeField | None = None
 
     def carried(self, task: Task) -> frozenset[str]:
         return self.carries(task) if callable(self.carries) else self.carries

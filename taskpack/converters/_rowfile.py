@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from taskpack.converters._format import Losses
+    from taskpack.converters._format import Format, Losses, Target
+    from taskpack.converters._rows import Adjust, ToRow
     from taskpack.model import Task
 
 BATCH_ROWS = 8192
@@ -52,6 +53,23 @@ def _without_empty(value: Any) -> tuple[Any, bool]:
         pairs = [_without_empty(item) for item in value]
         return [v for v, _ in pairs], any(c for _, c in pairs)
     return value, False
+
+
+def write_native(
+    fmt: Format,
+    tasks: Iterable[Task],
+    to_row: ToRow,
+    target: Target,
+    path: Path,
+    adjust: Adjust | None = None,
+) -> list[Path]:
+    """A row format's split as one Parquet file: `_rows.native_rows`, each as Parquet holds
+    it. The one way a Parquet row format writes."""
+    from taskpack.converters._rows import native_rows
+
+    rows = native_rows(fmt, tasks, to_row, target, adjust)
+    write_parquet_rows((parquet_row(row, task, target.losses) for row, task in rows), path)
+    return [path]
 
 
 def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:

@@ -7,7 +7,7 @@ that the model has no field for (NeMo's `input` as a bare string) travel as `hin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -105,3 +105,25 @@ def write_row(fmt: Format, task: Task, to_row: ToRow, target: Target) -> dict[st
     report_uncarried(fmt, task, target.losses)
     extra, hints = own_extras(task, fmt.name)
     return dict(apply(to_row(task, hints, target), extra))
+
+
+Adjust = Callable[[dict[str, Any], Task, int], None]
+
+
+def native_rows(
+    fmt: Format,
+    tasks: Iterable[Task],
+    to_row: ToRow,
+    target: Target,
+    adjust: Adjust | None = None,
+) -> Iterator[tuple[dict[str, Any], Task]]:
+    """Each task's row as a row format writes it: `write_row`, then what the format does with a
+    row's place in the split (`adjust`, in place), then what taskpack adds in the format's free
+    field (`Format.free`: pass rates, and with `embed` the whole task)."""
+    for index, task in enumerate(tasks):
+        row = write_row(fmt, task, to_row, target)
+        if adjust is not None:
+            adjust(row, task, index)
+        if fmt.free is not None:
+            fmt.free.put(row, task, target)
+        yield row, task

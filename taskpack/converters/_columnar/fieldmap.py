@@ -125,26 +125,25 @@ class Flat:
 @dataclass(frozen=True)
 class Native:
     """A row format's native mapping (`_rows`): `to_task` and `to_row` (the residue is what
-    the row holds beyond them), and where a row carries a whole task, `embedded`. `format`:
-    the format record, asked when first read (it names this map)."""
+    the row holds beyond them). `format`: the format record, asked when first read (it names
+    this map, and its free field says where a row carries a whole task)."""
 
     format: Callable[[], Format]
     to_task: Callable[[dict[str, Any], str, int], tuple[dict[str, Any], dict[str, Any]]]
     to_row: ToRow
-    embedded: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
 
     def rows(
         self, fields: FieldMap, records: Iterator[Record], split: str, first: int
     ) -> Iterator[Record]:
         from taskpack.converters._rows import read_rows
 
-        to_task = self.to_task
+        to_task, fmt = self.to_task, self.format()
         return read_rows(
-            self.format(),
+            fmt,
             records,
             lambda row, n: to_task(row, split, n),
             self.to_row,
-            self.embedded,
+            fmt.free.embedded if fmt.free is not None else None,
             first,
         )
 

@@ -167,9 +167,17 @@ class Batch(NamedTuple):
 
 
 def _whole(value: str | None) -> Piece | None:
-    """A value that is one slot, as ("text", column); any other value as it is."""
-    match = _TEXT_SLOT.fullmatch(value) if value is not None else None
-    return ("text", match.group(1)) if match else value
+    """A value that is one text slot, as ("text", column); any other value as it is, unless
+    it holds a slot it cannot stand for (a JSON slot, the row number, a slot inside text):
+    that would be stored as it is, in every row."""
+    if value is None:
+        return None
+    match = _TEXT_SLOT.fullmatch(value)
+    if match:
+        return ("text", match.group(1))
+    if _MARK in value or str(ROW) in value:
+        raise ValueError(f"template text with a slot that is not a whole value: {value!r}")
+    return value
 
 
 def _cut(text: str, files: Mapping[str, str]) -> list[Piece]:

@@ -9,7 +9,7 @@ Other columns are kept in `extras.gem`; the task id rides in `id`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,9 @@ from taskpack import records
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOr, Native, Ordinal
 from taskpack.converters._columnar.kinds import Maybe, SameAs, Text
 from taskpack.converters._format import Format, Target
-from taskpack.converters._payload import PAYLOAD_KEY, embedded, payload_json
-from taskpack.converters._rowfile import parquet_row, write_parquet_rows
-from taskpack.converters._rows import Hints, write_row
+from taskpack.converters._payload import PAYLOAD_KEY, FreeField
+from taskpack.converters._rowfile import write_native
+from taskpack.converters._rows import Hints
 from taskpack.model import Task
 
 
@@ -58,16 +58,7 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    def rows() -> Iterator[dict[str, Any]]:
-        for task in tasks:
-            row = write_row(FORMAT, task, to_row, target)
-            if target.options.embed:
-                row[PAYLOAD_KEY] = payload_json(task)
-            yield parquet_row(row, task, target.losses)
-
-    path = out / f"{split}.parquet"
-    write_parquet_rows(rows(), path)
-    return [path]
+    return write_native(FORMAT, tasks, to_row, target, out / f"{split}.parquet")
 
 
 # `problem` and/or `question`, the question either always or never the problem (the template
@@ -80,7 +71,7 @@ FIELDS = FieldMap(
         "id": Maybe(Text()),
     },
     id=IdOr("id", Ordinal()),
-    mapping=Native(lambda: FORMAT, to_task, to_row, embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row),
     rest=True,
     keyed=True,
     never=(PAYLOAD_KEY,),
@@ -93,6 +84,7 @@ FORMAT: Format = Format(
     read=FIELDS.read,
     read_columns=FIELDS.read_columns,
     write=write,
+    free=FreeField(None),
     split_globs=(("*.parquet", "file"),),
     carries=frozenset({"prompt", "answer", "reward"}),
 )

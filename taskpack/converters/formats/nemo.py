@@ -22,8 +22,8 @@ from taskpack import records
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, LastUser, Maybe, NotTheId, SameJson
 from taskpack.converters._format import Format, Target, WriteOptions, mixture_note
-from taskpack.converters._payload import PAYLOAD_KEY, embedded, task_payload
-from taskpack.converters._rows import Hints, write_row
+from taskpack.converters._payload import PAYLOAD_KEY, FreeField
+from taskpack.converters._rows import Hints, native_rows
 from taskpack.converters._sources.records import RowError
 from taskpack.model import Item, Part, Task, Tool
 
@@ -222,10 +222,7 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
     path = out / f"{split}.jsonl"
     with path.open("w", encoding="utf-8") as f:
-        for task in tasks:
-            row = write_row(FORMAT, task, to_row, target)
-            if target.options.embed:
-                row[PAYLOAD_KEY] = task_payload(task)
+        for row, _ in native_rows(FORMAT, tasks, to_row, target):
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return [path]
 
@@ -258,7 +255,7 @@ FIELDS = FieldMap(
         "id": Maybe(NotTheId()),
     },
     id=Ordinal(),
-    mapping=Native(lambda: FORMAT, to_task, to_row, embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row),
     rest=True,
     rest_nulls=False,
     open=(PARAMS,),
@@ -273,6 +270,7 @@ FORMAT: Format = Format(
     read=FIELDS.read,
     read_columns=FIELDS.read_columns,
     write=write,
+    free=FreeField(None, text=False),
     split_globs=(("*.jsonl", "file"),),
     write_options=NemoWriteOptions,
     mixture_configs=mixture_configs,

@@ -13,7 +13,7 @@ for its reward, the reward kind as `env_class`, for an environment the user regi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,9 @@ from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
 from taskpack.converters._format import Format, Target, WriteOptions
-from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
-from taskpack.converters._rowfile import parquet_row, write_parquet_rows
-from taskpack.converters._rows import Hints, write_row
+from taskpack.converters._payload import PAYLOAD_KEY, FreeField
+from taskpack.converters._rowfile import write_native
+from taskpack.converters._rows import Hints
 from taskpack.model import Task
 
 ENV_CLASSES = {"numeric_match": "gsm8k"}
@@ -142,30 +142,13 @@ def _mini_swe_agent(task: Task, instance: dict[str, Any], target: Target) -> dic
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    def rows() -> Iterator[dict[str, Any]]:
-        for task in tasks:
-            row = write_row(FORMAT, task, to_row, target)
-            if target.options.embed:
-                extra = row.get("extra_info") or {}
-                row["extra_info"] = {**extra, PAYLOAD_KEY: payload_json(task)}
-            target.note_pass_rates(row, "extra_info", task)
-            yield parquet_row(row, task, target.losses)
-
     path = out / f"{target.options.file_names.get(split, split)}.parquet"
-    write_parquet_rows(rows(), path)
-    return [path]
+    return write_native(FORMAT, tasks, to_row, target, path)
 
 
 _CARRIES = frozenset({"prompt", "answer", "reward"})
 # The instance record holds everything the SWE-bench reader takes from it.
 _SWE_CARRIES = _CARRIES | {"solution", "files", "environment", "metadata"}
-
-
-def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
-    extra = row.get("extra_info")
-    if isinstance(extra, dict) and extra.get(PAYLOAD_KEY):
-        return task_from_payload(extra[PAYLOAD_KEY], "extra_info.taskpack")
-    return None
 
 
 # SkyRL's dataset scripts' Parquet, its rows grouped by the roles of their prompts. In JSON
@@ -180,7 +163,7 @@ FIELDS = FieldMap(
         "extra_info": JsonFields(never=("id", PAYLOAD_KEY)),
     },
     id=Ordinal(),
-    mapping=Native(lambda: FORMAT, to_task, to_row, _embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row),
     suffixes=(".parquet",),
 )
 
@@ -191,6 +174,7 @@ FORMAT: Format = Format(
     read=FIELDS.read,
     read_columns=FIELDS.read_columns,
     write=write,
+    free=FreeField("extra_info"),
     split_globs=(("*.parquet", "file"),),
     write_options=SkyrlWriteOptions,
     carries=lambda task: _SWE_CARRIES if isinstance(task.reward, records.SweTests) else _CARRIES,

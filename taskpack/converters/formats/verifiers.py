@@ -40,14 +40,13 @@ import tomli_w
 from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
-from taskpack.base.nesting import parse_json
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Native
 from taskpack.converters._columnar.kinds import Chat, LastUser, Text, Whole
 from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
-from taskpack.converters._payload import payload_json, task_from_payload
-from taskpack.converters._rowfile import parquet_row, write_parquet_rows
-from taskpack.converters._rows import Hints, read_rows, write_row
+from taskpack.converters._payload import FreeField
+from taskpack.converters._rowfile import write_native
+from taskpack.converters._rows import Hints, native_rows, read_rows
 from taskpack.converters._sources.jsonl import json_lines
 from taskpack.converters._sources.records import Record, RowError
 from taskpack.converters._sources.tables import iter_table_rows
@@ -149,18 +148,10 @@ def _write_datasets(tasks: Iterable[Task], out: Path, split: str, target: Target
     require("datasets", "datasets")
     import datasets
 
-    def rows() -> Iterator[dict[str, Any]]:
-        for task in tasks:
-            row = write_row(FORMAT, task, to_row, target)
-            target.note_pass_rates(row, "info", task)
-            if target.options.embed:
-                row["info"] = payload_json(task)
-            yield parquet_row(row, task, target.losses)
-
     staged = out / f".{split}.rows.parquet"  # written a batch at a time, then memory-mapped
     cache = out / f".{split}.cache"
     try:
-        write_parquet_rows(rows(), staged)
+        write_native(FORMAT, tasks, to_row, target, staged)
         ds = datasets.Dataset.from_parquet(str(staged), cache_dir=str(cache))
         ds.save_to_disk(str(out / split))
         ds.to_parquet(str(out / f"{split}.parquet"))
@@ -196,18 +187,6 @@ def _only_test_file(task: Task) -> bool:
     ]
 
 
-def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
-    info = row.get("info")
-    if isinstance(info, str) and info.startswith("{"):
-        try:
-            whole = parse_json(info)
-        except ValueError:
-            return None
-        if isinstance(whole, dict) and {"id", "prompt", "files"} <= whole.keys():
-            return task_from_payload(whole, "info")
-    return None
-
-
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
     package = _package_dir(Path(uri))
     if package is not None:
@@ -234,7 +213,7 @@ FIELDS = FieldMap(
         "example_id": Whole(least=0, number=0),  # a number: the id is written back as it
     },
     id=IdOf("example_id"),
-    mapping=Native(lambda: FORMAT, to_task, to_row, _embedded),
+    mapping=Native(lambda: FORMAT, to_task, to_row),
     keyed=True,
 )
 
@@ -267,9 +246,7 @@ def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target)
     (module / "data").mkdir(parents=True, exist_ok=True)
     data = module / "data" / f"{split}.jsonl"
     with data.open("w", encoding="utf-8") as f:
-        for task in tasks:
-            row = write_row(TASKSET, task, taskset_row, target)
-            target.note_pass_rates(row, "metadata", task)  # TaskpackData.metadata
+        for row, _ in native_rows(TASKSET, tasks, taskset_row, target):
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     converters = resources.files("taskpack.converters")
     files = {
@@ -447,6 +424,7 @@ FORMAT: Format = Format(
     read=read,
     read_columns=FIELDS.read_columns,
     write=write,
+    free=FreeField("info", whole=True),
     split_globs=(("*/data/*.jsonl", "root"), ("*.parquet", "file")),
     write_options=VerifiersWriteOptions,
     mixture_configs=mixture_configs,
@@ -457,5 +435,6 @@ FORMAT: Format = Format(
 _TASKSET_CARRIES = _CARRIES | {"solution", "environment", "limits", "metadata"}
 TASKSET = dataclasses.replace(
     FORMAT,
+    free=FreeField("metadata"),  # TaskpackData.metadata
     carries=lambda task: _TASKSET_CARRIES | ({"files"} if _only_test_file(task) else set()),
 )

@@ -20,19 +20,19 @@ from, for a custom reward function, and are reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from taskpack.converters._chat import read_messages, text_messages
-from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
-from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload
-from taskpack.converters._rowfile import parquet_row, write_parquet_rows
-from taskpack.converters._rows import Hints, read_rows, write_row
-from taskpack.converters._sources.records import Record
-from taskpack.converters._sources.tables import iter_table_rows
+from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
+from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
+from taskpack.converters._format import Format, Target, WriteOptions, mixture_note
+from taskpack.converters._payload import PAYLOAD_KEY, FreeField
+from taskpack.converters._rowfile import write_native
+from taskpack.converters._rows import Hints
 from taskpack.model import Task
 
 # data_source -> the reward kind default_compute_score applies to it (verl 0.9).
@@ -144,38 +144,14 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
-    def rows() -> Iterator[dict[str, Any]]:
-        for index, task in enumerate(tasks):
-            row = write_row(FORMAT, task, to_row, target)
-            extra = row.get("extra_info")
-            if isinstance(extra, dict) and not _native(task):
-                # RLHFDataset hands `index` on with each prompt: a task with no row of its own
-                # gets its place in this split.
-                row["extra_info"] = {"split": split, "index": index} | extra
-            if target.options.embed:
-                row["extra_info"] = {
-                    **(row.get("extra_info") or {}),
-                    PAYLOAD_KEY: payload_json(task),
-                }
-            target.note_pass_rates(row, "extra_info", task)
-            yield parquet_row(row, task, target.losses)
+    def placed(row: dict[str, Any], task: Task, index: int) -> None:
+        extra = row.get("extra_info")
+        if isinstance(extra, dict) and not _native(task):
+            # RLHFDataset hands `index` on with each prompt: a task with no row of its own
+            # gets its place in this split.
+            row["extra_info"] = {"split": split, "index": index} | extra
 
-    path = out / f"{split}.parquet"
-    write_parquet_rows(rows(), path)
-    return [path]
-
-
-def _embedded(row: dict[str, Any]) -> dict[str, Any] | None:
-    extra = row.get("extra_info")
-    if isinstance(extra, dict) and extra.get(PAYLOAD_KEY):
-        return task_from_payload(extra[PAYLOAD_KEY], "extra_info.taskpack")
-    return None
-
-
-def read(uri: str, split: str, options: Options) -> Iterator[Record]:
-    return read_rows(
-        FORMAT, iter_table_rows(uri), lambda row, n: to_task(row, split, n), to_row, _embedded
-    )
+    return write_native(FORMAT, tasks, to_row, target, out / f"{split}.parquet", placed)
 
 
 def mixture_configs(
@@ -201,11 +177,32 @@ def mixture_configs(
     }
 
 
-FORMAT = Format(
+# verl's preprocessing scripts' Parquet, as its field map states it. The map reads row by row
+# only: a verl row's `extra_info` names its own place (split, index), which `to_row` writes back
+# from the task's source, so what a row keeps beyond the mapping depends on the row's place; a
+# template, whose `extra_info` fields are slots, cannot tell and would keep them all.
+FIELDS = FieldMap(
+    {
+        "data_source": Same(),
+        "prompt": Chat(),
+        "ability": Same(),
+        "reward_model.style": Same(),
+        "reward_model.ground_truth": Text(),
+        "extra_info": JsonFields(never=("id", PAYLOAD_KEY)),
+    },
+    id=Ordinal(),
+    mapping=Native(lambda: FORMAT, to_task, to_row),
+    rest=True,
+    suffixes=(".parquet",),
+)
+
+
+FORMAT: Format = Format(
     name="verl",
     summary="verl RL Parquet: data_source, prompt, ability, reward_model, extra_info.",
-    read=read,
+    read=FIELDS.read,
     write=write,
+    free=FreeField("extra_info"),
     split_globs=(("*.parquet", "file"),),
     write_options=VerlWriteOptions,
     mixture_configs=mixture_configs,
