@@ -105,10 +105,10 @@ def inline_problem(
 
 # --- light objects -----------------------------------------------------------------------------
 
-_R = TypeVar("_R", bound="Record")
+_R = TypeVar("_R", bound="LightRecord")
 
 
-class Record:
+class LightRecord:
     """A model object without a validator: its fields are its attributes.
 
     On a validated object (a `taskpack.model` class, which puts pydantic's `BaseModel` first in
@@ -125,7 +125,7 @@ class Record:
         kind = _kind(type(self))
         if not isinstance(other, kind):
             return NotImplemented
-        return bool(Record._fields(self) == Record._fields(other))  # type: ignore[arg-type]
+        return bool(LightRecord._fields(self) == LightRecord._fields(other))  # type: ignore[arg-type]
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -162,13 +162,13 @@ def _kind(cls: type) -> type:
     """The record class `cls` is (a stored object) or validates into (a model class)."""
     found = _KINDS.get(cls)
     if found is None:
-        found = next(c for c in cls.__mro__ if Record in c.__bases__)
+        found = next(c for c in cls.__mro__ if LightRecord in c.__bases__)
         _KINDS[cls] = found
     return found
 
 
 def _dump(value: Any, json_mode: bool, exclude: Any, exclude_none: bool) -> Any:
-    if isinstance(value, Record):
+    if isinstance(value, LightRecord):
         out = {}
         for k, v in value._fields().items():
             sub = None
@@ -205,28 +205,28 @@ def _new(cls: type[_R], values: dict[str, Any]) -> _R:
 # there. Only what the behaviour below reads is declared, for the type checker.
 
 
-class TextPart(Record):
+class TextPart(LightRecord):
     if TYPE_CHECKING:
         text: str
 
 
-class ImagePart(Record):
+class ImagePart(LightRecord):
     pass
 
 
-class AudioPart(Record):
+class AudioPart(LightRecord):
     pass
 
 
-class FilePart(Record):
+class FilePart(LightRecord):
     pass
 
 
-class ToolCall(Record):
+class ToolCall(LightRecord):
     pass
 
 
-class Message(Record):
+class Message(LightRecord):
     if TYPE_CHECKING:
         role: str
         content: str | Sequence[Any] | None
@@ -239,75 +239,75 @@ class Message(Record):
         return "".join(p.text for p in self.content if isinstance(p, TextPart))
 
 
-class FunctionCall(Record):
+class FunctionCall(LightRecord):
     pass
 
 
-class FunctionCallOutput(Record):
+class FunctionCallOutput(LightRecord):
     pass
 
 
-class Reasoning(Record):
+class Reasoning(LightRecord):
     pass
 
 
-class FunctionTool(Record):
+class FunctionTool(LightRecord):
     pass
 
 
-class McpServer(Record):
+class McpServer(LightRecord):
     pass
 
 
-class ExactMatch(Record):
+class ExactMatch(LightRecord):
     pass
 
 
-class NumericMatch(Record):
+class NumericMatch(LightRecord):
     pass
 
 
-class MathMatch(Record):
+class MathMatch(LightRecord):
     pass
 
 
-class Choice(Record):
+class Choice(LightRecord):
     pass
 
 
-class MultipleChoice(Record):
+class MultipleChoice(LightRecord):
     pass
 
 
-class UnitTests(Record):
+class UnitTests(LightRecord):
     pass
 
 
-class SweTests(Record):
+class SweTests(LightRecord):
     pass
 
 
-class WeightedTests(Record):
+class WeightedTests(LightRecord):
     pass
 
 
-class TestCommand(Record):
+class TestCommand(LightRecord):
     __test__ = False  # not a pytest class
 
 
-class Criterion(Record):
+class Criterion(LightRecord):
     pass
 
 
-class Rubric(Record):
+class Rubric(LightRecord):
     pass
 
 
-class Judge(Record):
+class Judge(LightRecord):
     pass
 
 
-class TaskFile(Record):
+class TaskFile(LightRecord):
     """A task's file; equality is by path, mode and content hash, however it is stored."""
 
     if TYPE_CHECKING:
@@ -354,23 +354,23 @@ class TaskFile(Record):
         return data
 
 
-class Environment(Record):
+class Environment(LightRecord):
     pass
 
 
-class Limits(Record):
+class Limits(LightRecord):
     pass
 
 
-class Source(Record):
+class Source(LightRecord):
     pass
 
 
-class Step(Record):
+class Step(LightRecord):
     pass
 
 
-class Task(Record):
+class Task(LightRecord):
     if TYPE_CHECKING:
         id: str
         prompt: Sequence[Any]
@@ -439,7 +439,7 @@ class Task(Record):
         return root
 
 
-class SplitPart(Record):
+class SplitPart(LightRecord):
     if TYPE_CHECKING:
         path: str
         rows: int
@@ -447,7 +447,7 @@ class SplitPart(Record):
         sha256: str
 
 
-class SplitInfo(Record):
+class SplitInfo(LightRecord):
     if TYPE_CHECKING:
         path: str | None
         rows: int
@@ -471,7 +471,7 @@ class SplitInfo(Record):
         return {k: v for k, v in super()._fields().items() if k not in drop}
 
 
-class Annotations(Record):
+class Annotations(LightRecord):
     if TYPE_CHECKING:
         path: str
         rows: int
@@ -480,7 +480,7 @@ class Annotations(Record):
         digest: str
 
 
-class Manifest(Record):
+class Manifest(LightRecord):
     if TYPE_CHECKING:
         format_version: int
         name: str
@@ -548,20 +548,20 @@ class Manifest(Record):
 
 # --- building stored objects ---------------------------------------------------------------
 
-PART_KINDS: dict[str, type[Record]] = {
+PART_KINDS: dict[str, type[LightRecord]] = {
     "text": TextPart,
     "image": ImagePart,
     "audio": AudioPart,
     "file": FilePart,
 }
-ITEM_KINDS: dict[str, type[Record]] = {
+ITEM_KINDS: dict[str, type[LightRecord]] = {
     "message": Message,
     "function_call": FunctionCall,
     "function_call_output": FunctionCallOutput,
     "reasoning": Reasoning,
 }
-TOOL_KINDS: dict[str, type[Record]] = {"function": FunctionTool, "mcp": McpServer}
-REWARD_KINDS: dict[str, type[Record]] = {
+TOOL_KINDS: dict[str, type[LightRecord]] = {"function": FunctionTool, "mcp": McpServer}
+REWARD_KINDS: dict[str, type[LightRecord]] = {
     "exact_match": ExactMatch,
     "numeric_match": NumericMatch,
     "math_match": MathMatch,
@@ -574,7 +574,7 @@ REWARD_KINDS: dict[str, type[Record]] = {
     "judge": Judge,
 }
 # Reward kinds holding lists of objects: field -> item class.
-_NESTED: dict[str, tuple[str, type[Record]]] = {
+_NESTED: dict[str, tuple[str, type[LightRecord]]] = {
     "multiple_choice": ("choices", Choice),
     "rubric": ("criteria", Criterion),
 }

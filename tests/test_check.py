@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 import taskpack
-from taskpack.check import check_export, summary
 from taskpack.cli import main
 from taskpack.exporter import convert_format, export
 from taskpack.importer import read_source
+from taskpack.trials import check_export, summary
 
 from .conftest import REAL_SETS
 

@@ -15,7 +15,7 @@ import pytest
 import taskpack
 from taskpack.converters import reader
 from taskpack.converters._columnar import mapped as mapping
-from taskpack.converters._columnar.checks import json_columns
+from taskpack.converters._columnar.guards import json_columns
 from taskpack.converters._columnar.template import Batch
 from taskpack.converters._sources import chunk, jsonl, parquet
 from taskpack.converters._sources.chunk import NotColumnar

@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taskpack.check import Limits, check_task
 from taskpack.converters import _grade
 from taskpack.converters._verifier import solve_reference
 from taskpack.converters.formats.evalplus import argument_shapes
 from taskpack.exporter import convert_format
 from taskpack.importer import read_source
+from taskpack.trials import Bounds, check_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evalplus"
 TASKS = {
@@ -116,7 +116,7 @@ def passes_check_with_every_forger(source: Path, out: Path) -> None:
     """Exported to Harbor, every task: reference 1, no solution 0, every forger 0."""
     convert_format({"test": [str(source)]}, "evalplus", "harbor", out)
     for folder in sorted(p for p in (out / "test").iterdir() if p.is_dir()):
-        result = check_task(folder, Limits(timeout=120))
+        result = check_task(folder, Bounds(timeout=120))
         outcome = (result.status, result.oracle, result.null, result.forged)
         assert outcome == ("ok", 1.0, 0.0, {}), result
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from taskpack.check import Limits, attempt, check_task, folder_side
 from taskpack.exporter import convert_format
 from taskpack.importer import read_source
+from taskpack.trials import Bounds, attempt, check_task, folder_side
 
 FIXTURES = Path(__file__).parent / "fixtures" / "humaneval_x"
 LANGS = ["cpp", "go", "java", "js", "python", "rust"]
@@ -74,7 +74,7 @@ def test_exports_run_where_the_toolchain_is(tmp_path: Path, lang: str) -> None:
     ), result.losses
     folders = sorted(p for p in (tmp_path / "h" / "test").iterdir() if p.is_dir())
     for folder in folders:
-        outcome = check_task(folder, Limits(timeout=120), adversarial=lang == "python")
+        outcome = check_task(folder, Bounds(timeout=120), adversarial=lang == "python")
         if lang not in RUNS_HERE:
             assert outcome.status == "not run", outcome
             assert "is not on this machine" in (outcome.reason or "")
@@ -90,6 +90,6 @@ def test_code_that_exits_0_early_scores_0(tmp_path: Path, lang: str) -> None:
     name, code = EXITS_EARLY[lang]
     solve = f"#!/bin/bash\ncat > /app/{name} <<'EOF'\n{code}EOF\n".encode()
     side = folder_side(folder)
-    assert attempt(side, {"solve.sh": (solve, 0o755)}, Limits(timeout=120)) == 0.0
+    assert attempt(side, {"solve.sh": (solve, 0o755)}, Bounds(timeout=120)) == 0.0
     honest = side.solution  # the same verifier gives the canonical solution 1
-    assert attempt(side, honest, Limits(timeout=120)) == 1.0
+    assert attempt(side, honest, Bounds(timeout=120)) == 1.0

@@ -44,7 +44,7 @@ def _id(source: tuple[str, Path, dict[str, Any]]) -> str:
 def same_everywhere(stored: Any, validated: Any, where: str) -> None:
     """Equal field by field, each object of the same kind, down to the leaves."""
     if isinstance(validated, BaseModel):
-        assert isinstance(stored, records.Record), where
+        assert isinstance(stored, records.LightRecord), where
         assert not isinstance(stored, BaseModel), f"{where}: a stored object is a pydantic model"
         kind = records._kind(type(validated))
         assert type(stored) is kind, f"{where}: {type(stored).__name__} for {kind.__name__}"
@@ -82,7 +82,9 @@ def test_stored_tasks_equal_validated_ones(
             assert s.model_dump(mode=mode) == v.model_dump(mode=mode)  # type: ignore[arg-type]
         assert s.canonical() == v.canonical() and s.digest == v.digest
         assert s.instruction == v.instruction
-        assert isinstance(s.reward, records.Record) == isinstance(v.reward, records.Record)
+        assert isinstance(s.reward, records.LightRecord) == isinstance(
+            v.reward, records.LightRecord
+        )
         for f, g in zip(s.files, v.files, strict=True):
             assert f.read_bytes() == g.read_bytes() and f.key == g.key
             if f.step is None:
@@ -109,7 +111,11 @@ def test_every_model_class_stands_on_its_record() -> None:
     record of the model with that kind."""
     for name in dir(records):
         cls = getattr(records, name)
-        if isinstance(cls, type) and issubclass(cls, records.Record) and cls is not records.Record:
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, records.LightRecord)
+            and cls is not records.LightRecord
+        ):
             validated = getattr(model, name)
             assert issubclass(validated, cls) and issubclass(validated, BaseModel), name
             assert records._kind(validated) is cls

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 import taskpack
-from taskpack.check import FORGERS, Limits, check_export, summary
 from taskpack.cli import main
 from taskpack.converters._verifier import REWARD_FILES, with_exit_reward
 from taskpack.exporter import convert_format, export
 from taskpack.importer import read_source
+from taskpack.trials import FORGERS, Bounds, check_export, summary
 
 from .conftest import PYTHON_IMAGE, REAL_SETS, harbor_folder
 
@@ -76,7 +76,7 @@ def terminal_bench_task(root: Path, name: str) -> Path:
     return folder
 
 
-QUICK = Limits(timeout=60)
+QUICK = Bounds(timeout=60)
 
 
 @pytest.fixture
@@ -217,7 +217,7 @@ def test_a_forger_that_hangs_the_verifier_earned_nothing(tmp_path: Path) -> None
         "else sleep 600; fi\n"
     )
     folder = harbor_task(tmp_path, "hang", hangs_on_strangers, "done")
-    [result] = check_export(folder, Limits(timeout=3))
+    [result] = check_export(folder, Bounds(timeout=3))
     assert (result.status, result.oracle, result.null, result.forged) == ("ok", 1.0, 0.0, {})
 
 
@@ -248,7 +248,7 @@ def test_the_code_under_test_cannot_read_its_tests(tmp_path: Path) -> None:
     /tests/test.py, finds the assert for its input and returns the expected value) scores 0.
     With /tests left open to it, as the grader left it before, it scores 1 on all 5 tasks:
     the forger is real, and the battery would catch a grader that let it read."""
-    from taskpack.check import attempt, folder_side, forger, score
+    from taskpack.trials import attempt, folder_side, forger, score
 
     reader, source, options = REAL_SETS["humaneval"]
     tasks = list(islice(read_source(source, reader, split="test", **options), 5))

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from taskpack.check import Limits, check_task
 from taskpack.cli import main
+from taskpack.trials import Bounds, check_task
 
 from .conftest import harbor_folder
 
@@ -33,8 +33,8 @@ def task(root: Path, name: str, test: str, solve: str = "true", **kw: str) -> Pa
     return harbor_folder(root, name, script, f"#!/bin/bash\n{solve}\n", **kw)
 
 
-def scores_nothing(folder: Path, limits: Limits | None = None) -> None:
-    result = check_task(folder, limits or Limits(timeout=30), adversarial=False)
+def scores_nothing(folder: Path, limits: Bounds | None = None) -> None:
+    result = check_task(folder, limits or Bounds(timeout=30), adversarial=False)
     assert (result.oracle, result.null) == (0.0, 0.0), result
 
 
@@ -79,19 +79,19 @@ def test_a_host_file_is_never_read(tmp_path: Path) -> None:
     scores_nothing(task(tmp_path / "a", "read-by-path", reader))
     linked = task(tmp_path / "b", "linked", LOST)
     (linked / "tests" / "data.txt").symlink_to(secret)
-    result = check_task(linked, Limits(timeout=30), adversarial=False)
+    result = check_task(linked, Bounds(timeout=30), adversarial=False)
     assert result.status == "failed" and "is a link" in result.reason
     assert "taskpack-canary" not in result.reason
     # A reward that is a link to a host file: refused, never read.
     leak = task(tmp_path / "c", "reward-link", f"ln -s {secret} /logs/verifier/reward.txt")
-    result = check_task(leak, Limits(timeout=30), adversarial=False)
+    result = check_task(leak, Bounds(timeout=30), adversarial=False)
     assert result.status == "failed" and "not a plain file" in result.reason
     assert "taskpack-canary" not in result.reason
 
 
 def test_processes_memory_disk_and_output_are_bounded(tmp_path: Path) -> None:
     free = shutil.disk_usage("/tmp").free
-    limits = Limits(timeout=30, disk=32 << 20, memory=512 << 20, processes=64)
+    limits = Bounds(timeout=30, disk=32 << 20, memory=512 << 20, processes=64)
     fork = (
         f"for i in $(seq 300); do sleep {MARK} & done 2>/dev/null\n"
         f"[ $(ls /proc | grep -c '^[0-9]') -gt 200 ] && {WON}"
@@ -117,7 +117,7 @@ def test_disk_and_memory_bound_the_attempt_in_all(tmp_path: Path) -> None:
     """`disk` is all an attempt can write, across /app, /tmp, /dev/shm and /root (each was a
     tmpfs of `disk` bytes of its own); `memory` holds its processes together (each had
     `memory` bytes of address space of its own)."""
-    limits = Limits(timeout=60, disk=64 << 20, memory=512 << 20, processes=64)
+    limits = Bounds(timeout=60, disk=64 << 20, memory=512 << 20, processes=64)
     fill = (
         "for f in /app/fill /tmp/fill /dev/shm/fill /root/fill; do "
         "dd if=/dev/zero of=$f bs=1M count=40 2>/dev/null; done\n"
@@ -136,14 +136,14 @@ def test_disk_and_memory_bound_the_attempt_in_all(tmp_path: Path) -> None:
     assert result.oracle == 1.0, result  # the bounds leave a task that keeps within them be
 
 
-def _peak_rss_of_a_check(folder: Path, limits: Limits) -> tuple[int, int]:
+def _peak_rss_of_a_check(folder: Path, limits: Bounds) -> tuple[int, int]:
     """Bytes: the largest resident size of the process that checks `folder`, and of any process
     it waited for (the sandbox's), measured in a fresh process so that no earlier test's child
     counts."""
     code = (
-        "import resource, sys\nfrom pathlib import Path\nfrom taskpack.check import Limits, "
+        "import resource, sys\nfrom pathlib import Path\nfrom taskpack.trials import Bounds, "
         "check_task\n"
-        f"r = check_task(Path({str(folder)!r}), Limits(**{vars(limits)!r}), adversarial=False)\n"
+        f"r = check_task(Path({str(folder)!r}), Bounds(**{vars(limits)!r}), adversarial=False)\n"
         "assert (r.oracle, r.null) == (0.0, 0.0), r\n"
         # VmHWM, not RUSAGE_SELF: Linux carries ru_maxrss across exec, so it would count the
         # test runner this process was forked from.
@@ -171,7 +171,7 @@ def _running(mark: str) -> list[str]:
 
 
 def test_a_task_that_runs_forever_is_stopped(tmp_path: Path) -> None:
-    result = check_task(task(tmp_path, "t", "sleep 600"), Limits(timeout=2), adversarial=False)
+    result = check_task(task(tmp_path, "t", "sleep 600"), Bounds(timeout=2), adversarial=False)
     assert result.status == "failed" and "timed out after 2 s" in result.reason
 
 

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 import taskpack
-from taskpack.check import Limits, Refused, check_task, parse_reward
 from taskpack.cli import main
 from taskpack.exporter import export
+from taskpack.trials import Bounds, Refused, check_task, parse_reward
 
 from .conftest import harbor_folder, make_task
 
@@ -47,7 +47,7 @@ def test_check_refuses_a_task_toml_that_is_not_toml(tmp_path: Path) -> None:
     win = "#!/bin/bash\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n"
     folder = harbor_folder(tmp_path, "t", win, "#!/bin/bash\ntrue\n")
     (folder / "task.toml").write_text('version = "1.0"\n[verifier\ntimeout_sec = 60\n')
-    result = check_task(folder, Limits(timeout=30), adversarial=False)
+    result = check_task(folder, Bounds(timeout=30), adversarial=False)
     assert result.status == "failed" and "task.toml is not valid TOML" in result.reason
 
 

@@ -87,9 +87,9 @@ def check(
     import os
 
     from taskpack.base.progress import counted
-    from taskpack.check import (
+    from taskpack.trials import (
         SECONDS_PER_RUN,
-        Limits,
+        Bounds,
         TaskCheck,
         check_export,
         planned,
@@ -103,7 +103,7 @@ def check(
     sources = None
     if source is not None:
         sources = list(_source_tasks(source, source_format, pairs, split_name, registry))
-    limits = Limits(timeout=timeout, disk=disk << 20, memory=memory << 20)
+    limits = Bounds(timeout=timeout, disk=disk << 20, memory=memory << 20)
     chosen = [i for text in ids for i in text.split(",") if i] or None
     try:
         tasks = len(planned(export_dir, limit, chosen))

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from taskpack.base.nesting import parse_json
+from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload, task_payload
 from taskpack.converters._sources.records import Record
 from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.model import Task
 
 if TYPE_CHECKING:
     from taskpack.converters._columnar.template import Batch
-    from taskpack.converters._payload import FreeField
     from taskpack.storage.taskset import Later
 
 
@@ -122,6 +123,52 @@ class Target:
             row[key] = json.dumps({**json.loads(value), "pass_rates": rates}, ensure_ascii=False)
         else:
             row[key] = {**(value or {}), "pass_rates": rates}
+
+
+@dataclass(frozen=True)
+class FreeField:
+    """Where a row format's framework hands on what it does not read, and so where taskpack
+    puts what it adds to a row: the task's pass rates, and with `embed` the whole task. `key`:
+    a column holding an object (verl's `extra_info`), or None for the row itself; `whole`: the
+    task is the column's whole value, as JSON text (Verifiers' `info`), which then holds no
+    pass rates; `text`: the task as JSON text (Parquet) or as an object (JSON Lines). A format
+    states it once (`Format.free`); its writer and its reader both go by it."""
+
+    key: str | None
+    whole: bool = False
+    text: bool = True
+
+    def put(self, row: dict[str, Any], task: Task, target: Target) -> None:
+        """What taskpack adds to `task`'s native row, in place."""
+        embed = bool(getattr(target.options, "embed", False))
+        if embed:
+            payload: Any = payload_json(task) if self.text else task_payload(task)
+            if self.key is None:
+                row[PAYLOAD_KEY] = payload
+            elif self.whole:
+                row[self.key] = payload
+            else:
+                row[self.key] = {**(row.get(self.key) or {}), PAYLOAD_KEY: payload}
+        if self.key is not None and not (self.whole and embed):
+            target.note_pass_rates(row, self.key, task)
+
+    def embedded(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """The whole task `row` carries (written with `embed`), if any."""
+        if self.key is None:
+            return task_from_payload(row[PAYLOAD_KEY]) if row.get(PAYLOAD_KEY) else None
+        value = row.get(self.key)
+        if not self.whole:
+            if isinstance(value, dict) and value.get(PAYLOAD_KEY):
+                return task_from_payload(value[PAYLOAD_KEY], f"{self.key}.{PAYLOAD_KEY}")
+            return None
+        if isinstance(value, str) and value.startswith("{"):
+            try:
+                whole = parse_json(value)
+            except ValueError:
+                return None
+            if isinstance(whole, dict) and {"id", "prompt", "files"} <= whole.keys():
+                return task_from_payload(whole, self.key)
+        return None
 
 
 Reader = Callable[[str, str, Any], Iterator[Record]]

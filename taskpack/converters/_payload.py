@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from taskpack.base.nesting import parse_json
 from taskpack.converters._sources.records import RowError
 from taskpack.model import Task
-
-if TYPE_CHECKING:
-    from taskpack.converters._format import Target
 
 PAYLOAD_KEY = "taskpack"
 
@@ -38,52 +34,6 @@ def task_payload(task: Task) -> dict[str, Any]:
 
 def payload_json(task: Task) -> str:
     return json.dumps(task_payload(task), ensure_ascii=False, sort_keys=True)
-
-
-@dataclass(frozen=True)
-class FreeField:
-    """Where a row format's framework hands on what it does not read, and so where taskpack
-    puts what it adds to a row: the task's pass rates, and with `embed` the whole task. `key`:
-    a column holding an object (verl's `extra_info`), or None for the row itself; `whole`: the
-    task is the column's whole value, as JSON text (Verifiers' `info`), which then holds no
-    pass rates; `text`: the task as JSON text (Parquet) or as an object (JSON Lines). A format
-    states it once (`Format.free`); its writer and its reader both go by it."""
-
-    key: str | None
-    whole: bool = False
-    text: bool = True
-
-    def put(self, row: dict[str, Any], task: Task, target: Target) -> None:
-        """What taskpack adds to `task`'s native row, in place."""
-        embed = bool(getattr(target.options, "embed", False))
-        if embed:
-            payload: Any = payload_json(task) if self.text else task_payload(task)
-            if self.key is None:
-                row[PAYLOAD_KEY] = payload
-            elif self.whole:
-                row[self.key] = payload
-            else:
-                row[self.key] = {**(row.get(self.key) or {}), PAYLOAD_KEY: payload}
-        if self.key is not None and not (self.whole and embed):
-            target.note_pass_rates(row, self.key, task)
-
-    def embedded(self, row: dict[str, Any]) -> dict[str, Any] | None:
-        """The whole task `row` carries (written with `embed`), if any."""
-        if self.key is None:
-            return task_from_payload(row[PAYLOAD_KEY]) if row.get(PAYLOAD_KEY) else None
-        value = row.get(self.key)
-        if not self.whole:
-            if isinstance(value, dict) and value.get(PAYLOAD_KEY):
-                return task_from_payload(value[PAYLOAD_KEY], f"{self.key}.{PAYLOAD_KEY}")
-            return None
-        if isinstance(value, str) and value.startswith("{"):
-            try:
-                whole = parse_json(value)
-            except ValueError:
-                return None
-            if isinstance(whole, dict) and {"id", "prompt", "files"} <= whole.keys():
-                return task_from_payload(whole, self.key)
-        return None
 
 
 def task_from_payload(payload: Any, field: str = PAYLOAD_KEY) -> dict[str, Any]:

@@ -103,7 +103,7 @@ class Registry(ABC):
         content-addressed objects are harmless until a manifest names them)."""
 
     @abstractmethod
-    def fetch(
+    def download(
         self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
         """Write the object with bytes hash `sha` (a split file or a large task file) to `out`,

@@ -99,7 +99,7 @@ class RegistryObjects:
         listed = self.manifest.most_bytes(sha)
         return self.cache.ensure(
             sha,
-            lambda out: self.registry.fetch(self.manifest, sha, out, progress),
+            lambda out: self.registry.download(self.manifest, sha, out, progress),
             listed if most is None else min(most, listed),
         )
 
@@ -157,7 +157,7 @@ class RegistryObjects:
 
         self.cache.ensure(
             sha,
-            lambda out: self.registry.fetch(self.manifest, sha, out, progress),
+            lambda out: self.registry.download(self.manifest, sha, out, progress),
             parts[0].bytes,
             (parts[0].bytes, tail, read),
         )

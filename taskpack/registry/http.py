@@ -145,7 +145,7 @@ class HttpRegistry(Registry):
     ) -> bool:
         raise TaskpackError(f"registry {self.url} is a read-only mirror: publish to its upstream")
 
-    def fetch(
+    def download(
         self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
         def sink(chunk: bytes) -> None:

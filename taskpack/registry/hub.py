@@ -436,7 +436,7 @@ class HubRegistry(Registry):
             raise TaskpackError(f"{self.url}: tag {m.version} exists but has no manifest")
         return self.check_same(winner, m)
 
-    def fetch(
+    def download(
         self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
         path = manifest.objects().get(sha)

@@ -117,5 +117,5 @@ class Mirror:
         if sha not in manifest.objects():
             raise NotFound(f"{manifest.ref} has no object {sha}")
         return self.cache.ensure(
-            sha, lambda out: self.registry.fetch(manifest, sha, out), manifest.most_bytes(sha)
+            sha, lambda out: self.registry.download(manifest, sha, out), manifest.most_bytes(sha)
         )

@@ -115,7 +115,7 @@ class ObjectStoreRegistry(Registry):
         self.move_tags(m, tags)
         return created
 
-    def fetch(
+    def download(
         self, manifest: Manifest, sha: str, out: Sink, progress: Progress | None = None
     ) -> None:
         self.store.download(object_key(sha), out, progress)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from taskpack.model import SplitInfo, Task
 
 INLINE_MAX = 64 * 1024  # bytes of a file stored inline in its task's row; larger ones by hash
-Fetch = Callable[[str, int], bytes]  # a large file by sha256, read up to its size
+ReadBlob = Callable[[str, int], bytes]  # a large file by sha256, read up to its size
 
 # Variable-shaped parts are canonical JSON text: a conversation of typed items, a union of
 # reward kinds or free-form metadata would otherwise widen into sparse struct columns that
@@ -194,7 +194,9 @@ def row_digest(row: dict[str, Any]) -> str:
     return content_digest(content)
 
 
-def task_from_row(row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION) -> Task:
+def task_from_row(
+    row: dict[str, Any], fetch: ReadBlob | None, version: int = FORMAT_VERSION
+) -> Task:
     """A stored row as a Task, trusted (see `records.stored_task`); older versions are
     upgraded."""
     if version < 2:
@@ -203,7 +205,7 @@ def task_from_row(row: dict[str, Any], fetch: Fetch | None, version: int = FORMA
 
 
 def validated_task_from_row(
-    row: dict[str, Any], fetch: Fetch | None, version: int = FORMAT_VERSION
+    row: dict[str, Any], fetch: ReadBlob | None, version: int = FORMAT_VERSION
 ) -> tuple[Task, str]:
     """A stored row as a Task, every rule checked again (for `verify`), and the digest of its
     content by the rule of the version that wrote it."""

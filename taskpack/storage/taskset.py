@@ -35,7 +35,7 @@ from taskpack.base.fs import (
 from taskpack.base.objects import MANIFEST, Progress
 from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.storage.rows import (
-    Fetch,
+    ReadBlob,
     inline_mismatches,
     json_columns,
     task_from_row,
@@ -68,7 +68,7 @@ class Split(Rows):
         name: str,
         info: SplitInfo,
         parquets: Sequence[Path],
-        fetch: Fetch | None,
+        fetch: ReadBlob | None,
         version: int = FORMAT_VERSION,
         rows_checked: bool = False,
     ) -> None:

@@ -17,19 +17,19 @@ if TYPE_CHECKING:
     from taskpack.model import Task
 
 
-class Rows(Protocol):
+class TaskSequence(Protocol):
     """A split or view (`views.Rows`, which sits above this module and imports it)."""
 
     def __len__(self) -> int: ...
     def __getitem__(self, i: int) -> Task: ...
     def __iter__(self) -> Iterator[Task]: ...
-    def shard(self, num_shards: int, index: int, *, contiguous: bool = True) -> Rows: ...
+    def shard(self, num_shards: int, index: int, *, contiguous: bool = True) -> TaskSequence: ...
 
 
 class TaskDataset(torch.utils.data.Dataset):  # type: ignore[misc]  # torch is untyped here
     """Map-style: `len` and `[i]`, so a DataLoader's sampler picks the order."""
 
-    def __init__(self, rows: Rows) -> None:
+    def __init__(self, rows: TaskSequence) -> None:
         self.rows = rows
 
     def __len__(self) -> int:
@@ -42,7 +42,7 @@ class TaskDataset(torch.utils.data.Dataset):  # type: ignore[misc]  # torch is u
 class TaskStream(torch.utils.data.IterableDataset):  # type: ignore[misc]  # torch is untyped here
     """Iterable: in a DataLoader with N workers, worker k streams every N-th task."""
 
-    def __init__(self, rows: Rows) -> None:
+    def __init__(self, rows: TaskSequence) -> None:
         self.rows = rows
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -56,5 +56,5 @@ class TaskStream(torch.utils.data.IterableDataset):  # type: ignore[misc]  # tor
             yield task.model_dump(mode="json")
 
 
-def torch_dataset(rows: Rows, *, iterable: bool) -> TaskDataset | TaskStream:
+def torch_dataset(rows: TaskSequence, *, iterable: bool) -> TaskDataset | TaskStream:
     return TaskStream(rows) if iterable else TaskDataset(rows)

@@ -51,7 +51,7 @@ def permutation(n: int, seed: int | str) -> np.ndarray:
     return np.argsort(x, kind="stable")
 
 
-class Split(Protocol):
+class BaseSplit(Protocol):
     """What views read of the split below them: `taskset.Split`, which is itself `Rows` (the
     task-set reader sits above this module, so it is named here by what it offers)."""
 
@@ -74,7 +74,7 @@ class Split(Protocol):
 class Rows:
     """What a split and every view of it offer; subclasses say which rows of which split."""
 
-    def _base(self) -> Split:
+    def _base(self) -> BaseSplit:
         raise NotImplementedError
 
     def _rows(self) -> np.ndarray:
@@ -209,7 +209,7 @@ def typed_columns(table: pa.Table, json_columns: Sequence[str]) -> pa.Table:
     return _refitted(_plans([decoded]), lambda plans: _typed(table, plans, decoded))
 
 
-def write_typed(split: Split, path: Path, *, group_rows: int = 16_384, **parquet: Any) -> None:
+def write_typed(split: BaseSplit, path: Path, *, group_rows: int = 16_384, **parquet: Any) -> None:
     """The split as one Parquet file at `path`, its JSON columns typed as `typed_columns` types
     them over the whole split, a few row groups at a time: each column's type is planned over
     every row group first (one pass, nothing kept but the plans), then the groups are converted
@@ -468,11 +468,11 @@ def _parquet_writable(t: pa.DataType) -> bool:
 class View(Rows):
     """Some rows of a split, in some order."""
 
-    def __init__(self, split: Split, rows: np.ndarray) -> None:
+    def __init__(self, split: BaseSplit, rows: np.ndarray) -> None:
         self._split = split
         self._order = rows
 
-    def _base(self) -> Split:
+    def _base(self) -> BaseSplit:
         return self._split
 
     def _rows(self) -> np.ndarray:

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from taskpack.base.arrow import concat
-from taskpack.converters._columnar.checks import (
+from taskpack.converters._columnar.guards import (
     json_columns,
     ordinal_ids,
     own_names,

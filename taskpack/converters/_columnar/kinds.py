@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from taskpack.base.arrow import concat, numbers, scalar, texts
 from taskpack.base.nesting import too_deep
-from taskpack.converters._columnar.checks import (
+from taskpack.converters._columnar.guards import (
     item_fields,
     json_columns,
     last_user,

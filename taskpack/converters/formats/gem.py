@@ -16,8 +16,8 @@ from typing import Any
 from taskpack import records
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOr, Native, Ordinal
 from taskpack.converters._columnar.kinds import Maybe, SameAs, Text
-from taskpack.converters._format import Format, Target
-from taskpack.converters._payload import PAYLOAD_KEY, FreeField
+from taskpack.converters._format import Format, FreeField, Target
+from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints
 from taskpack.model import Task

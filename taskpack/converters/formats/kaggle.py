@@ -37,8 +37,8 @@ from pydantic import Field, field_validator, model_validator
 
 from taskpack import records
 from taskpack.base.arrow import repeated, scalar, texts
-from taskpack.converters._columnar.checks import refuse, text
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Ordinal, Own
+from taskpack.converters._columnar.guards import refuse, text
 from taskpack.converters._columnar.kinds import ABSENT, At, Kind, Maybe, Text, column
 from taskpack.converters._columnar.template import ROW, Batch
 from taskpack.converters._format import Format, Options

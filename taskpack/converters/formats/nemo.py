@@ -21,8 +21,8 @@ from pydantic import Field
 from taskpack import records
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, LastUser, Maybe, NotTheId, SameJson
-from taskpack.converters._format import Format, Target, WriteOptions, mixture_note
-from taskpack.converters._payload import PAYLOAD_KEY, FreeField
+from taskpack.converters._format import Format, FreeField, Target, WriteOptions, mixture_note
+from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rows import Hints, native_rows
 from taskpack.converters._sources.records import RowError
 from taskpack.model import Item, Part, Task, Tool

@@ -43,8 +43,14 @@ from taskpack import records
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, IdOf, Native
 from taskpack.converters._columnar.kinds import Chat, LastUser, Text, Whole
-from taskpack.converters._format import Format, Options, Target, WriteOptions, mixture_note
-from taskpack.converters._payload import FreeField
+from taskpack.converters._format import (
+    Format,
+    FreeField,
+    Options,
+    Target,
+    WriteOptions,
+    mixture_note,
+)
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints, native_rows, read_rows
 from taskpack.converters._sources.jsonl import json_lines

@@ -29,8 +29,8 @@ from pydantic import Field
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
-from taskpack.converters._format import Format, Target, WriteOptions, mixture_note
-from taskpack.converters._payload import PAYLOAD_KEY, FreeField
+from taskpack.converters._format import Format, FreeField, Target, WriteOptions, mixture_note
+from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints
 from taskpack.model import Task

@@ -1,4 +1,5 @@
-"""Does an exported task work, and can its reward be forged? For each task of a folder export
+"""Trials of exported tasks (`taskpack check`): does a task work, and can its reward be
+forged? For each task of a folder export
 (Harbor, OpenReward): its reference solution, then its verifier, must score 1; the verifier
 with no solution, 0; and every forger of the battery (`FORGERS`: the reward hacks RL agents
 find), 0. Against its source (`sources=`), the source task's own verifier runs on the same
@@ -59,7 +60,7 @@ class Refused(Exception):
 
 
 @dataclass(frozen=True)
-class Limits:
+class Bounds:
     """Bounds of one attempt: seconds per script run, bytes of disk (all it writes, also the
     largest file), bytes of memory its processes hold together (each process's address space
     where no cgroup can be made), processes at once."""
@@ -567,7 +568,7 @@ def forgers_for(side: Side) -> list[str]:
 
 
 def attempt(
-    side: Side, candidate: Tree | None, limits: Limits, *, verify: bool = True
+    side: Side, candidate: Tree | None, limits: Bounds, *, verify: bool = True
 ) -> Reward | None:
     """The reward the side's verifier gives after `candidate` (solution files; None: no
     solution) ran in /app; None when the verifier wrote none (or with `verify` off, when no
@@ -592,7 +593,7 @@ def attempt(
     return parse_reward(verifier["reward"], verifier["status"], side.from_exit)
 
 
-def _attempt(name: str, side: Side, candidate: Tree | None, limits: Limits) -> Reward | None:
+def _attempt(name: str, side: Side, candidate: Tree | None, limits: Bounds) -> Reward | None:
     """`attempt`, where a forger that hangs or garbles the verifier earned nothing (None):
     only the oracle's and no solution's verdicts must be readable for the task to count."""
     try:
@@ -623,14 +624,14 @@ def _same(a: Reward | None, b: Reward | None) -> bool:
 
 def check_task(
     folder: Path,
-    limits: Limits | None = None,
+    limits: Bounds | None = None,
     *,
     adversarial: bool = True,
     source: Task | None = None,
 ) -> TaskCheck:
     """Run one task folder's oracle, no solution and (with `adversarial`) every forger; with a
     `source`, the source task's verifier on the same candidates too. See the module's doc."""
-    limits = limits or Limits()
+    limits = limits or Bounds()
     try:
         side = folder_side(folder)
         if "solve.sh" not in side.solution:
@@ -679,7 +680,7 @@ def check_task(
 
 def check_export(
     root: str | os.PathLike[str],
-    limits: Limits | None = None,
+    limits: Bounds | None = None,
     jobs: int | None = None,
     progress: Callable[[Iterator[TaskCheck], int], Iterator[TaskCheck]] | None = None,
     *,
@@ -695,7 +696,7 @@ def check_export(
     from concurrent.futures import ThreadPoolExecutor
 
     try:  # once, so that a machine without bubblewrap or user namespaces says so once
-        attempt(Side({}, {}, {}, {}), None, Limits(timeout=10), verify=False)
+        attempt(Side({}, {}, {}, {}), None, Bounds(timeout=10), verify=False)
     except SandboxError as e:
         raise TaskpackError(f"the sandbox cannot start on this machine: {e}") from None
     folders = planned(root, limit, ids)
