@@ -58,11 +58,7 @@ _LAZY = {
 }
 
 
-__getattr__ = lazy(__name__, _LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy(__name__, _LAZY, __all__)
 
 
 if TYPE_CHECKING:

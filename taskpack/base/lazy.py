@@ -1,5 +1,6 @@
-"""A package's public names imported on first use (PEP 562): `__getattr__ = lazy(__name__,
-{name: module below the package})`, so importing the package costs only what it uses."""
+"""A package's public names imported on first use (PEP 562): `__getattr__, __dir__ =
+lazy(__name__, {name: module below the package}, __all__)`, so importing the package costs
+only what it uses."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from importlib import import_module
 # typing nor collections.abc for this.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
 
-def lazy(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
-    """The package's `__getattr__`: a name of `names` imported from its module, then kept."""
+def lazy(
+    package: str, names: Mapping[str, str], public: Iterable[str] = ()
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The package's `__getattr__` (a name of `names` imported from its module, then kept) and
+    its `__dir__` (what it holds, and its `public` names before they load)."""
 
     def __getattr__(name: str) -> Any:
         if name not in names:
@@ -24,4 +28,7 @@ def lazy(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
         setattr(sys.modules[package], name, value)
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *public})
+
+    return __getattr__, __dir__

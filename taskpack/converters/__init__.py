@@ -65,7 +65,7 @@ _LAZY = {
     "tests_files": "_verifier",
 }
 
-__getattr__ = lazy(__name__, _LAZY)
+__getattr__, __dir__ = lazy(__name__, _LAZY, __all__)
 
 
 def names() -> list[str]:
