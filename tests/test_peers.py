@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import taskpack
+from taskpack.converters import get, names
 from taskpack.converters._residue import same
 from taskpack.exporter import convert_format, export
 from taskpack.importer import import_sources
@@ -235,8 +236,12 @@ def test_skyrl_to_verifiers_keeps_the_conversation_and_reports_skyrl_fields(
         convert_format({"test": [str(src)]}, "skyrl", "verifiers", tmp_path / "s", strict=True)
 
 
-ROW_FORMATS = {"skyrl": "parquet", "verl": "parquet", "verifiers": "parquet", "nemo": "jsonl"}
-ROW_FORMATS |= {"gem": "parquet"}
+# Every row format (a format with a free field), by the suffix of the file it writes a split to.
+ROW_FORMATS = {
+    name: next(glob for glob, kind in get(name).split_globs if kind == "file").removeprefix("*.")
+    for name in names()
+    if get(name).free is not None
+}
 PEER_ROWS = {
     "skyrl": PEERS / "skyrl" / "multiply" / "validation.parquet",
     "verl": Path(__file__).parent / "fixtures" / "verl" / "gsm8k_tool" / "test.parquet",
@@ -257,6 +262,7 @@ def test_every_direction_reports_what_does_not_come_back(
 ) -> None:
     """A framework's file to another format and back: where the rows do not come back equal,
     one of the two conversions said what it lost, naming the field; nothing changes silently."""
+    assert set(PEER_ROWS) <= set(ROW_FORMATS)
     src = PEER_ROWS[here]
     opts = {"verifiers": DATASETS}
     out = tmp_path / "there" / f"t.{ROW_FORMATS[there]}"
