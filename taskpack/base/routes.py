@@ -105,13 +105,25 @@ _ORS_VERBS: tuple[tuple[str, str, str, str, str, Fields], ...] = (
      "text/event-stream", ()),
     ("ors_delete_session", "/delete_session", "ends a session (X-Session-ID)", "POST", "", ()),
     ("ors_splits", "/{env}/splits", "the splits", "GET", "", ()),
-    ("ors_tools", "/{env}/tools", "the tools (none: tasks only)", "GET", "", ()),
+    ("ors_tools", "/{env}/tools", "the tools (one: answer)", "GET", "", ()),
     ("ors_tasks", "/{env}/tasks", "every task of a split", "POST", "", _SPLIT),
     ("ors_num_tasks", "/{env}/num_tasks", "a split's task count", "POST", "", _SPLIT),
     ("ors_task", "/{env}/task", "task `index` of a split (negative: from the end)", "POST", "",
      (*_SPLIT, ("index", ("integer", True)))),
     ("ors_task_range", "/{env}/task_range", "tasks `start` to `stop`, as a slice", "POST", "",
      (*_SPLIT, ("start", ("integer", False)), ("stop", ("integer", False)))),
+    # An episode: a session (X-Session-ID) on one task, scored by the task's own verifier.
+    ("ors_create", "/create", "starts an episode on a task: a task_spec, or a split and index",
+     "POST", "", (("env_name", ("string", False)), ("task_spec", ("object", False)),
+                  ("split", ("string", False)), ("index", ("integer", False)),
+                  ("secrets", ("object", False)))),
+    ("ors_ping", "/ping", "keeps an episode's session", "POST", "", ()),
+    ("ors_delete", "/delete", "ends an episode", "POST", "", ()),
+    ("ors_prompt", "/{env}/prompt", "the episode's prompt, as text blocks", "GET", "", ()),
+    ("ors_task_tools", "/{env}/task_tools", "the episode's tools (one: answer)", "GET", "", ()),
+    ("ors_call", "/{env}/call", "calls the answer tool: scored, as server-sent events", "POST",
+     "text/event-stream", (("name", ("string", True)), ("input", ("object", True)),
+                           ("task_id", ("string", False)))),
 )  # fmt: skip
 # OpenReward's client names the environment in an `X-Deployment` header instead.
 _ORS_VERBS += tuple(

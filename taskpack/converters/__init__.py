@@ -26,11 +26,12 @@ if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr
     from taskpack.converters._columnar.template import Batch
     from taskpack.converters._folders import folder_name, task_folders
     from taskpack.converters._sources.chunk import NotColumnar
-    from taskpack.converters._verifier import graded, tests_files
+    from taskpack.converters._verifier import DEFAULT_IMAGE, answer_reward, graded, tests_files
 
 # What the jobs (importer, exporter, check, the CLI...) use of this package: its face. The
 # modules behind it are the formats' own; an import-linter contract keeps the jobs off them.
 __all__ = [
+    "DEFAULT_IMAGE",
     "Batch",
     "Format",
     "Losses",
@@ -39,6 +40,7 @@ __all__ = [
     "RowError",
     "Target",
     "WriteOptions",
+    "answer_reward",
     "base_suffix",
     "export_splits",
     "folder_name",
@@ -61,6 +63,8 @@ _LAZY = {
     "NotColumnar": "_sources.chunk",
     "folder_name": "_folders",
     "task_folders": "_folders",
+    "DEFAULT_IMAGE": "_verifier",
+    "answer_reward": "_verifier",
     "graded": "_verifier",
     "tests_files": "_verifier",
 }

@@ -86,6 +86,16 @@ def graded(task: Task) -> bool:
     return False
 
 
+def answer_reward(task: Task, answer: str) -> float:
+    """The reward of `answer` to a graded task of an answer kind, as its exported grader gives
+    it (`_grade.answer_score`): the text is compared, never run, so it is scored in process."""
+    from taskpack.converters._grade import answer_score
+
+    if not graded(task) or isinstance(task.reward, records.UnitTests):
+        raise TaskpackError(f"task {task.id!r}: its reward is not an answer compared as text")
+    return answer_score(expected(task, "reward"), answer)
+
+
 def instruction_suffix(task: Task) -> str:
     """Where the agent's work goes, for graded tasks; empty otherwise."""
     reward = task.reward

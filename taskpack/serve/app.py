@@ -34,10 +34,11 @@ import ipaddress
 import json
 import mimetypes
 import os
+import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property, partial
 from http import HTTPStatus
 from pathlib import Path
@@ -49,6 +50,7 @@ from taskpack.base.routes import Route
 from taskpack.errors import TaskpackError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.serve import jobs, lane, server, viewer
+from taskpack.serve.episodes import Sessions
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
 from taskpack.serve.ors import FIXED, Listing, Ors, OrsError
@@ -495,7 +497,10 @@ class App:
         registered: Registered | None = None,
         hosts: frozenset[str] | None = None,
         deadline: float = lane.DEADLINE,
+        sessions: Path | None = None,
     ) -> None:
+        """`sessions`: the folder ORS episodes are kept in, shared by a server's worker
+        processes; by default one of this application's own, removed when it closes."""
         self.api = api
         self.registered = registered
         self.hosts = hosts
@@ -510,7 +515,9 @@ class App:
         mirrored = routes.REGISTRY if registered is not None else ()
         self.routes = (*served, *mirrored, *routes.COMMON, *routes.ORS)
         served_sets = api or registered
-        self.ors = Ors(served_sets.environments if served_sets else dict)
+        self._own = None if sessions is not None else tempfile.TemporaryDirectory(prefix="tp-")
+        kept = Sessions(sessions if sessions is not None else Path(self._own.name))  # type: ignore[union-attr]
+        self.ors = Ors(served_sets.environments if served_sets else dict, kept)
         # Each route's handler, found once from the table (a route naming none fails here)
         sides: dict[str, object] = {
             "api": api,
@@ -738,6 +745,8 @@ class App:
     def close(self) -> None:
         """Stop the lane's workers: a server worker exits only once its children have."""
         self.lane.close()
+        if self._own is not None:
+            self._own.cleanup()
 
 
 @dataclass(frozen=True)
@@ -834,9 +843,12 @@ class Config:
     hosts: tuple[str, ...] | None = None  # None: any Host
     deadline: float = lane.DEADLINE  # seconds an answer of the lane may take
     max_rss: int = MAX_RSS  # MiB a worker may hold before it is replaced
+    sessions: str | None = None  # the folder of ORS episodes, shared by the workers
 
     def app(self) -> App:
         hosts = frozenset(self.hosts) if self.hosts is not None else None
+        kept = Path(self.sessions) if self.sessions is not None else None
+        shared: dict[str, Any] = {"hosts": hosts, "deadline": self.deadline, "sessions": kept}
         if self.mirror is not None:
             from taskpack.registry import Location
             from taskpack.registry.mirror import mirror_cache
@@ -844,12 +856,12 @@ class Config:
             root = Path(self.cache) if self.cache else None
             cache = mirror_cache(Location.parse(self.mirror).url, root)
             mirror = Mirror(self.mirror, cache, self.ttl)
-            return App(registered=Registered(mirror), hosts=hosts, deadline=self.deadline)
+            return App(registered=Registered(mirror), **shared)
         assert self.target is not None
         from taskpack.registry.client import open as open_target
 
         ts = open_target(self.target, registry=self.registry)
-        return App(api=Api(Catalog(ts, self.registry)), hosts=hosts, deadline=self.deadline)
+        return App(api=Api(Catalog(ts, self.registry)), **shared)
 
 
 _CONFIG = "TASKPACK_SERVE_CONFIG"
@@ -857,9 +869,12 @@ _CONFIG = "TASKPACK_SERVE_CONFIG"
 
 def run(config: Config, host: str, port: int, workers: int) -> None:
     """Serve until interrupted, on `workers` processes that each build the application from
-    `config` (`worker_app`), replaced when one dies."""
-    os.environ[_CONFIG] = json.dumps(asdict(config))
-    server.run(f"{__name__}:worker_app", host, port, workers)
+    `config` (`worker_app`), replaced when one dies; they share one folder of sessions."""
+    with tempfile.TemporaryDirectory(prefix="taskpack-sessions-") as sessions:
+        if config.sessions is None:
+            config = replace(config, sessions=sessions)
+        os.environ[_CONFIG] = json.dumps(asdict(config))
+        server.run(f"{__name__}:worker_app", host, port, workers)
 
 
 def worker_app() -> App:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack.base.fs import fill_atomic, write_atomic
 from taskpack.base.nesting import parse_json, without_nulls
+from taskpack.serve.episodes import ungraded
 from taskpack.serve.lane import ServedVersion, Work
 
 if TYPE_CHECKING:
@@ -36,8 +37,12 @@ def task_json(task: Task, nulls: bool = False) -> dict[str, Any]:
 
 
 def ors_spec(task: Task) -> dict[str, Any]:
-    """A task as ORS hands it: its JSON, with its digest."""
-    return {**task_json(task), "digest": task.digest}
+    """A task as ORS hands it: its JSON, with its digest, its question (the last user message:
+    the field ORS's own examples and clients read) and, where a session cannot score it here,
+    why (`unscored`)."""
+    spec = {**task_json(task), "digest": task.digest, "question": task.instruction}
+    why = ungraded(task)
+    return spec if why is None else {**spec, "unscored": why}
 
 
 def ors_tasks(

@@ -21,31 +21,42 @@ the server computes on its lane (`serve/lane.py`) and sends from disk. A task's 
 the task's JSON (as the JSON API gives it) with its digest. OpenReward's client (openreward
 0.1.x, `OPENREWARD_SESSION_URL` pointed here) sends the same verbs without the environment in
 the path, naming it in an `X-Deployment` header, and reads `env_name` beside a task: both are
-answered too. Sessions carry no state here: tasks are data, and a session id is only what the
-client expects to send.
+answered too.
+
+An episode is a session on one task (`serve/episodes.py`): `/create` (X-Session-ID, with a
+`task_spec` or a split and index), `/{env}/prompt`, `/{env}/task_tools` (one tool, `answer`),
+`/{env}/call` (the answer scored by the task's own verifier, streamed as ORS streams it),
+`/ping`, `/delete`. A task spec names a stored task by its `id` (in its `split`, else the first
+split holding the id) and, where it carries one, its `digest`: the server runs its own copy of
+the task, never one a client writes, so no client can choose the reference it is scored
+against.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
 from taskpack.base.routes import named
 from taskpack.errors import TaskpackError
+from taskpack.serve import episodes
+from taskpack.serve.episodes import Session, SessionError, Sessions, session_id
 from taskpack.serve.jobs import ors_spec
 from taskpack.serve.server import BODY_TOO_LARGE, MAX_BODY
 
 if TYPE_CHECKING:
+    from taskpack.model import Task
     from taskpack.serve.lane import ServedVersion
     from taskpack.storage.taskset import Split, TaskSet
 
 FIXED = ("splits", "tools", "num_tasks", "task")  # of a pinned version, the same every time
 _TYPES = ("train", "validation", "test")  # ORS's split types; other names are "validation"
-_PYTHON: dict[str, type] = {"string": str, "integer": int}  # a body field's JSON type
+_PYTHON: dict[str, type] = {"string": str, "integer": int, "object": dict}  # a field's type
 
 
 class OpenSet(Protocol):
@@ -98,10 +109,13 @@ def _body(data: bytes, fields: Mapping[str, tuple[type, bool]]) -> dict[str, Any
             if required:
                 problems.append(_problem("missing", [name]))
         elif not isinstance(value, kind) or isinstance(value, bool):
-            problems.append(_problem("int_type" if kind is int else "string_type", [name]))
+            problems.append(_problem(_TYPE_ERRORS[kind], [name]))
     if problems:
         raise OrsError(HTTPStatus.UNPROCESSABLE_ENTITY, problems)
     return body
+
+
+_TYPE_ERRORS = {int: "int_type", str: "string_type", dict: "dict_type"}
 
 
 def _problem(kind: str, where: list[str]) -> dict[str, Any]:
@@ -112,8 +126,13 @@ class Ors:
     """The verbs over `environments()`: name -> the served set (looked up on each request: a
     mirror's upstream may gain sets)."""
 
-    def __init__(self, environments: Callable[[], Mapping[str, Callable[[], OpenSet]]]) -> None:
+    def __init__(
+        self,
+        environments: Callable[[], Mapping[str, Callable[[], OpenSet]]],
+        sessions: Sessions,
+    ) -> None:
         self.environments = environments
+        self.sessions = sessions
 
     # Each verb, as the route table names it (`routes.ORS`: handler): (status, content type,
     # bytes), or the `Listing` the server's lane computes.
@@ -137,7 +156,7 @@ class Ors:
 
     def r_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
         self._served(_env(params, headers))
-        return _json({"tools": []})
+        return _json({"tools": [episodes.tool()]})
 
     def r_splits(self, params: Params, body: bytes, headers: Params) -> Answer:
         names = self._served(_env(params, headers)).ts.splits
@@ -163,14 +182,122 @@ class Ors:
         start, stop, _ = slice(request.get("start"), request.get("stop")).indices(len(split))
         return Listing(served.opened, request["split"], start, max(start, stop), env)
 
+    # --- episodes ---------------------------------------------------------------------------
+
+    def r_create(self, params: Params, body: bytes, headers: Params) -> Answer:
+        sid = session_id(headers)
+        request = self._checked("create", body)
+        has_split, has_index = request.get("split") is not None, request.get("index") is not None
+        if (request.get("task_spec") is not None) == (has_split and has_index) or (
+            has_split != has_index
+        ):
+            asked = "Provide either task_spec or both split and index, not both/neither"
+            raise OrsError(
+                HTTPStatus.UNPROCESSABLE_ENTITY, [_problem("value_error", []) | {"msg": asked}]
+            )
+        found = self.environments()
+        env = request.get("env_name") or _env(params, headers) or next(iter(found), "")
+        served = self._served(env)
+        task, split = self._chosen(served, request)
+        why = episodes.ungraded(task)
+        if why is not None:
+            raise OrsError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
+        record = Session(env, served.ts.manifest.digest, split, task.id, task.digest)
+        with _ors_errors():
+            self.sessions.open(sid, record)
+        return _json({"sid": sid})
+
+    def r_ping(self, params: Params, body: bytes, headers: Params) -> Answer:
+        with _ors_errors():
+            self.sessions.get(session_id(headers))
+        return _json({"status": "ok"})
+
+    def r_delete(self, params: Params, body: bytes, headers: Params) -> Answer:
+        sid = session_id(headers)
+        self.sessions.close(sid)
+        return _json({"sid": sid})
+
+    def r_task_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
+        _, task = self._episode(params, headers)
+        return _json({"tools": [episodes.tool(task)]})
+
+    def r_prompt(self, params: Params, body: bytes, headers: Params) -> Answer:
+        _, task = self._episode(params, headers)
+        return _json(episodes.prompt(task))
+
+    def r_call(self, params: Params, body: bytes, headers: Params) -> Answer:
+        sid = session_id(headers)
+        request = self._checked("call", body)
+        _, task = self._episode(params, headers)
+        given = request["input"].get("answer")
+        with _ors_errors(), self.sessions.answering(sid):
+            session = self.sessions.get(sid)
+            if session.result is not None:
+                if session.call and request.get("task_id") == session.call:  # a retry of it
+                    return _events(session.call, session.result)
+                outcome: dict[str, Any] = {"ok": False, "error": "the episode is over"}
+            elif request["name"] != episodes.TOOL:
+                outcome = {"ok": False, "error": f"unknown tool {request['name']!r}"}
+            elif not isinstance(given, str) or set(request["input"]) != {"answer"}:
+                outcome = {"ok": False, "error": "the input is {'answer': text}"}
+            else:
+                outcome = episodes.result(episodes.grade(task, given, self.sessions.slots))
+                session.result, session.call = outcome, uuid.uuid4().hex
+                self.sessions.put(sid, session)
+                return _events(session.call, outcome)
+        return _events(request.get("task_id") or uuid.uuid4().hex, outcome)
+
+    def _episode(self, params: Params, headers: Params) -> tuple[Session, Task]:
+        """The session a request names, and its task (as it was when the session began)."""
+        with _ors_errors():
+            session = self.sessions.get(session_id(headers))
+        served = self._served(_env(params, headers) or session.env)
+        if served.ts.manifest.digest != session.version:
+            raise OrsError(HTTPStatus.GONE, "the set has a new version since the session began")
+        split = served.split(session.split)
+        position = split.position(session.id)
+        task = split[position] if position is not None else None
+        if task is None or task.digest != session.digest:
+            raise OrsError(HTTPStatus.GONE, "the session's task is no longer served")
+        return session, task
+
+    def _chosen(self, served: OpenSet, request: Mapping[str, Any]) -> tuple[Task, str]:
+        """The task a `create` names: a split and index, or a spec's id (and digest)."""
+        names = served.ts.splits
+        spec = request.get("task_spec")
+        if spec is None:
+            split, index = request["split"], request["index"]
+            if split not in names:
+                raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
+            tasks = served.split(split)
+            if not -len(tasks) <= index < len(tasks):
+                raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
+            return tasks[index % len(tasks)], split
+        task_id = spec.get("id")
+        asked = spec.get("split")
+        for name in [asked] if asked in names else names:
+            position = served.split(name).position(str(task_id))
+            if position is not None:
+                task = served.split(name)[position]
+                if spec.get("digest") not in (None, task.digest):
+                    raise OrsError(
+                        HTTPStatus.BAD_REQUEST,
+                        f"task_spec: task {task_id!r} of split {name!r} has another digest",
+                    )
+                return task, name
+        raise OrsError(HTTPStatus.BAD_REQUEST, f"task_spec: no task {task_id!r} is served")
+
+    def _checked(self, verb: str, body: bytes) -> dict[str, Any]:
+        fields = named("ors_" + verb).body  # as the OpenAPI document gives them
+        return _body(body, {k: (_PYTHON[kind], need) for k, (kind, need) in fields.items()})
+
     def _asked(
         self, verb: str, params: Params, body: bytes, headers: Params
     ) -> tuple[str, OpenSet, Split, dict[str, Any]]:
         """A split verb's environment, set, split and body, each checked as ORS checks it."""
         env = _env(params, headers)
         served = self._served(env)
-        fields = named("ors_" + verb).body  # as the OpenAPI document gives them
-        request = _body(body, {k: (_PYTHON[kind], need) for k, (kind, need) in fields.items()})
+        request = self._checked(verb, body)
         if request["split"] not in served.ts.splits:
             raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
         return env, served, served.split(request["split"]), request
@@ -194,6 +321,19 @@ Answer = tuple[int, str, bytes] | Listing
 def _env(params: Params, headers: Params) -> str:
     """The environment a verb names: in its path, or in OpenReward's `X-Deployment` header."""
     return params.get("env") or headers.get("x-deployment", "")
+
+
+@contextlib.contextmanager
+def _ors_errors() -> Iterator[None]:
+    """A session's refusal, in ORS's shape."""
+    try:
+        yield
+    except SessionError as e:
+        raise OrsError(e.status, e.detail) from None
+
+
+def _events(call: str, outcome: Mapping[str, Any]) -> tuple[int, str, bytes]:
+    return HTTPStatus.OK, "text/event-stream", episodes.events(call, outcome)
 
 
 def _json(value: Any) -> tuple[int, str, bytes]:

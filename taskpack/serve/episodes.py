@@ -1,0 +1,258 @@
+"""Episodes of the Open Reward Standard on a served task set: a session holds one task, shows
+its prompt, offers one tool, `answer`, and scores the answer with the task's own verifier.
+
+An answer of an answer kind (exact, numeric, math, multiple choice) is text compared with the
+reference as the exported grader compares it, in process: nothing of it runs. The code given for
+a Python unit-test task runs in the sandbox `taskpack check` uses (`trials.attempt`, under its
+bounds): the tests in /tests, closed to the code under test, and the reward read from what the
+grader wrote after the code ran. A task whose verifier needs what this machine does not stand in
+for (an image, a judge, a repository's test runner) is served as data; its spec says why in one
+line (`ungraded`), and a session on it says the same.
+
+Sessions live on disk (one small file each, named by a hash of the id the client chose), so any
+worker process answers any request of a session, and a session costs no memory between
+requests. They are bounded: `MOST` at once, each dropped after `IDLE` seconds untouched (ORS's
+own server drops them after 900), and at most `GRADING` sandboxed runs at once per worker (a
+request past them is told to come back, 503, which ORS's clients retry).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from taskpack import records
+from taskpack.base.fs import file_lock, write_atomic
+
+if TYPE_CHECKING:
+    from taskpack.model import Task
+
+IDLE = 900.0  # seconds a session may go untouched
+MOST = 4096  # sessions at once, per server
+GRADING = 2  # sandboxed runs at once, per worker process
+TOOL = "answer"
+# Where a sandboxed run finds the code it is given: copied to /app/solution.py, where the
+# exported grader reads it.
+_SOLVE = b"#!/bin/bash\ncp /solution/solution.py /app/solution.py\n"
+
+
+class SessionError(Exception):
+    """A request a session cannot take: `status` and ORS's `detail`."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+# --- what a task offers ------------------------------------------------------------------
+
+
+def ungraded(task: Task) -> str | None:
+    """Why a session cannot score `task` here, in one line; None when it can."""
+    from taskpack.converters import DEFAULT_IMAGE, graded
+
+    reward = task.reward
+    kind = reward.kind if reward is not None else None
+    if task.steps:
+        return "a multi-step task: taskpack serve scores single-step tasks only"
+    if not graded(task):
+        if kind is None:
+            return "no reward and no reference answer to score against"
+        return (
+            f"its verifier ({kind}) needs what taskpack serve does not stand in for; it scores "
+            "answers (exact, numeric, math, multiple choice) and Python unit tests"
+        )
+    if isinstance(reward, records.UnitTests):
+        image = task.environment.image if task.environment and task.environment.image else None
+        return _runnable(image or DEFAULT_IMAGE)
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _runnable(image: str) -> str | None:
+    """Why `image` cannot be stood in for here, or None (asked once per image: it looks the
+    toolchain up on disk)."""
+    from taskpack.trials import NotRunnable, stand_in
+
+    try:
+        stand_in(image)
+    except NotRunnable as e:
+        return str(e)
+    return None
+
+
+def tool(task: Task | None = None) -> dict[str, Any]:
+    """The one tool, as ORS lists it; its description says what to give for `task`."""
+    what = "your final answer"
+    if task is not None and isinstance(task.reward, records.UnitTests):
+        what = f"your code: a Python module that defines `{task.reward.entry_point}`"
+    elif task is not None and isinstance(task.reward, records.MultipleChoice):
+        what = "the label of your choice"
+    return {
+        "name": TOOL,
+        "description": f"Submit {what}. It is scored once, and the episode ends.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": what}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def prompt(task: Task) -> list[dict[str, Any]]:
+    """The task's messages as ORS text blocks, in order, each naming its role."""
+    return [
+        {"text": m.text, "detail": {"role": m.role}, "type": "text"}
+        for m in task.prompt
+        if isinstance(m, records.Message)
+    ]
+
+
+def grade(task: Task, answer: str, slots: threading.BoundedSemaphore) -> float:
+    """The reward the task's own verifier gives `answer`: 0 to 1."""
+    from taskpack.converters import answer_reward
+
+    why = ungraded(task)
+    if why is not None:
+        raise SessionError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
+    if not isinstance(task.reward, records.UnitTests):
+        return answer_reward(task, answer)
+    if not slots.acquire(timeout=1.0):
+        raise SessionError(HTTPStatus.SERVICE_UNAVAILABLE, "every grader is busy; try again")
+    try:
+        return _sandboxed(task, answer)
+    finally:
+        slots.release()
+
+
+def _sandboxed(task: Task, code: str) -> float:
+    from taskpack.converters import DEFAULT_IMAGE
+    from taskpack.trials import Bounds, Refused, Side, attempt, score, stand_in, task_side
+
+    image = task.environment.image if task.environment and task.environment.image else None
+    like = Side({}, {}, {}, stand_in(image or DEFAULT_IMAGE), "/app")
+    candidate = {"solve.sh": (_SOLVE, 0o755), "solution.py": (code.encode(), 0o644)}
+    try:
+        reward = attempt(task_side(task, like), candidate, Bounds())
+    except Refused:  # the verifier timed out, or wrote no reward it can stand behind
+        return 0.0
+    return 0.0 if reward is None else score(reward)
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+@dataclass
+class Session:
+    """What a session holds: the environment and task it was made for (pinned by the
+    version's digest and the task's), and, once answered, the answer's result."""
+
+    env: str
+    version: str  # the version digest
+    split: str
+    id: str
+    digest: str  # the task's
+    result: dict[str, Any] | None = None
+    call: str | None = None  # the call id the result answered (a client's retry sends it)
+
+
+class Sessions:
+    """The sessions of one server, in folder `root` (shared by its worker processes)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.slots = threading.BoundedSemaphore(GRADING)
+
+    def _path(self, sid: str) -> Path:
+        return self.root / f"{hashlib.sha256(sid.encode()).hexdigest()[:40]}.json"
+
+    def open(self, sid: str, session: Session) -> None:
+        """A new session `sid`, if none is open under that id and the bound allows it."""
+        path = self._path(sid)
+        with file_lock(self.root / ".open.lock"):
+            if self._alive(path):
+                raise SessionError(HTTPStatus.BAD_REQUEST, "Session already exists")
+            held = list(self.root.glob("*.json"))
+            if len(held) >= MOST:
+                for old in held:
+                    self._alive(old)  # drops it if idle
+                if len(list(self.root.glob("*.json"))) >= MOST:
+                    raise SessionError(
+                        HTTPStatus.SERVICE_UNAVAILABLE, f"{MOST} sessions are open; try again"
+                    )
+            write_atomic(path, json.dumps(session.__dict__).encode())
+
+    def get(self, sid: str) -> Session:
+        """Session `sid`, touched (its idle time starts again)."""
+        path = self._path(sid)
+        if not self._alive(path):
+            raise SessionError(HTTPStatus.NOT_FOUND, "Active environment not found")
+        try:
+            data = json.loads(path.read_bytes())
+            os.utime(path)
+        except (OSError, ValueError):
+            raise SessionError(HTTPStatus.NOT_FOUND, "Active environment not found") from None
+        return Session(**data)
+
+    def put(self, sid: str, session: Session) -> None:
+        write_atomic(self._path(sid), json.dumps(session.__dict__).encode())
+
+    def close(self, sid: str) -> None:
+        path = self._path(sid)
+        path.unlink(missing_ok=True)
+        path.with_suffix(".lock").unlink(missing_ok=True)
+
+    def answering(self, sid: str) -> Any:
+        """A lock held while session `sid` is answered: one answer is scored, once."""
+        return file_lock(self._path(sid).with_suffix(".lock"))
+
+    @staticmethod
+    def _alive(path: Path) -> bool:
+        """Whether the session at `path` is open; one idle past `IDLE` is dropped."""
+        try:
+            idle = time.time() - path.stat().st_mtime
+        except FileNotFoundError:
+            return False
+        if idle > IDLE:
+            path.unlink(missing_ok=True)
+            path.with_suffix(".lock").unlink(missing_ok=True)
+            return False
+        return True
+
+
+def session_id(headers: Mapping[str, str]) -> str:
+    sid = headers.get("x-session-id", "").strip()
+    if not sid:
+        raise SessionError(HTTPStatus.BAD_REQUEST, "X-Session-ID header is required")
+    return sid
+
+
+def result(reward: float) -> dict[str, Any]:
+    """ORS's RunToolOutput of a scored answer: the episode ends."""
+    text = "Correct!" if reward == 1.0 else "Incorrect." if reward == 0.0 else f"Scored {reward:g}."
+    return {
+        "ok": True,
+        "output": {
+            "blocks": [{"text": text, "detail": None, "type": "text"}],
+            "metadata": {"reward": reward},
+            "reward": reward,
+            "finished": True,
+        },
+    }
+
+
+def events(call: str, outcome: Mapping[str, Any]) -> bytes:
+    """A tool call's answer as ORS's server streams it: its call id, then the result."""
+    data = json.dumps(outcome, ensure_ascii=False)
+    return f"event: task_id\r\ndata: {call}\r\n\r\nevent: end\r\ndata: {data}\r\n\r\n".encode()
