@@ -41,7 +41,7 @@ def server(gsm8k: taskpack.TaskSet) -> Iterator[str]:
 
 
 def spec(task: taskpack.Task) -> dict[str, Any]:
-    return {**task_json(task), "digest": task.digest, "question": task.instruction}
+    return {**task_json(task), "digest": task.digest, "split": "test", "question": task.instruction}
 
 
 @pytest.mark.parametrize(("client", "base"), [("ors", "/ors/"), ("ors", ""), ("openreward", "")])

@@ -36,11 +36,12 @@ def task_json(task: Task, nulls: bool = False) -> dict[str, Any]:
     return body if nulls else without_nulls(body)
 
 
-def ors_spec(task: Task) -> dict[str, Any]:
-    """A task as ORS hands it: its JSON, with its digest, its question (the last user message:
-    the field ORS's own examples and clients read) and, where a session cannot score it here,
-    why (`unscored`)."""
-    spec = {**task_json(task), "digest": task.digest, "question": task.instruction}
+def ors_spec(task: Task, split: str) -> dict[str, Any]:
+    """A task as ORS hands it: its JSON, with its digest and split (which a session's
+    `task_spec` names it by), its question (the last user message: the field ORS's own
+    examples and clients read) and, where a session cannot score it here, why (`unscored`)."""
+    spec = {**task_json(task), "digest": task.digest, "split": split}
+    spec["question"] = task.instruction
     why = ungraded(task)
     return spec if why is None else {**spec, "unscored": why}
 
@@ -60,7 +61,9 @@ def ors_tasks(
             for n, task in enumerate(tasks):
                 if n % BATCH == 0:
                     work.check()
-                out.write((", " if n else "") + json.dumps(ors_spec(task), ensure_ascii=False))
+                out.write(
+                    (", " if n else "") + json.dumps(ors_spec(task, split), ensure_ascii=False)
+                )
             out.write(f'], "env_name": {json.dumps(env, ensure_ascii=False)}}}')
 
     out = work.stem.with_suffix(".json")

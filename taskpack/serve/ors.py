@@ -18,10 +18,10 @@ ORS clamps it. An unknown environment is a 404, a bad split, index or body a 400
 `{"detail": ...}` as ORS words it (413 for a body over 64 KiB, 422 for one nested too deep
 to read). `tasks` and `task_range` grow with the split: they are answered as a `Listing`, which
 the server computes on its lane (`serve/lane.py`) and sends from disk. A task's `task_spec` is
-the task's JSON (as the JSON API gives it) with its digest. OpenReward's client (openreward
-0.1.x, `OPENREWARD_SESSION_URL` pointed here) sends the same verbs without the environment in
-the path, naming it in an `X-Deployment` header, and reads `env_name` beside a task: both are
-answered too.
+the task's JSON (as the JSON API gives it) with its digest, split and question. OpenReward's
+client (openreward 0.1.x, `OPENREWARD_SESSION_URL` pointed here) sends the same verbs without
+the environment in the path, naming it in an `X-Deployment` header, and reads `env_name` beside
+a task: both are answered too.
 
 An episode is a session on one task (`serve/episodes.py`): `/create` (X-Session-ID, with a
 `task_spec` or a split and index), `/{env}/prompt`, `/{env}/task_tools` (one tool, `answer`),
@@ -171,7 +171,8 @@ class Ors:
         index = request["index"]
         if not -len(split) <= index < len(split):
             raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
-        return _json({"task": ors_spec(split[index % len(split)]), "env_name": env})
+        spec = ors_spec(split[index % len(split)], request["split"])
+        return _json({"task": spec, "env_name": env})
 
     def r_tasks(self, params: Params, body: bytes, headers: Params) -> Answer:
         env, served, split, request = self._asked("tasks", params, body, headers)
@@ -273,19 +274,21 @@ class Ors:
             if not -len(tasks) <= index < len(tasks):
                 raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
             return tasks[index % len(tasks)], split
-        task_id = spec.get("id")
+        task_id, digest = str(spec.get("id")), spec.get("digest")
         asked = spec.get("split")
+        holding = []
         for name in [asked] if asked in names else names:
-            position = served.split(name).position(str(task_id))
+            position = served.split(name).position(task_id)
             if position is not None:
-                task = served.split(name)[position]
-                if spec.get("digest") not in (None, task.digest):
-                    raise OrsError(
-                        HTTPStatus.BAD_REQUEST,
-                        f"task_spec: task {task_id!r} of split {name!r} has another digest",
-                    )
+                holding.append((served.split(name)[position], name))
+        if not holding:
+            raise OrsError(HTTPStatus.BAD_REQUEST, f"task_spec: no task {task_id!r} is served")
+        for task, name in holding:
+            if digest in (None, task.digest):
                 return task, name
-        raise OrsError(HTTPStatus.BAD_REQUEST, f"task_spec: no task {task_id!r} is served")
+        raise OrsError(
+            HTTPStatus.BAD_REQUEST, f"task_spec: task {task_id!r} is served with another digest"
+        )
 
     def _checked(self, verb: str, body: bytes) -> dict[str, Any]:
         fields = named("ors_" + verb).body  # as the OpenAPI document gives them

@@ -1,0 +1,229 @@
+"""ORS episodes on `taskpack serve`: a session on one task, its prompt and its one tool, and
+the answer scored by the task's own verifier. Answers are scored in process; Python unit tests
+in the sandbox, where the forger battery scores 0 through a session as through `check`."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import taskpack
+from taskpack.converters._verifier import solve_reference
+from taskpack.serve import episodes
+from taskpack.serve.app import Api, App, Catalog, background
+from taskpack.trials import FORGERS, NO_ANSWER
+
+from .conftest import DATA, make_task
+
+MC = {
+    "kind": "multiple_choice",
+    "choices": [{"label": "A", "text": "x"}, {"label": "B", "text": "y"}],
+}
+TASKS = {
+    "train": [
+        make_task(0),
+        make_task(
+            1,
+            prompt=[
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "What is 1 + 1?"},
+            ],
+        ),
+        make_task(2, prompt="Pick B.", answer="B", reward=MC),
+        make_task(3, answer=None, reward={"kind": "test_command", "command": "pytest"}),
+    ],
+    "test": [make_task(0, prompt="What is 5 + 5?", answer="10")],
+}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("episodes") / "math"
+    taskpack.write(folder, TASKS, name="math")
+    with background(App(api=Api(Catalog(taskpack.open(folder))))) as url:
+        yield url
+
+
+def parsed(text: str) -> list[tuple[str, str]]:
+    """Server-sent events as (event, data)."""
+    found, event, data = [], None, []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif not line and event:
+            found.append((event, "\n".join(data)))
+            event, data = None, []
+    return found
+
+
+class Episode:
+    """One session, as a client drives it."""
+
+    def __init__(self, url: str, env: str = "math", **create: Any) -> None:
+        self.http = httpx.Client(base_url=url, timeout=120)
+        self.env, self.sid = env, uuid.uuid4().hex
+        self.headers = {"X-Session-ID": self.sid}
+        self.created = self.http.post("/create", headers=self.headers, json=create)
+
+    def get(self, verb: str) -> httpx.Response:
+        return self.http.get(f"/{self.env}/{verb}", headers=self.headers)
+
+    def call(self, answer: Any, name: str = "answer", **more: Any) -> dict[str, Any]:
+        body = {"name": name, "input": {"answer": answer}, **more}
+        response = self.http.post(f"/{self.env}/call", headers=self.headers, json=body)
+        assert response.status_code == 200, response.text
+        events = parsed(response.text)
+        assert [e for e, _ in events] == ["task_id", "end"]
+        return {"task_id": events[0][1], **json.loads(events[1][1])}
+
+
+def reward(outcome: dict[str, Any]) -> float:
+    assert outcome["ok"] and outcome["output"]["finished"], outcome
+    return float(outcome["output"]["reward"])
+
+
+def test_an_episode_shows_its_task_and_scores_the_answer_once(served: str) -> None:
+    right = Episode(served, split="train", index=1)
+    assert right.created.json() == {"sid": right.sid}
+    assert right.get("prompt").json() == [
+        {"text": "Be brief.", "detail": {"role": "system"}, "type": "text"},
+        {"text": "What is 1 + 1?", "detail": {"role": "user"}, "type": "text"},
+    ]
+    [tool] = right.get("task_tools").json()["tools"]
+    assert tool["name"] == "answer" and tool["input_schema"]["required"] == ["answer"]
+    first = right.call("2")
+    assert reward(first) == 1.0 and first["output"]["blocks"][0]["text"] == "Correct!"
+    again = right.call("3")  # the episode is over: nothing is scored twice
+    assert again == {"task_id": again["task_id"], "ok": False, "error": "the episode is over"}
+    retried = right.call("2", task_id=first["task_id"])  # a client's retry of the same call
+    assert retried == first
+    assert reward(Episode(served, split="train", index=1).call("3")) == 0.0
+    assert reward(Episode(served, split="train", index=2).call("B")) == 1.0
+    assert reward(Episode(served, split="train", index=2).call("A")) == 0.0
+    assert reward(Episode(served, split="test", index=-1).call("10.0")) == 1.0
+
+
+def test_a_task_spec_names_a_stored_task_never_one_the_client_writes(served: str) -> None:
+    http = httpx.Client(base_url=served)
+    spec = http.post("/math/task", json={"split": "test", "index": 0}).json()["task"]
+    assert spec["question"] == "What is 5 + 5?"
+    forged = {**spec, "answer": "999", "prompt": "What is 998 + 1?"}  # the id and digest hold
+    episode = Episode(served, task_spec=forged)
+    assert episode.get("prompt").json()[0]["text"] == "What is 5 + 5?"
+    assert reward(episode.call("999")) == 0.0
+    digest = Episode(served, task_spec={**spec, "digest": "sha256:" + "0" * 64})
+    assert digest.created.status_code == 400 and "another digest" in digest.created.text
+    nothing = Episode(served, task_spec={"id": "t9"})
+    assert nothing.created.json() == {"detail": "task_spec: no task 't9' is served"}
+    # No split named: the first split holding the id (train's t0: 0 + 1) whose digest is given
+    assert reward(Episode(served, task_spec={"id": "t0"}).call("1")) == 1.0
+    unnamed = {k: v for k, v in spec.items() if k != "split"}
+    assert reward(Episode(served, task_spec=unnamed).call("10")) == 1.0  # test's t0: 5 + 5
+
+
+def test_sessions_refuse_what_ors_refuses(served: str) -> None:
+    http = httpx.Client(base_url=served)
+    assert http.post("/ping").json() == {"detail": "X-Session-ID header is required"}
+    assert http.post("/ping", headers={"X-Session-ID": "never"}).status_code == 404
+    assert http.get("/math/prompt", headers={"X-Session-ID": "never"}).status_code == 404
+    both = Episode(served, split="train", index=0, task_spec={"id": "t0"})
+    assert both.created.status_code == 422
+    half = Episode(served, split="train")
+    assert half.created.status_code == 422
+    assert Episode(served, split="nope", index=0).created.json() == {"detail": "Invalid split"}
+    assert Episode(served, split="test", index=1).created.json() == {"detail": "Invalid index"}
+    episode = Episode(served, split="train", index=0)
+    twice = episode.http.post("/create", headers=episode.headers, json={"task_spec": {"id": "t0"}})
+    assert twice.json() == {"detail": "Session already exists"}
+    assert episode.call("1", name="submit")["error"] == "unknown tool 'submit'"
+    assert episode.http.post("/ping", headers=episode.headers).json() == {"status": "ok"}
+    assert episode.http.post("/delete", headers=episode.headers).json() == {"sid": episode.sid}
+    assert episode.get("prompt").status_code == 404
+
+
+def test_a_task_no_session_can_score_says_why_in_one_line(served: str) -> None:
+    http = httpx.Client(base_url=served)
+    spec = http.post("/math/task", json={"split": "train", "index": 3}).json()["task"]
+    assert "test_command" in spec["unscored"] and "\n" not in spec["unscored"]
+    assert "unscored" not in http.post("/math/task", json={"split": "train", "index": 0}).json()
+    refused = Episode(served, split="train", index=3).created
+    assert refused.status_code == 400
+    assert refused.json()["detail"] == f"task 't3' is not scored here: {spec['unscored']}"
+
+
+def test_sessions_are_bounded_in_count_and_idle_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taskpack.write(tmp_path / "math", TASKS, name="math")
+    app = App(api=Api(Catalog(taskpack.open(tmp_path / "math"))))
+    with background(app) as url:
+        monkeypatch.setattr(episodes, "MOST", 2)
+        kept = [Episode(url, split="train", index=0) for _ in range(2)]
+        over = Episode(url, split="train", index=0).created
+        assert over.status_code == 503 and "2 sessions are open" in over.text
+        kept[0].http.post("/delete", headers=kept[0].headers)
+        assert Episode(url, split="train", index=0).created.status_code == 200
+        monkeypatch.setattr(episodes, "IDLE", 0.0)  # every session is now idle past its bound
+        assert kept[1].http.post("/ping", headers=kept[1].headers).status_code == 404
+        assert Episode(url, split="train", index=0).created.status_code == 200
+
+
+def test_every_worker_answers_every_session(tmp_path: Path) -> None:
+    """Worker processes share the sessions' folder: a session made through one application is
+    answered by another (as requests of one client land on any worker)."""
+    taskpack.write(tmp_path / "math", TASKS, name="math")
+    ts = taskpack.open(tmp_path / "math")
+    shared = tmp_path / "sessions"
+    one, two = (App(api=Api(Catalog(ts)), sessions=shared) for _ in range(2))
+    with background(one) as first, background(two) as second:
+        episode = Episode(first, split="train", index=0)
+        episode.http = httpx.Client(base_url=second)
+        assert reward(episode.call("1")) == 1.0
+
+
+def test_the_answer_forgers_score_nothing_through_a_session(served: str) -> None:
+    """Each forger's answer (what it writes to answer.txt: no number, a subshell, pass
+    markers) scores 0 through a session, for every answer kind."""
+    answers = {name: answer for name, (_, _, answer, _) in FORGERS.items() if answer}
+    assert NO_ANSWER in answers.values()
+    for name, answer in answers.items():
+        text = answer.strip("'")
+        for index in (0, 2):
+            assert reward(Episode(served, split="train", index=index).call(text)) == 0.0, name
+
+
+@pytest.mark.slow
+def test_unit_tests_run_sandboxed_and_the_forgers_score_nothing(tmp_path: Path) -> None:
+    """HumanEval through sessions: each task's reference scores 1, no code 0, and every forger
+    that hands in code 0, as `taskpack check` finds them on the exported task."""
+    from taskpack.importer import import_sources
+
+    import_sources(
+        tmp_path / "he",
+        {"test": [str(DATA / "humaneval" / "HumanEval.jsonl.gz")]},
+        "humaneval",
+        name="humaneval",
+    )
+    split = taskpack.open(tmp_path / "he").split("test")
+    coded = {name: code for name, (_, code, _, _) in FORGERS.items() if code}
+    assert len(coded) >= 10
+    with background(App(api=Api(Catalog(taskpack.open(tmp_path / "he"))))) as url:
+        for index in (0, 32, 163):
+            task = split[index]
+            first = Episode(url, "humaneval", split="test", index=index)
+            tool = first.get("task_tools").json()["tools"][0]
+            assert task.reward.entry_point in tool["description"]  # type: ignore[union-attr]
+            assert reward(first.call(solve_reference(task))) == 1.0, index
+            assert reward(Episode(url, "humaneval", split="test", index=index).call("")) == 0.0
+            for name, code in coded.items():
+                forged = code.format(f=task.reward.entry_point)  # type: ignore[union-attr]
+                episode = Episode(url, "humaneval", split="test", index=index)
+                assert reward(episode.call(forged)) == 0.0, (index, name)
