@@ -1,8 +1,9 @@
 """`taskpack serve` as an Open Reward Standard environment, judged by the ORS clients
 themselves, unmodified, each in a pinned venv of its own: ors-sdk 0.1.0's `ORS` client and
 openreward 0.1.167's environment client read the GSM8K test split (1319 tasks) a taskpack
-server serves; and ORS's own `Server`, over the very same task specs, answers a battery of good
-and bad requests with the statuses and bodies taskpack's server gives."""
+server serves and run episodes on it and on HumanEval; ORS's own `Server`, over the very same
+task specs, answers a battery of good and bad requests with the statuses and bodies taskpack's
+server gives; and ors-sdk's own server tests and example walkthrough run against it."""
 
 from __future__ import annotations
 
@@ -238,3 +239,106 @@ def test_an_environment_named_by_header_is_never_answered_from_another_ones_answ
         assert known.status_code == 200 and known.json()[0]["name"] == "test"
         unknown = httpx.get(server + "/splits", headers={"X-Deployment": "gsm8k-nope"})
         assert unknown.status_code == 404 and "gsm8k-nope" in unknown.json()["detail"]
+
+
+# The episode of ors-sdk's own tests (`tests/test_server.py`): its fixture environment's tasks.
+FIXTURE = {
+    "train": [("0", "What is 2+2?", "4"), ("1", "What is 3*3?", "9")],
+    "test": [("0", "What is 5+5?", "10")],
+}
+# Its example walkthrough's (`examples/test_client.py`), as its example server holds them.
+WALKTHROUGH = {
+    "train": [
+        ("0", "Natalia sold clips to 48 of her friends in April, and then she sold half as many "
+         "clips in May. How many clips did Natalia sell altogether in April and May?", "72"),
+        ("1", "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of "
+         "babysitting. How much did she earn?", "10"),
+    ],
+    "test": [
+        ("0", "A robe takes 2 bolts of blue fiber and half that much white fiber. How many bolts "
+         "in total does it take?", "3"),
+    ],
+}  # fmt: skip
+# The fixture environment's one tool is its own `submit`; taskpack's is `answer`.
+THEIR_TOOL = {
+    "test_list_tools": "failed: AssertionError: assert 'answer' == 'submit'",
+    "test_full_episode": "failed: AssertionError: assert 'answer' == 'submit'",
+    # `submit` called: taskpack answers ORS's `{"ok": false, "error": "unknown tool 'submit'"}`
+    "test_episode_incorrect_answer": "failed: assert False is True",
+}
+
+
+def _qa_set(root: Path, name: str, splits: dict[str, list[tuple[str, str, str]]]) -> Path:
+    tasks = {
+        split: [
+            {"id": i, "prompt": q, "answer": a, "reward": {"kind": "exact_match"}}
+            for i, q, a in rows
+        ]
+        for split, rows in splits.items()
+    }
+    taskpack.write(root / name, tasks, name=name)
+    return root / name
+
+
+def test_ors_sdks_own_server_tests_and_walkthrough_run_against_taskpack(tmp_path: Path) -> None:
+    """ors-sdk 0.1.0's `tests/test_server.py` (17 tests, from its source distribution) against a
+    set of its fixture's own tasks: each passes but the three that ask for the fixture
+    environment's own tool by its name (`submit`); and its example client's whole walkthrough,
+    rewards 1, 0 and 1 as its own server gives them."""
+    fixture = taskpack.open(_qa_set(tmp_path, "gsm8kenv", FIXTURE))
+    walked = taskpack.open(_qa_set(tmp_path, "gsm8k", WALKTHROUGH))
+    with (
+        background(App(api=Api(Catalog(fixture)))) as one,
+        background(App(api=Api(Catalog(walked)))) as two,
+    ):
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        out = run_check("ors", "check_ors_suite.py", str(scratch), one, two)
+    outcomes = out["tests"]
+    assert len(outcomes) == 17
+    failed = {name: outcome for name, outcome in outcomes.items() if outcome != "passed"}
+    assert failed == THEIR_TOOL
+    results = [line.strip() for line in out["walkthrough"] if "Result:" in line]
+    assert results == [
+        "Result: blocks=['Correct!'], reward=1.0, finished=True",
+        "Result: blocks=['Incorrect.'], reward=0.0, finished=True",
+        "Result: blocks=['Correct!'], reward=1.0, finished=True",
+    ]
+    assert "  Session tools: ['answer']" in out["walkthrough"]
+    assert out["walkthrough"][-1] == "All tests passed!"
+
+
+@pytest.fixture(scope="module")
+def humaneval(tmp_path_factory: pytest.TempPathFactory) -> taskpack.TaskSet:
+    from taskpack.importer import import_sources
+
+    path = tmp_path_factory.mktemp("ors") / "humaneval"
+    source = {"test": [str(DATA / "humaneval" / "HumanEval.jsonl.gz")]}
+    import_sources(path, source, "humaneval", name="humaneval")
+    return taskpack.open(path)
+
+
+@pytest.mark.parametrize("client", ["ors", "openreward"])
+def test_the_clients_run_episodes_scored_by_each_tasks_verifier(
+    client: str, server: str, gsm8k: taskpack.TaskSet, humaneval: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    """Each client, unmodified, runs sessions through `answer`: GSM8K's reference scores 1 and
+    a wrong number 0 (compared as the exported grader compares); HumanEval's reference code 1
+    and no code 0 (run in the sandbox)."""
+    from taskpack.converters._verifier import solve_reference
+
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps(["18", "17"]))
+    out = run_check(client, "check_ors_session.py", client, server, "gsm8k", "test", "0",
+                    str(answers))  # fmt: skip
+    assert out["tools"] == ["answer"]
+    assert out["prompt"] == [gsm8k.split("test")[0].instruction]
+    assert [r["reward"] for r in out["results"]] == [1.0, 0.0]
+    assert all(r["finished"] for r in out["results"])
+    task = humaneval.split("test")[7]
+    answers.write_text(json.dumps([solve_reference(task), ""]))
+    with background(App(api=Api(Catalog(humaneval)))) as url:
+        out = run_check(client, "check_ors_session.py", client, url, "humaneval", "test", "7",
+                        str(answers))  # fmt: skip
+    assert [r["reward"] for r in out["results"]] == [1.0, 0.0]
+    assert out["prompt"] == [task.instruction]

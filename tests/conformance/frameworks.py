@@ -53,7 +53,12 @@ FRAMEWORKS = {
         check="import skyrl_gym; from skyrl.train.dataset import PromptDataset",
     ),
     "gem": Framework("3.11", ("gem-llm==0.1.0", "datasets>=3", "pylatexenc"), check="import gem"),
-    "ors": Framework("3.11", ("ors-sdk==0.1.0", "pyyaml"), check="import ors, uvicorn, yaml"),
+    # ors-sdk with what its own tests need (its `dev` extra): they run against `taskpack serve`
+    "ors": Framework(
+        "3.11",
+        ("ors-sdk==0.1.0", "pyyaml", "pytest==8.4.2", "pytest-asyncio==1.2.0", "httpx==0.28.1"),
+        check="import ors, uvicorn, yaml, pytest_asyncio, httpx",
+    ),
     # OpenEnv's Harbor task server: the other peer of `taskpack serve` (bench/serve.py)
     "openenv": Framework(
         "3.12", ("openenv==0.10.0",), check="from openenv.harbor.serving import build_app"
