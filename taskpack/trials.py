@@ -248,13 +248,17 @@ def folder_side(folder: Path) -> Side:
             config = parse_toml((folder / "task.toml").read_text(encoding="utf-8"))
         except ValueError as e:  # UnicodeDecodeError too
             raise Refused(f"task.toml is not valid TOML ({e})") from None
-    if config and not (folder / "environment" / "Dockerfile").exists():
-        env_table = config.get("environment")
-        image = env_table.get("docker_image") if isinstance(env_table, dict) else None
-        if isinstance(image, str):
-            stand_in(image)
     app: Tree = {}
-    env, workdir = _image(_tree(folder / "environment", folder), app)
+    context = _tree(folder / "environment", folder)
+    table = config.get("environment")
+    table = table if isinstance(table, dict) else {}
+    image = table.get("docker_image")
+    if "Dockerfile" not in context and isinstance(image, str):  # an image declared, not built
+        env, workdir = stand_in(image), str(table.get("workdir") or "/")
+        if workdir != "/app":
+            raise NotRunnable(f"works in {workdir}, not /app (only /app is set up here)")
+    else:
+        env, workdir = _image(context, app)
     app.update(_tree(folder / "workspace", folder))  # OpenReward: the agent's starting files
     return Side(app, tests, solution, env, workdir)
 

@@ -1,7 +1,8 @@
 """Verifiers 0.4's own built-in tasksets, unmodified, load taskpack's exports: its NeMo Gym
 taskset reads a NeMo export's JSONL, and its Harbor taskset has the Harbor CLI download a
 dataset of the registry.json `export --to harbor` wrote, then parses each task folder. GSM8K's
-test split (1319) and the Harbor cookbook: the same count, the same prompts, unique keys."""
+test split (1319), HumanEval (164) and the Harbor cookbook: the same count, the same prompts,
+unique keys; GSM8K's and HumanEval's tasks declare their image (no `ignore_dockerfile`)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ def sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, taskpack.TaskSet
     )
     cookbook = {"train": [str(DATA / "peers" / "harbor_cookbook")]}
     import_sources(root / "cookbook", cookbook, "harbor", name="cookbook")
-    return {name: taskpack.open(root / name) for name in ("gsm8k", "cookbook")}
+    humaneval = {"test": [str(DATA / "humaneval" / "HumanEval.jsonl.gz")]}
+    import_sources(root / "humaneval", humaneval, "humaneval", name="humaneval")
+    return {name: taskpack.open(root / name) for name in ("gsm8k", "cookbook", "humaneval")}
 
 
 def _text(prompt: Any) -> str:
@@ -56,7 +59,7 @@ def test_the_nemo_gym_taskset_loads_a_nemo_export(
     assert [_text(p) for p in out["prompts"]] == [t.instruction for t in tasks]
 
 
-@pytest.mark.parametrize("name", ["gsm8k", "cookbook"])
+@pytest.mark.parametrize("name", ["gsm8k", "humaneval", "cookbook"])
 def test_the_harbor_taskset_loads_a_harbor_export_through_its_registry(
     name: str, sets: dict[str, taskpack.TaskSet], tmp_path: Path
 ) -> None:
@@ -78,10 +81,15 @@ def test_the_harbor_taskset_loads_a_harbor_export_through_its_registry(
     registry = str(repo / "registry.json")
     dataset = f"{name}-{split}"
     names = single if len(single) < len(folders) else []
+    built = "1" if name == "cookbook" else "0"  # the cookbook's tasks build their own images
     out = run_check(
-        "verifiers04_harbor", "check_verifiers_loaders.py", "harbor", registry, dataset, *names
-    )
+        "verifiers04_harbor", "check_verifiers_loaders.py", "harbor", registry, dataset, built,
+        *names,
+    )  # fmt: skip
     assert out["count"] == len(single) and len(set(out["keys"])) == len(single)
+    if built == "0":  # each declares its image, which Verifiers runs it on
+        assert set(out["images"]) == {"python:3.12-slim"}
+        assert not list(repo.glob("*/*/environment/Dockerfile"))
     written = {
         f.name: (f / "instruction.md").read_text().strip() for f in folders if f.name in single
     }
@@ -90,5 +98,5 @@ def test_the_harbor_taskset_loads_a_harbor_export_through_its_registry(
         with pytest.raises(AssertionError, match="multi-step Harbor tasks are not supported"):
             run_check(
                 "verifiers04_harbor", "check_verifiers_loaders.py", "harbor", registry, dataset,
-                *(f.name for f in folders if f.name not in single),
+                built, *(f.name for f in folders if f.name not in single),
             )  # fmt: skip

@@ -221,23 +221,32 @@ DEFAULT_IMAGE = "python:3.12-slim"
 
 
 def complete(
-    task: Task, files: Files, target: Target, test_name: str, *, copy_workspace: bool
-) -> None:
+    task: Task,
+    files: Files,
+    target: Target,
+    test_name: str,
+    *,
+    copy_workspace: bool,
+    declare_image: bool = False,
+) -> str | None:
     """Add what a task from elsewhere needs to run to its folder's `files` (path -> bytes,
     mode): a Dockerfile (its image; with `copy_workspace`, its workspace files copied to /app
     from `environment/workspace/`), `tests/test.sh` writing the reward, `solution/solve.sh`.
-    The task's own files win; a clash is an error, never an overwrite."""
+    The task's own files win; a clash is an error, never an overwrite. With `declare_image`
+    (a format whose config names an image), a Dockerfile that would only name the image and
+    /app is not written: the image is returned, for the config to declare with /app as the
+    working folder (frameworks that build no Dockerfile, Verifiers', then run the task)."""
     if isinstance(task.reward, records.SweTests):
         if swe_harness.available():
             try:
                 made = swe_harness.files(task)
             except swe_harness.Unsupported as e:
                 target.losses.lost(str(e), task)
-                return
+                return None
             for rel, (data, mode) in made.items():
                 if not (rel == "environment/Dockerfile" and rel in files):
                     _add(files, rel, data, mode, task)
-            return
+            return None
         target.losses.lost(
             "the SWE-bench harness's eval script and grading (pip install 'taskpack[swebench]')",
             task,
@@ -245,10 +254,14 @@ def complete(
     image = task.environment.image if task.environment else None
     if graded(task):  # taskpack's own verifier needs only a Python 3
         image = image or DEFAULT_IMAGE
+    declared = None
+    copied = copy_workspace and bool(task.files_of("workspace"))
     if "environment/Dockerfile" not in files and image is None:
         target.losses.lost("environment (neither a Dockerfile nor an image to run in)", task)
+    elif "environment/Dockerfile" not in files and declare_image and not copied:
+        declared = image
     elif "environment/Dockerfile" not in files:
-        copy = "COPY workspace/ /app/\n" if copy_workspace and task.files_of("workspace") else ""
+        copy = "COPY workspace/ /app/\n" if copied else ""
         files["environment/Dockerfile"] = (f"FROM {image}\nWORKDIR /app\n{copy}".encode(), 0o644)
     else:
         if copy_workspace and task.files_of("workspace"):
@@ -270,6 +283,7 @@ def complete(
         script = solve_script(task)
         if script is not None:
             _add(files, "solution/solve.sh", script, 0o755, task)
+    return declared
 
 
 def _report_made(task: Task, target: Target) -> None:

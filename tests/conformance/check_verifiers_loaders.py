@@ -4,7 +4,10 @@ has `harbor download` fetch a dataset of a registry.json taskpack wrote, then pa
 folder. Prints each task's name, key and prompt.
 
     python check_verifiers_loaders.py nemo JSONL
-    python check_verifiers_loaders.py harbor REGISTRY_JSON DATASET [TASK ...]
+    python check_verifiers_loaders.py harbor REGISTRY_JSON DATASET BUILT [TASK ...]
+
+BUILT: 1 where the tasks build Dockerfiles of their own (Verifiers builds none, and loads them
+only with `ignore_dockerfile`, on a fallback image), 0 where each declares its image.
 """
 
 import json
@@ -25,8 +28,8 @@ else:
     config = harbor.HarborConfig(
         dataset=sys.argv[3],
         registry_path=Path(sys.argv[2]),
-        tasks=sys.argv[4:] or None,
-        ignore_dockerfile=True,  # Verifiers builds no Dockerfile; the tasks need a Python 3
+        tasks=sys.argv[5:] or None,
+        ignore_dockerfile=sys.argv[4] == "1",
     )
     taskset = harbor.HarborTaskset(config)
 
@@ -45,6 +48,7 @@ print(
             "names": [t.data.name for t in tasks],
             "keys": [t.key for t in tasks],
             "prompts": [text(t.data.prompt) for t in tasks],
+            "images": [getattr(t.data, "image", None) for t in tasks],
         }
     )
 )

@@ -10,9 +10,11 @@ resources -> environment and limits, `environment.env` -> environment variables,
 `environment.mcp_servers` -> MCP tools, [[steps]] -> steps. The rest of task.toml stays in
 `extras.harbor` and is written back in place.
 
-A task from elsewhere gets what Harbor needs: a Dockerfile (its image, its workspace files
-copied to /app) if it brings none, a tests/test.sh made from its reward, a solution/solve.sh
-from its reference solution. Tests and solutions never go into environment/.
+A task from elsewhere gets what Harbor needs: its image, declared as `[environment]
+docker_image` with /app its working folder, or, where its workspace files must be copied to
+/app, a Dockerfile that builds it (a task's own Dockerfile is kept as it is); a tests/test.sh
+made from its reward, a solution/solve.sh from its reference solution. Tests and solutions
+never go into environment/.
 """
 
 from __future__ import annotations
@@ -409,8 +411,9 @@ def _task_files(task: Task, target: Target) -> Files:
             rel = f"steps/{step.name}/{INSTRUCTION}"
             text = instruction_text(step.prompt, task, target)
             files[rel] = (text.encode("utf-8"), modes.get(rel, 0o644))
+    declared = None
     if not native:
-        complete(task, files, target, "reward", copy_workspace=True)
+        declared = complete(task, files, target, "reward", copy_workspace=True, declare_image=True)
     if target.options.embed:
         if PAYLOAD_FILE in files:
             raise TaskpackError(
@@ -420,6 +423,10 @@ def _task_files(task: Task, target: Target) -> Files:
         whole = {PAYLOAD_KEY: task_payload(task)}
         files[PAYLOAD_FILE] = (json.dumps(whole, ensure_ascii=False).encode(), 0o644)
     config = to_toml(task, target)
+    if declared is not None:  # a plain image: declared, not built
+        table = config.setdefault("environment", {})
+        table.setdefault("docker_image", declared)
+        table.setdefault("workdir", "/app")
     if not native:
         config = {**_DEFAULTS, **config}
     config = apply(config, extra)
