@@ -198,6 +198,59 @@ def test_skyrl_prompt_dataset_and_gsm8k_env(gsm8k: taskpack.TaskSet, tmp_path: P
     assert result["rewards"] == [1.0, 1.0, 1.0] and result["wrong"] == [0.0, 0.0, 0.0]
 
 
+def test_skyrl_exports_ship_the_env_classes_skyrl_gym_lacks(data_dir: Path, tmp_path: Path) -> None:
+    """HumanEval's rows name `unit_tests`, which skyrl-gym 0.4 does not ship: the export ships
+    and registers it (`taskpack_skyrl_env.py`), and in skyrl-gym's venv `skyrl_gym.make` on
+    each row's env class scores the reference code 1, no code 0 and a forger 0, as do
+    multiple-choice and exact-match rows."""
+    from taskpack.converters._verifier import solve_reference
+    from taskpack.trials import FORGERS
+
+    from .conftest import make_task
+
+    src = {"test": [str(data_dir / "humaneval" / "HumanEval.jsonl.gz")]}
+    import_sources(tmp_path / "he", src, "humaneval", name="humaneval")
+    he = taskpack.open(tmp_path / "he")
+    export(he, "skyrl", tmp_path / "sky")
+    assert (tmp_path / "sky" / "taskpack_skyrl_env.py").is_file()
+    tasks = list(he.split("test"))
+    forger = FORGERS["always-equal"][1]
+    replies = []
+    for row in (0, 81, 163):
+        task = tasks[row]
+        code = solve_reference(task)
+        cheat = forger.format(f=task.reward.entry_point)  # type: ignore[union-attr,union-attr]
+        replies += [
+            [row, f"```python\n{code}```"],
+            [row, "no code"],
+            [row, f"```python\n{cheat}```"],
+        ]
+    (tmp_path / "replies.json").write_text(json.dumps(replies))
+    out = run_check(
+        "skyrl", "check_skyrl_envs.py", str(tmp_path / "sky" / "test.parquet"),
+        str(tmp_path / "replies.json"),
+    )  # fmt: skip
+    assert out["rows"] == 164 and out["env_classes"] == ["unit_tests"]
+    assert [r for _, r in out["rewards"]] == [1.0, 0.0, 0.0] * 3
+    choices = [{"label": "A", "text": "x"}, {"label": "B", "text": "y"}]
+    mixed = [
+        make_task(
+            0, prompt="Pick B.", answer="B", reward={"kind": "multiple_choice", "choices": choices}
+        ),
+        make_task(1, prompt="Say yes.", answer="yes", reward={"kind": "exact_match"}),
+    ]
+    taskpack.write(tmp_path / "mixed", {"train": mixed}, name="mixed")
+    export(taskpack.open(tmp_path / "mixed"), "skyrl", tmp_path / "sky2")
+    replies = [[0, "\\boxed{B}"], [0, "\\boxed{A}"], [1, "yes"], [1, "no"]]
+    (tmp_path / "replies.json").write_text(json.dumps(replies))
+    out = run_check(
+        "skyrl", "check_skyrl_envs.py", str(tmp_path / "sky2" / "train.parquet"),
+        str(tmp_path / "replies.json"),
+    )  # fmt: skip
+    assert out["env_classes"] == ["exact_match", "multiple_choice"]
+    assert [r for _, r in out["rewards"]] == [1.0, 0.0, 1.0, 0.0]
+
+
 def test_skyrl_swe_rows_in_the_mini_swe_agent_shape(data_dir: Path, tmp_path: Path) -> None:
     src = data_dir / "swebench" / "swebench_lite_test.jsonl"
     options = {"file_names": {"test": "validation"}}

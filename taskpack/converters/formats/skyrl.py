@@ -13,22 +13,26 @@ for its reward, the reward kind as `env_class`, for an environment the user regi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from taskpack import records
+from taskpack.base.fs import write_atomic
 from taskpack.converters import _swe_harness as swe_harness
 from taskpack.converters import _swe_rules
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
 from taskpack.converters._format import Format, FreeField, Target, WriteOptions
+from taskpack.converters._grade import ANSWER_KINDS
 from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints
+from taskpack.converters._verifier import graded
 from taskpack.model import Task
 
 ENV_CLASSES = {"numeric_match": "gsm8k"}
@@ -97,9 +101,14 @@ def env_class(task: Task) -> str | None:
     return ENV_CLASSES.get(kind or "", kind)
 
 
+def _shipped(task: Task) -> bool:
+    """Whether the environment module the export ships (`_skyrl_env.py`) scores the task."""
+    return graded(task) and env_class(task) in SHIPPED
+
+
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     kind = task.reward.kind if task.reward is not None else None
-    if kind is not None and kind not in ENV_CLASSES and kind != "swe_tests":
+    if kind is not None and kind not in ENV_CLASSES and kind != "swe_tests" and not _shipped(task):
         target.losses.lost(
             f"reward kind {kind!r} (no SkyRL-Gym environment scores it; env_class names it)", task
         )
@@ -114,8 +123,19 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         "prompt": _prompt(task, target),
         "env_class": env_class(task),
         "reward_spec": {"method": "rule", "ground_truth": _answer_text(task, target)},
-        "extra_info": {"id": task.id},
+        "extra_info": {"id": task.id, **(_grading(task) if _shipped(task) else {})},
     }
+
+
+def _grading(task: Task) -> dict[str, Any]:
+    """What the shipped environment scores a reply by: the reward spec, and a unit test's
+    tests."""
+    reward = task.reward
+    assert reward is not None
+    found: dict[str, Any] = {"reward": reward.model_dump(mode="json")}
+    if isinstance(reward, records.UnitTests):
+        found["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
+    return found
 
 
 def _mini_swe_agent(task: Task, instance: dict[str, Any], target: Target) -> dict[str, Any]:
@@ -142,8 +162,29 @@ def _mini_swe_agent(task: Task, instance: dict[str, Any], target: Target) -> dic
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
+    """The split's Parquet; where a task needs an environment skyrl-gym does not ship, the
+    module that registers it (`taskpack_skyrl_env.py`) and the grader it uses, beside it."""
     path = out / f"{target.options.file_names.get(split, split)}.parquet"
-    return write_native(FORMAT, tasks, to_row, target, path)
+    shipped: list[bool] = []
+
+    def noted(tasks: Iterable[Task]) -> Iterator[Task]:
+        for task in tasks:
+            if not shipped and _shipped(task):
+                shipped.append(True)
+            yield task
+
+    written = write_native(FORMAT, noted(tasks), to_row, target, path)
+    if not shipped:
+        return written
+    modules = resources.files("taskpack.converters")
+    for name, source in (("taskpack_skyrl_env.py", _MODULE), ("taskpack_grade.py", "_grade.py")):
+        write_atomic(out / name, modules.joinpath(source).read_bytes())
+    return [*written, out / "taskpack_skyrl_env.py", out / "taskpack_grade.py"]
+
+
+_MODULE = "_skyrl_env.py"
+# The env classes the shipped module registers: the reward kinds taskpack's grader scores.
+SHIPPED = (*ANSWER_KINDS, "unit_tests")
 
 
 _CARRIES = frozenset({"prompt", "answer", "reward"})
