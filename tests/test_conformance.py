@@ -251,6 +251,20 @@ def test_skyrl_exports_ship_the_env_classes_skyrl_gym_lacks(data_dir: Path, tmp_
     assert [r for _, r in out["rewards"]] == [1.0, 0.0, 1.0, 0.0]
 
 
+def test_openenv_serves_a_harbor_export_from_a_folder(
+    gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    """OpenEnv 0.10's HarborTaskProvider serves the task folders of taskpack's Harbor export of
+    GSM8K's test split: every task, named as its folder, its instruction as written."""
+    export(gsm8k, "harbor", tmp_path / "harbor", splits=("test",))
+    folders = sorted(p for p in (tmp_path / "harbor" / "test").iterdir() if p.is_dir())
+    out = run_check("openenv", "check_openenv_tasks.py", str(tmp_path / "harbor" / "test"))
+    assert out["count"] == len(folders) == 1319
+    assert out["names"] == [f.name for f in folders] and out["third"] == folders[2].name
+    written = [(f / "instruction.md").read_text() for f in folders]
+    assert [i.strip() for i in out["instructions"]] == [w.strip() for w in written]
+
+
 def test_skyrl_swe_rows_in_the_mini_swe_agent_shape(data_dir: Path, tmp_path: Path) -> None:
     src = data_dir / "swebench" / "swebench_lite_test.jsonl"
     options = {"file_names": {"test": "validation"}}
