@@ -342,3 +342,19 @@ def test_the_clients_run_episodes_scored_by_each_tasks_verifier(
                         str(answers))  # fmt: skip
     assert [r["reward"] for r in out["results"]] == [1.0, 0.0]
     assert out["prompt"] == [task.instruction]
+
+
+def test_trls_openreward_integration_runs_episodes_on_taskpack(
+    server: str, gsm8k: taskpack.TaskSet
+) -> None:
+    """TRL 1.16's `trl.experimental.openreward` (its venv, CPU torch): its spec builds the
+    dataset from the served split, its environment factory one environment per rollout, each
+    reset an ORS session; a scripted policy answers through the `answer` tool TRL bound from
+    the server's tool list (the reference for even tasks, a wrong answer for odd ones), and
+    TRL's own reward function reads 1, 0, 1, 0."""
+    out = run_check("trl", "check_trl_openreward.py", server, "gsm8k", "test", "4")
+    split = gsm8k.split("test")
+    assert out["rows"] == 4 and {"task_index", "answer", "question"} <= set(out["columns"])
+    assert out["prompts"] == [split[i].instruction for i in range(4)]
+    assert out["tools"] == ["answer", "reset"]
+    assert out["rewards"] == [1.0, 0.0, 1.0, 0.0] and all(out["finished"])

@@ -85,9 +85,10 @@ FRAMEWORKS = {
     ),
     # TRL's own config parser and dataset-mixture loader, on the same CPU-only torch wheel as
     # verl's (accelerate, a TRL dependency, needs torch)
+    # with openreward's client, which TRL's OpenReward integration drives ORS servers through
     "trl": Framework(
         "3.11",
-        ("torch==2.13.0", "trl==1.16.0"),
+        ("torch==2.13.0", "trl==1.16.0", "openreward==0.1.167"),
         check="from trl import DatasetMixtureConfig, TrlParser, get_dataset",
     ),
     # decon's Python bindings (Rust; Python 3.12 and later): bench/decontaminate.py's rival
