@@ -251,18 +251,46 @@ def test_skyrl_exports_ship_the_env_classes_skyrl_gym_lacks(data_dir: Path, tmp_
     assert [r for _, r in out["rewards"]] == [1.0, 0.0, 1.0, 0.0]
 
 
-def test_openenv_serves_a_harbor_export_from_a_folder(
-    gsm8k: taskpack.TaskSet, tmp_path: Path
+@pytest.mark.parametrize("where", ["folder", "hub"])
+def test_openenv_serves_a_harbor_export(
+    where: str, gsm8k: taskpack.TaskSet, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """OpenEnv 0.10's HarborTaskProvider serves the task folders of taskpack's Harbor export of
-    GSM8K's test split: every task, named as its folder, its instruction as written."""
-    export(gsm8k, "harbor", tmp_path / "harbor", splits=("test",))
-    folders = sorted(p for p in (tmp_path / "harbor" / "test").iterdir() if p.is_dir())
-    out = run_check("openenv", "check_openenv_tasks.py", str(tmp_path / "harbor" / "test"))
-    assert out["count"] == len(folders) == 1319
+    GSM8K's test split (1319), from the folder, and of its first 12 tasks from a Hub dataset
+    repo the folder is uploaded to as `tasks/` (through the test Hub, whose git commits and
+    downloads take a second a task): every task, named as its folder, its instruction and its
+    files as written."""
+    source = gsm8k
+    if where == "hub":
+        first = list(islice(gsm8k.split("test"), 12))
+        taskpack.write(tmp_path / "first", {"test": first}, name="gsm8k")
+        source = taskpack.open(tmp_path / "first")
+    export(source, "harbor", tmp_path / "harbor", splits=("test",))
+    folder = tmp_path / "harbor" / "test"
+    folders = sorted(p for p in folder.iterdir() if p.is_dir())
+    spec, env = str(folder), None
+    if where == "hub":
+        from huggingface_hub import HfApi
+
+        hub = request.getfixturevalue("hub")
+        spec = f"{hub.owner}/gsm8k-harbor"
+        api = HfApi(endpoint=hub.endpoint)
+        api.create_repo(spec, repo_type="dataset")
+        api.upload_folder(
+            repo_id=spec, folder_path=folder, path_in_repo="tasks", repo_type="dataset",
+            ignore_patterns=["index.json", "dataset.toml"],
+        )  # fmt: skip
+        env = {
+            "HF_ENDPOINT": hub.endpoint, "HF_HUB_DISABLE_XET": "1", "HF_TOKEN": "test-token",
+            "OPENENV_DATASET_CACHE": str(tmp_path / "openenv"),
+        }  # fmt: skip
+    out = run_check("openenv", "check_openenv_tasks.py", spec, env=env)
+    assert out["count"] == len(folders) == (12 if where == "hub" else 1319)
     assert out["names"] == [f.name for f in folders] and out["third"] == folders[2].name
     written = [(f / "instruction.md").read_text() for f in folders]
     assert [i.strip() for i in out["instructions"]] == [w.strip() for w in written]
+    third = sorted(str(p.relative_to(folders[2])) for p in folders[2].rglob("*") if p.is_file())
+    assert out["files"] == third
 
 
 def test_skyrl_swe_rows_in_the_mini_swe_agent_shape(data_dir: Path, tmp_path: Path) -> None:
