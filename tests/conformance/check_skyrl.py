@@ -9,24 +9,9 @@ import json
 import sys
 
 import skyrl_gym
-from skyrl.train.dataset import PromptDataset
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+from skyrl_dataset import prompt_dataset
 
-words = Tokenizer(models.WordLevel({"[UNK]": 0, "<|im_end|>": 1}, unk_token="[UNK]"))
-words.pre_tokenizer = pre_tokenizers.Whitespace()
-tokenizer = PreTrainedTokenizerFast(
-    tokenizer_object=words,
-    unk_token="[UNK]",
-    eos_token="<|im_end|>",
-    chat_template=(
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    ),
-)
-dataset = PromptDataset(
-    datasets=[sys.argv[1]], tokenizer=tokenizer, max_prompt_length=100_000, num_workers=1
-)
+dataset = prompt_dataset(sys.argv[1])
 if sys.argv[2:] == ["swe"]:  # mini-swe-agent rows: the generator reads extras["instance"]
     messages, env_class, extras, _ = dataset[0]
     instance = extras["instance"]

@@ -12,28 +12,13 @@ import sys
 from pathlib import Path
 
 import skyrl_gym
-from skyrl.train.dataset import PromptDataset
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+from skyrl_dataset import prompt_dataset
 
 parquet = Path(sys.argv[1])
 sys.path.insert(0, str(parquet.parent))
 import taskpack_skyrl_env  # noqa: E402,F401 - registers the env classes
 
-words = Tokenizer(models.WordLevel({"[UNK]": 0, "<|im_end|>": 1}, unk_token="[UNK]"))
-words.pre_tokenizer = pre_tokenizers.Whitespace()
-tokenizer = PreTrainedTokenizerFast(
-    tokenizer_object=words,
-    unk_token="[UNK]",
-    eos_token="<|im_end|>",
-    chat_template=(
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    ),
-)
-dataset = PromptDataset(
-    datasets=[str(parquet)], tokenizer=tokenizer, max_prompt_length=100_000, num_workers=1
-)
+dataset = prompt_dataset(parquet)
 rewards = []
 for row, reply in json.loads(Path(sys.argv[2]).read_text()):
     messages, env_class, extras, _ = dataset[row]
