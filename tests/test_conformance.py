@@ -365,10 +365,13 @@ def test_gem_qa_env_scores_multiple_choice_and_reports_what_gem_cannot_score(
     assert not any("reward" in loss for loss in mc.losses)
     result = run_check("gem", "check_gem.py", str(tmp_path / "g" / "test.parquet"), "qa")
     assert result == {"rows": 200, "rewards": [1.0] * 3, "wrong": [0.0] * 3}
-    he = data_dir / "humaneval" / "HumanEval.jsonl.gz"
-    for fmt, name in (("gem", "GEM environment"), ("skyrl", "SkyRL-Gym environment")):
-        losses = convert_format({"test": [str(he)]}, "humaneval", fmt, tmp_path / fmt).losses
-        assert any(f"reward kind 'unit_tests' (no {name} scores it" in x for x in losses), losses
+    he = {"test": [str(data_dir / "humaneval" / "HumanEval.jsonl.gz")]}
+    losses = convert_format(he, "humaneval", "gem", tmp_path / "gem").losses
+    assert any("reward kind 'unit_tests' (no GEM environment scores it" in x for x in losses)
+    # SkyRL's export ships the environment that scores it (see the skyrl-gym test above)
+    losses = convert_format(he, "humaneval", "skyrl", tmp_path / "skyrl").losses
+    assert not any("reward kind" in x for x in losses), losses
+    assert (tmp_path / "skyrl" / "taskpack_skyrl_env.py").is_file()
 
 
 def test_ors_environment_serves_splits_tasks_and_prompts(
