@@ -131,7 +131,10 @@ def test_a_task_spec_names_a_stored_task_never_one_the_client_writes(served: str
 
 def test_sessions_refuse_what_ors_refuses(served: str) -> None:
     http = httpx.Client(base_url=served)
-    assert http.post("/ping").json() == {"detail": "X-Session-ID header is required"}
+    for verb in ("/ping", "/create", "/delete", "/math/call"):  # every session verb alike
+        unnamed = http.post(verb, json={})
+        assert unnamed.status_code == 400, verb
+        assert unnamed.json() == {"detail": "X-Session-ID header is required"}, verb
     assert http.post("/ping", headers={"X-Session-ID": "never"}).status_code == 404
     assert http.get("/math/prompt", headers={"X-Session-ID": "never"}).status_code == 404
     both = Episode(served, split="train", index=0, task_spec={"id": "t0"})

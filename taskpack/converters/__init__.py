@@ -26,12 +26,11 @@ if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr
     from taskpack.converters._columnar.template import Batch
     from taskpack.converters._folders import folder_name, task_folders
     from taskpack.converters._sources.chunk import NotColumnar
-    from taskpack.converters._verifier import DEFAULT_IMAGE, answer_reward, graded, tests_files
+    from taskpack.converters._verifier import answer_reward, graded, run_image, tests_files
 
 # What the jobs (importer, exporter, check, the CLI...) use of this package: its face. The
 # modules behind it are the formats' own; an import-linter contract keeps the jobs off them.
 __all__ = [
-    "DEFAULT_IMAGE",
     "Batch",
     "Format",
     "Losses",
@@ -54,6 +53,7 @@ __all__ = [
     "read_records",
     "reader",
     "rows_hint",
+    "run_image",
     "task_folders",
     "tests_files",
     "writer",
@@ -63,9 +63,9 @@ _LAZY = {
     "NotColumnar": "_sources.chunk",
     "folder_name": "_folders",
     "task_folders": "_folders",
-    "DEFAULT_IMAGE": "_verifier",
     "answer_reward": "_verifier",
     "graded": "_verifier",
+    "run_image": "_verifier",
     "tests_files": "_verifier",
 }
 

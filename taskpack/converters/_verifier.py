@@ -220,6 +220,13 @@ def _write_file(path: str, data: bytes) -> bytes:
 DEFAULT_IMAGE = "python:3.12-slim"
 
 
+def run_image(task: Task) -> str | None:
+    """The image a task runs in: its own, else, for a task taskpack's own verifier grades
+    (which needs only a Python 3), `DEFAULT_IMAGE`."""
+    image = task.environment.image if task.environment else None
+    return image or (DEFAULT_IMAGE if graded(task) else None)
+
+
 def complete(
     task: Task,
     files: Files,
@@ -251,9 +258,7 @@ def complete(
             "the SWE-bench harness's eval script and grading (pip install 'taskpack[swebench]')",
             task,
         )
-    image = task.environment.image if task.environment else None
-    if graded(task):  # taskpack's own verifier needs only a Python 3
-        image = image or DEFAULT_IMAGE
+    image = run_image(task)
     declared = None
     copied = copy_workspace and bool(task.files_of("workspace"))
     if "environment/Dockerfile" not in files and image is None:

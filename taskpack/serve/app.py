@@ -50,10 +50,10 @@ from taskpack.base.routes import Route
 from taskpack.errors import TaskpackError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.serve import jobs, lane, server, viewer
-from taskpack.serve.episodes import Sessions
+from taskpack.serve.episodes import OrsError, Sessions
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
-from taskpack.serve.ors import FIXED, Listing, Ors, OrsError
+from taskpack.serve.ors import FIXED, Listing, Ors
 from taskpack.serve.server import BODY_TOO_LARGE, IDLE, MAX_BODY, MAX_RSS
 from taskpack.serve.server import address as address  # the names `taskpack serve` and tests use
 from taskpack.serve.server import background as background

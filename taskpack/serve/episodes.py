@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack import records
 from taskpack.base.fs import file_lock, write_atomic
+from taskpack.errors import TaskpackError
 
 if TYPE_CHECKING:
     from taskpack.model import Task
@@ -45,11 +46,12 @@ TOOL = "answer"
 _SOLVE = b"#!/bin/bash\ncp /solution/solution.py /app/solution.py\n"
 
 
-class SessionError(Exception):
-    """A request a session cannot take: `status` and ORS's `detail`."""
+class OrsError(TaskpackError):
+    """An answer of ORS's error shape: `status` and `{"detail": detail}` (every ORS verb's
+    refusal, a session's included)."""
 
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
+    def __init__(self, status: int, detail: Any) -> None:
+        super().__init__(str(detail))
         self.status, self.detail = status, detail
 
 
@@ -58,7 +60,7 @@ class SessionError(Exception):
 
 def ungraded(task: Task) -> str | None:
     """Why a session cannot score `task` here, in one line; None when it can."""
-    from taskpack.converters import DEFAULT_IMAGE, graded
+    from taskpack.converters import graded
 
     reward = task.reward
     kind = reward.kind if reward is not None else None
@@ -72,9 +74,17 @@ def ungraded(task: Task) -> str | None:
             "answers (exact, numeric, math, multiple choice) and Python unit tests"
         )
     if isinstance(reward, records.UnitTests):
-        image = task.environment.image if task.environment and task.environment.image else None
-        return _runnable(image or DEFAULT_IMAGE)
+        return _runnable(_image(task))
     return None
+
+
+def _image(task: Task) -> str:
+    """The image a graded task runs in (taskpack's verifier's default where it names none)."""
+    from taskpack.converters import run_image
+
+    image = run_image(task)
+    assert image is not None  # a task taskpack grades always has one
+    return image
 
 
 @functools.lru_cache(maxsize=64)
@@ -124,11 +134,11 @@ def grade(task: Task, answer: str, slots: threading.BoundedSemaphore) -> float:
 
     why = ungraded(task)
     if why is not None:
-        raise SessionError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
+        raise OrsError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
     if not isinstance(task.reward, records.UnitTests):
         return answer_reward(task, answer)
     if not slots.acquire(timeout=1.0):
-        raise SessionError(HTTPStatus.SERVICE_UNAVAILABLE, "every grader is busy; try again")
+        raise OrsError(HTTPStatus.SERVICE_UNAVAILABLE, "every grader is busy; try again")
     try:
         return _sandboxed(task, answer)
     finally:
@@ -136,11 +146,9 @@ def grade(task: Task, answer: str, slots: threading.BoundedSemaphore) -> float:
 
 
 def _sandboxed(task: Task, code: str) -> float:
-    from taskpack.converters import DEFAULT_IMAGE
     from taskpack.trials import Bounds, Refused, Side, attempt, score, stand_in, task_side
 
-    image = task.environment.image if task.environment and task.environment.image else None
-    like = Side({}, {}, {}, stand_in(image or DEFAULT_IMAGE), "/app")
+    like = Side({}, {}, {}, stand_in(_image(task)), "/app")
     candidate = {"solve.sh": (_SOLVE, 0o755), "solution.py": (code.encode(), 0o644)}
     try:
         reward = attempt(task_side(task, like), candidate, Bounds())
@@ -182,13 +190,13 @@ class Sessions:
         path = self._path(sid)
         with file_lock(self.root / ".open.lock"):
             if self._alive(path):
-                raise SessionError(HTTPStatus.BAD_REQUEST, "Session already exists")
+                raise OrsError(HTTPStatus.BAD_REQUEST, "Session already exists")
             held = list(self.root.glob("*.json"))
             if len(held) >= MOST:
                 for old in held:
                     self._alive(old)  # drops it if idle
                 if len(list(self.root.glob("*.json"))) >= MOST:
-                    raise SessionError(
+                    raise OrsError(
                         HTTPStatus.SERVICE_UNAVAILABLE, f"{MOST} sessions are open; try again"
                     )
             write_atomic(path, json.dumps(session.__dict__).encode())
@@ -197,12 +205,12 @@ class Sessions:
         """Session `sid`, touched (its idle time starts again)."""
         path = self._path(sid)
         if not self._alive(path):
-            raise SessionError(HTTPStatus.NOT_FOUND, "Active environment not found")
+            raise OrsError(HTTPStatus.NOT_FOUND, "Active environment not found")
         try:
             data = json.loads(path.read_bytes())
             os.utime(path)
         except (OSError, ValueError):
-            raise SessionError(HTTPStatus.NOT_FOUND, "Active environment not found") from None
+            raise OrsError(HTTPStatus.NOT_FOUND, "Active environment not found") from None
         return Session(**data)
 
     def put(self, sid: str, session: Session) -> None:
@@ -234,7 +242,7 @@ class Sessions:
 def session_id(headers: Mapping[str, str]) -> str:
     sid = headers.get("x-session-id", "").strip()
     if not sid:
-        raise SessionError(HTTPStatus.BAD_REQUEST, "X-Session-ID header is required")
+        raise OrsError(HTTPStatus.BAD_REQUEST, "X-Session-ID header is required")
     return sid
 
 

@@ -40,8 +40,7 @@ def ors_spec(task: Task, split: str) -> dict[str, Any]:
     """A task as ORS hands it: its JSON, with its digest and split (which a session's
     `task_spec` names it by), its question (the last user message: the field ORS's own
     examples and clients read) and, where a session cannot score it here, why (`unscored`)."""
-    spec = {**task_json(task), "digest": task.digest, "split": split}
-    spec["question"] = task.instruction
+    spec = {**task_json(task), "digest": task.digest, "split": split, "question": task.instruction}
     why = ungraded(task)
     return spec if why is None else {**spec, "unscored": why}
 

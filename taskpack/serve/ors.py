@@ -34,18 +34,16 @@ against.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
 from taskpack.base.routes import named
-from taskpack.errors import TaskpackError
 from taskpack.serve import episodes
-from taskpack.serve.episodes import Session, SessionError, Sessions, session_id
+from taskpack.serve.episodes import OrsError, Session, Sessions, session_id
 from taskpack.serve.jobs import ors_spec
 from taskpack.serve.server import BODY_TOO_LARGE, MAX_BODY
 
@@ -81,14 +79,6 @@ class Listing:
     start: int
     stop: int
     env: str
-
-
-class OrsError(TaskpackError):
-    """An answer of ORS's error shape: `status` and `{"detail": detail}`."""
-
-    def __init__(self, status: int, detail: Any) -> None:
-        super().__init__(str(detail))
-        self.status, self.detail = status, detail
 
 
 def _body(data: bytes, fields: Mapping[str, tuple[type, bool]]) -> dict[str, Any]:
@@ -168,10 +158,7 @@ class Ors:
 
     def r_task(self, params: Params, body: bytes, headers: Params) -> Answer:
         env, _, split, request = self._asked("task", params, body, headers)
-        index = request["index"]
-        if not -len(split) <= index < len(split):
-            raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
-        spec = ors_spec(split[index % len(split)], request["split"])
+        spec = ors_spec(_indexed(split, request["index"]), request["split"])
         return _json({"task": spec, "env_name": env})
 
     def r_tasks(self, params: Params, body: bytes, headers: Params) -> Answer:
@@ -204,13 +191,11 @@ class Ors:
         if why is not None:
             raise OrsError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
         record = Session(env, served.ts.manifest.digest, split, task.id, task.digest)
-        with _ors_errors():
-            self.sessions.open(sid, record)
+        self.sessions.open(sid, record)
         return _json({"sid": sid})
 
     def r_ping(self, params: Params, body: bytes, headers: Params) -> Answer:
-        with _ors_errors():
-            self.sessions.get(session_id(headers))
+        self.sessions.get(session_id(headers))
         return _json({"status": "ok"})
 
     def r_delete(self, params: Params, body: bytes, headers: Params) -> Answer:
@@ -219,20 +204,20 @@ class Ors:
         return _json({"sid": sid})
 
     def r_task_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
-        _, task = self._episode(params, headers)
-        return _json({"tools": [episodes.tool(task)]})
+        session = self.sessions.get(session_id(headers))
+        return _json({"tools": [episodes.tool(self._task(params, headers, session))]})
 
     def r_prompt(self, params: Params, body: bytes, headers: Params) -> Answer:
-        _, task = self._episode(params, headers)
-        return _json(episodes.prompt(task))
+        session = self.sessions.get(session_id(headers))
+        return _json(episodes.prompt(self._task(params, headers, session)))
 
     def r_call(self, params: Params, body: bytes, headers: Params) -> Answer:
         sid = session_id(headers)
         request = self._checked("call", body)
-        _, task = self._episode(params, headers)
         given = request["input"].get("answer")
-        with _ors_errors(), self.sessions.answering(sid):
+        with self.sessions.answering(sid):
             session = self.sessions.get(sid)
+            task = self._task(params, headers, session)
             if session.result is not None:
                 if session.call and request.get("task_id") == session.call:  # a retry of it
                     return _events(session.call, session.result)
@@ -248,10 +233,8 @@ class Ors:
                 return _events(session.call, outcome)
         return _events(request.get("task_id") or uuid.uuid4().hex, outcome)
 
-    def _episode(self, params: Params, headers: Params) -> tuple[Session, Task]:
-        """The session a request names, and its task (as it was when the session began)."""
-        with _ors_errors():
-            session = self.sessions.get(session_id(headers))
+    def _task(self, params: Params, headers: Params, session: Session) -> Task:
+        """The task of `session`, as it was when the session began."""
         served = self._served(_env(params, headers) or session.env)
         if served.ts.manifest.digest != session.version:
             raise OrsError(HTTPStatus.GONE, "the set has a new version since the session began")
@@ -260,20 +243,15 @@ class Ors:
         task = split[position] if position is not None else None
         if task is None or task.digest != session.digest:
             raise OrsError(HTTPStatus.GONE, "the session's task is no longer served")
-        return session, task
+        return task
 
     def _chosen(self, served: OpenSet, request: Mapping[str, Any]) -> tuple[Task, str]:
         """The task a `create` names: a split and index, or a spec's id (and digest)."""
         names = served.ts.splits
         spec = request.get("task_spec")
         if spec is None:
-            split, index = request["split"], request["index"]
-            if split not in names:
-                raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
-            tasks = served.split(split)
-            if not -len(tasks) <= index < len(tasks):
-                raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
-            return tasks[index % len(tasks)], split
+            split = request["split"]
+            return _indexed(_split_of(served, split), request["index"]), split
         task_id, digest = str(spec.get("id")), spec.get("digest")
         asked = spec.get("split")
         holding = []
@@ -301,9 +279,7 @@ class Ors:
         env = _env(params, headers)
         served = self._served(env)
         request = self._checked(verb, body)
-        if request["split"] not in served.ts.splits:
-            raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
-        return env, served, served.split(request["split"]), request
+        return env, served, _split_of(served, request["split"]), request
 
     def _served(self, env: str) -> OpenSet:
         found = self.environments()
@@ -326,13 +302,17 @@ def _env(params: Params, headers: Params) -> str:
     return params.get("env") or headers.get("x-deployment", "")
 
 
-@contextlib.contextmanager
-def _ors_errors() -> Iterator[None]:
-    """A session's refusal, in ORS's shape."""
-    try:
-        yield
-    except SessionError as e:
-        raise OrsError(e.status, e.detail) from None
+def _split_of(served: OpenSet, name: str) -> Split:
+    if name not in served.ts.splits:
+        raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
+    return served.split(name)
+
+
+def _indexed(split: Split, index: int) -> Task:
+    """Task `index` of `split`, a Python list index (negatives count from the end)."""
+    if not -len(split) <= index < len(split):
+        raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
+    return split[index % len(split)]
 
 
 def _events(call: str, outcome: Mapping[str, Any]) -> tuple[int, str, bytes]:
