@@ -89,6 +89,38 @@ def test_verifiers_singleturnenv_accepts_and_scores(
     assert result["rewards"] == [1.0, 1.0, 1.0]
 
 
+def test_verifiers_03_own_singleturn_tests_pass_on_the_dataset_export(
+    gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    """Verifiers 0.3.1's own `tests/test_singleturn_env.py`, its chat-dataset fixture answered
+    by taskpack's export, passes as it does on Verifiers' own saved GSM8K: `generate` keys each
+    rollout on `example_id`, which every row carries (the ids are not numbers, so each row is
+    numbered by its place and keeps its id in `info`)."""
+    import pyarrow.parquet as pq
+
+    from .conftest import DATA
+
+    export(gsm8k, "verifiers", tmp_path / "vf", options={"form": "dataset"}, splits=("test",))
+    rows = pq.read_table(tmp_path / "vf" / "test.parquet").to_pylist()
+    assert [r["example_id"] for r in rows] == list(range(1319))
+    ids = [json.loads(r["info"])["id"] for r in rows]
+    assert ids == [t.id for t in gsm8k.split("test")]
+    back = list(read_source(tmp_path / "vf" / "test.parquet", "verifiers", split="test"))
+    assert [t.id for t in back] == ids
+    outcomes = {}
+    for name, dataset in (
+        ("theirs", DATA / "peers" / "verifiers" / "gsm8k" / "test.parquet"),
+        ("ours", tmp_path / "vf" / "test.parquet"),
+    ):
+        (tmp_path / name).mkdir()
+        ran = run_check(
+            "verifiers", "check_verifiers_suite.py", str(tmp_path / name), str(dataset.resolve())
+        )
+        outcomes[name] = ran["tests"]
+    assert outcomes["ours"] == outcomes["theirs"]
+    assert len(outcomes["ours"]) == 16 and set(outcomes["ours"].values()) == {"passed"}
+
+
 def installed(package: Path, tmp_path: Path) -> dict[str, str]:
     """`pip install` of an exported taskset package with the verifiers 0.4 venv's pip, into a
     folder of this test's (the cached venv stays as it was); the environment that finds it."""
@@ -171,9 +203,13 @@ def test_verifiers_04_taskset_carries_code_choices_math_and_the_environment(
     assert first["timeout"] == {"scoring": 30.0, "agent": 600.0}
 
 
-def test_nemo_gym_validates_every_row(mixed: taskpack.TaskSet, tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", ["nemo", "nemo04"])
+def test_nemo_gym_validates_every_row(
+    mixed: taskpack.TaskSet, tmp_path: Path, release: str
+) -> None:
+    """NeMo Gym 0.7's data validation, and 0.4's (last quarter's), on the same rows."""
     export(mixed, "nemo", tmp_path / "nemo")
-    result = run_check("nemo", "check_nemo.py", str(tmp_path / "nemo" / "test.jsonl"))
+    result = run_check(release, "check_nemo.py", str(tmp_path / "nemo" / "test.jsonl"))
     assert result == {
         "examples": len(mixed.split("test")),
         "offending": [],
@@ -185,6 +221,33 @@ def test_nemo_gym_validates_every_row(mixed: taskpack.TaskSet, tmp_path: Path) -
     assert not any("agent_ref" in r or "task_source" in r for r in rows)
     assert sum("expected_answer" in r for r in rows) == 40
     assert all(r["question"] for r in rows)
+
+
+def test_nemo_gym_07_takes_every_exported_id_and_its_tasks_read_back(
+    gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    """nemo-gym 0.7.0's own `materialize_task` finds each row's durable id (it numbers rows
+    without one by their place, which shifts when datasets are added or reordered); its
+    materialized rows read back as the same tasks and are written back in that form."""
+    export(gsm8k, "nemo", tmp_path / "nemo", splits=("test",))
+    materialized = tmp_path / "materialized.jsonl"
+    out = run_check(
+        "nemo",
+        "check_nemo_tasks.py",
+        str(tmp_path / "nemo" / "test.jsonl"),
+        "gsm8k",
+        str(materialized),
+    )
+    tasks = list(gsm8k.split("test"))
+    assert out["tasks"] == out["unique"] == len(tasks) == 1319
+    assert out["positional"] == 0
+    assert out["ids"] == [t.id for t in tasks[:3]]
+    back = list(read_source(materialized, "nemo", split="test"))
+    assert [(t.prompt, t.answer) for t in back] == [(t.prompt, t.answer) for t in tasks]
+    convert_format({"test": [str(materialized)]}, "nemo", "nemo", tmp_path / "again")
+    rows = [json.loads(x) for x in materialized.read_text().splitlines()]
+    again = [json.loads(x) for x in (tmp_path / "again" / "test.jsonl").read_text().splitlines()]
+    assert again == rows and rows[0]["task_id"] == {"taskset": "gsm8k", "task_id": tasks[0].id}
 
 
 def test_skyrl_prompt_dataset_and_gsm8k_env(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:

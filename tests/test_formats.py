@@ -70,6 +70,32 @@ def test_embedded_round_trip_keeps_every_task_digest(
     ]
 
 
+@pytest.mark.parametrize(
+    ("folder", "options", "taken"),
+    [
+        ("verifiers", {}, "verifiers"),  # well known, installed here or not
+        ("datasets", {}, "datasets"),
+        ("pyarrow", {}, "pyarrow"),  # installed here
+        ("mine", {"package": "json"}, "json"),  # the standard library's
+    ],
+)
+def test_a_taskset_package_named_as_an_existing_package_is_refused(
+    tmp_path: Path, tasksets: dict[str, Path], folder: str, options: dict[str, str], taken: str
+) -> None:
+    """`pip install` of a package named `verifiers` (which depends on `verifiers`) fails, and
+    with --no-deps replaces the framework: the export says so in one line and writes nothing."""
+    original = taskpack.open(next(iter(tasksets.values())))
+    with pytest.raises(TaskpackError) as refused:
+        export(original, "verifiers", tmp_path / folder, options=options)
+    assert str(refused.value) == (
+        f"the taskset package would be named {taken!r}, which is already a package's name: "
+        "choose another with -W package=NAME"
+    )
+    assert not (tmp_path / folder).exists()
+    export(original, "verifiers", tmp_path / folder, options={"package": f"my_{taken}"})
+    assert (tmp_path / folder / f"my_{taken}" / "__init__.py").is_file()
+
+
 def test_a_verifiers_taskset_package_reads_back_the_tasks_it_was_written_from(
     tmp_path: Path, tasksets: dict[str, Path]
 ) -> None:

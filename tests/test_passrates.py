@@ -139,9 +139,13 @@ def test_open_r1_lists_match_tasks_by_their_text(gsm8k: Path, tmp_path: Path) ->
 
 @pytest.mark.slow
 @pytest.mark.conformance
-def test_nemo_gym_reward_profiles_give_its_own_means(gsm8k: Path, tmp_path: Path) -> None:
-    """NeMo Gym's RewardProfiler, in its own venv, profiles rollouts of taskpack's NeMo Gym
-    rows; annotate reads its *_reward_profiling.jsonl back to the same counts and means."""
+@pytest.mark.parametrize("release", ["nemo", "nemo04"])
+def test_nemo_gym_reward_profiles_give_its_own_means(
+    gsm8k: Path, tmp_path: Path, release: str
+) -> None:
+    """NeMo Gym's RewardProfiler (0.7, and 0.4), in its own venv, profiles rollouts of
+    taskpack's NeMo Gym rows; annotate reads its *_reward_profiling.jsonl back to the same
+    counts and means."""
     from taskpack.exporter import export
 
     from .test_conformance import run_check
@@ -150,7 +154,7 @@ def test_nemo_gym_reward_profiles_give_its_own_means(gsm8k: Path, tmp_path: Path
     rewards = {str(i): [0.5 * (i % 3), 1.0, 0.0, 1.0][: 2 + i % 3] for i in range(60)}
     (tmp_path / "rewards.json").write_text(json.dumps(rewards))
     result = run_check(
-        "nemo",
+        release,
         "check_nemo_profile.py",
         str(tmp_path / "nemo" / "test.jsonl"),
         str(tmp_path / "rewards.json"),

@@ -25,6 +25,9 @@ for task, values in rewards.items():
         inputs.append({**rows[int(task)], "agent_ref": {"name": "simple_agent"}, **keys})
         results.append({**keys, "reward": reward, "response": {"usage": {"output_tokens": 10}}})
 profiler = RewardProfiler()
-groups, agents = profiler.profile_from_data(inputs, results)
-written, _ = profiler.write_to_disk(groups, agents, Path(out_base))
+# 0.4 gives (groups, agents); 0.7 adds the repeat-level metrics, and writes each: the groups
+# always come first, as does the profile among the files written
+metrics = profiler.profile_from_data(inputs, results)
+groups = metrics[0]
+written = profiler.write_to_disk(*metrics, Path(out_base))[0]
 print(json.dumps({"profile": str(written), "groups": len(groups)}))

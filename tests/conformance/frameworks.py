@@ -26,12 +26,16 @@ class Framework:
     packages: tuple[str, ...]
     no_deps: tuple[str, ...] = field(default=())  # installed after, without dependencies
     check: str = "pass"  # an import that proves the venv works
+    pip_flags: tuple[str, ...] = ()  # given to every `pip install` of the venv
 
 
 FRAMEWORKS = {
     # The 0.3 HF-Dataset API (legacy form) and the current 0.4 tasksets (`verifiers.v1`).
+    # with what its own tests need (its `dev` extra's pytest pair): they run on the exports
     "verifiers": Framework(
-        "3.11", ("verifiers==0.3.1",), check="import verifiers as vf; vf.SingleTurnEnv"
+        "3.11",
+        ("verifiers==0.3.1", "pytest==8.4.2", "pytest-asyncio==1.2.0"),
+        check="import verifiers as vf, pytest_asyncio; vf.SingleTurnEnv",
     ),
     "verifiers04": Framework(
         "3.11",
@@ -67,7 +71,19 @@ FRAMEWORKS = {
     "openreward": Framework(
         "3.11", ("openreward==0.1.167",), check="from openreward import OpenReward"
     ),
-    "nemo": Framework(  # the full install works on 3.13; no --no-deps fallback needed
+    # NeMo Gym 0.7 (October) declares Python >= 3.13.14; pyenv's newest 3.13 is 3.13.0, on
+    # which the whole package installs and runs when told to ignore that floor.
+    "nemo": Framework(
+        "3.13",
+        ("nemo-gym==0.7.0",),
+        check=(
+            "from nemo_gym.train_data_utils import compute_sample_metrics;"
+            "from nemo_gym.task_materialization import materialize_task"
+        ),
+        pip_flags=("--ignore-requires-python",),
+    ),
+    # last quarter's release, whose flat rows (no `task_id`) taskpack still reads and writes
+    "nemo04": Framework(
         "3.13",
         ("nemo-gym==0.4.0",),
         check="from nemo_gym.train_data_utils import compute_sample_metrics",
@@ -173,7 +189,10 @@ def ensure(name: str) -> Path:
     """The python of framework `name`'s venv, created on first use."""
     spec = FRAMEWORKS[name]
     key = hashlib.sha256(
-        json.dumps([spec.python, spec.packages, spec.no_deps]).encode()
+        # flags only when given, so that the venvs without them keep their keys
+        json.dumps(
+            [spec.python, spec.packages, spec.no_deps, *filter(None, [spec.pip_flags])]
+        ).encode()
     ).hexdigest()[:12]
     venv = cache_dir() / f"{name}-{key}"
     python = venv / "bin" / "python"
@@ -193,9 +212,10 @@ def _install(name: str, spec: Framework, venv: Path, python: Path) -> None:
     run = lambda *args: subprocess.run(args, check=True, stdout=subprocess.DEVNULL)  # noqa: E731
     try:
         run(interpreter(spec.python), "-m", "venv", str(venv))
-        run(str(python), "-m", "pip", "install", "-q", *spec.packages)
+        pip = (str(python), "-m", "pip", "install", "-q", *spec.pip_flags)
+        run(*pip, *spec.packages)
         if spec.no_deps:
-            run(str(python), "-m", "pip", "install", "-q", "--no-deps", *spec.no_deps)
+            run(*pip, "--no-deps", *spec.no_deps)
         run(str(python), "-c", spec.check)
     except subprocess.CalledProcessError as e:
         raise RuntimeError(f"could not install {name} ({' '.join(spec.packages)}): {e}") from None

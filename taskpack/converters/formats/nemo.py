@@ -3,7 +3,10 @@
 `input` (a string, or Responses-API items: messages with text, image, audio and file parts,
 `function_call`, `function_call_output`, `reasoning`) -> prompt; `tools` -> tools (function
 tools; `mcp` tools as MCP servers); `expected_answer` -> answer (any JSON); the task id is
-`<split>-<row>` (a row's own `id`, not always unique, is kept). Everything else the row holds
+`<split>-<row>` (a row's own `id`, not always unique, is kept). A task from elsewhere is written
+with `task_id`, the durable id NeMo Gym 0.7 takes (it numbers rows without one by position);
+rows in 0.7's materialized form (`{"task_id": {"taskset", "task_id"}, "task_input": row}`) read
+as their `task_input` and are written back in that form. Everything else the row holds
 (`agent_ref`, sampling settings such as `temperature`, `verifier_metadata`, task-specific
 keys) is kept in `extras.nemo` where it was found and written back there. A task from
 elsewhere gets `question` (its instruction) for NeMo Gym's verifiers.
@@ -28,6 +31,7 @@ from taskpack.converters._sources.records import RowError
 from taskpack.model import Item, Part, Task, Tool
 
 PARAMS = "responses_create_params"
+TASK_ID, TASK_INPUT = "task_id", "task_input"  # NeMo Gym 0.7's task identity and its row
 # Responses-API part type -> model part: (model type, {model field: Responses field})
 _PARTS: dict[str, tuple[str, dict[str, str]]] = {
     "input_text": ("text", {"text": "text"}),
@@ -105,11 +109,14 @@ def _tool(tool: Any, where: str) -> dict[str, Any]:
 
 
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
+    hints: Hints = {}
+    if isinstance(row.get(TASK_ID), dict) and isinstance(row.get(TASK_INPUT), dict):
+        hints["taskset"] = row[TASK_ID].get("taskset")
+        row = row[TASK_INPUT]
     params = row.get(PARAMS)
     if not isinstance(params, dict):
         raise RowError(f"field {PARAMS!r}: expected an object")
     raw = params.get("input", [])
-    hints: Hints = {}
     if isinstance(raw, str):
         hints["input"] = "text"
         prompt: Any = raw
@@ -205,7 +212,7 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     params: dict[str, Any] = {"input": inputs}
     if task.tools:
         params["tools"] = [_out_tool(t) for t in task.tools]
-    row: dict[str, Any] = {"id": task.id, PARAMS: params}
+    row: dict[str, Any] = {"id": task.id, TASK_ID: task.id, PARAMS: params}
     if task.instruction:
         row["question"] = task.instruction
     if task.answer is not None:
@@ -216,6 +223,8 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         agent = {"type": "responses_api_agents", "name": env}
     if agent is not None:
         row["agent_ref"] = agent
+    if "taskset" in hints:  # as NeMo Gym 0.7's `materialize_task` wraps a flat row
+        return {TASK_ID: {"taskset": hints["taskset"], TASK_ID: task.id}, TASK_INPUT: row}
     return row
 
 
@@ -253,6 +262,7 @@ FIELDS = FieldMap(
         f"{PARAMS}.tools": Maybe(SameJson()),
         "question": Maybe(LastUser(f"{PARAMS}.input", optional=True)),
         "id": Maybe(NotTheId()),
+        TASK_ID: Maybe(NotTheId()),
     },
     id=Ordinal(),
     mapping=Native(lambda: FORMAT, to_task, to_row),

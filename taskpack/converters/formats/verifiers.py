@@ -15,13 +15,15 @@ through verifiers' own `@vf.reward` path. Such a package's tasks read back from 
 
 **Datasets (verifiers 0.3, legacy: `form: dataset`)**, as `vf.SingleTurnEnv` formats them:
 `prompt` (chat messages, the system prompt included), `question`, `answer`, `example_id`, and
-an optional `info` (a JSON string). Read from Parquet, JSONL or a dataset saved with
+an optional `info` (a JSON string). A task whose id is not a number is numbered by its place,
+its id kept in `info.id`. Read from Parquet, JSONL or a dataset saved with
 `save_to_disk`; written as both (`<split>.parquet`, `<split>/`). prompt -> prompt; answer ->
-answer; `example_id` -> the task id; `question` is the instruction (the last user message) and
-is written from it. Anything else, `info` included, is kept in `extras.verifiers`. There is
-never a `task` column: verifiers releases read that as a task route. A task from elsewhere gets
-its reward (and a unit test's test file) in `info`, and the export gets `taskpack_env.py`, a
-module whose `load_environment()` returns a `vf.SingleTurnEnv` that scores by those rewards.
+answer; `info.id`, else `example_id` -> the task id; `question` is the instruction (the last
+user message) and is written from it. Anything else, `info` included, is kept in
+`extras.verifiers`. There is never a `task` column: verifiers releases read that as a task
+route. A task from elsewhere gets its reward (and a unit test's test file) in `info`, and the
+export gets `taskpack_env.py`, a module whose `load_environment()` returns a
+`vf.SingleTurnEnv` that scores by those rewards.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ import json
 import keyword
 import re
 import shutil
+import sys
 from collections.abc import Iterable, Iterator, Mapping
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -91,21 +94,86 @@ class VerifiersWriteOptions(WriteOptions):
         return self
 
 
+# Distributions an export must not be named after though they may not be installed where it is
+# written: `pip install` of the export would replace (or, with --no-deps, shadow) them.
+WELL_KNOWN = frozenset(
+    [
+        "verifiers",
+        "datasets",
+        "transformers",
+        "torch",
+        "numpy",
+        "pandas",
+        "pyarrow",
+        "pydantic",
+        "requests",
+        "httpx",
+        "openai",
+        "anthropic",
+        "trl",
+        "verl",
+        "skyrl",
+        "skyrl_gym",
+        "nemo_gym",
+        "harbor",
+        "openreward",
+        "ors",
+        "openenv",
+        "vllm",
+        "accelerate",
+        "huggingface_hub",
+        "tokenizers",
+        "taskpack",
+        "setuptools",
+        "pip",
+    ]
+)
+
+
 def package_name(target: Target) -> str:
     """The module a taskset export installs as: the `package` option, else the output
-    folder's name made one."""
+    folder's name made one. A name that is already a distribution's or a module's (installed
+    here, in the standard library, or well known) is refused: installing the export would
+    replace that package, or fail on its own dependency on it (`verifiers` needs `verifiers`)."""
     name = getattr(target.options, "package", None)
-    if name:
-        return str(name)
-    name = re.sub(r"[^a-z0-9_]", "_", target.name.lower()).strip("_") or "tasks"
-    return f"t_{name}" if name[0].isdigit() or keyword.iskeyword(name) else name
+    if not name:
+        name = re.sub(r"[^a-z0-9_]", "_", target.name.lower()).strip("_") or "tasks"
+        name = f"t_{name}" if name[0].isdigit() or keyword.iskeyword(name) else name
+    if _taken(name):
+        raise TaskpackError(
+            f"the taskset package would be named {name!r}, which is already a package's name: "
+            "choose another with -W package=NAME"
+        )
+    return str(name)
+
+
+def _taken(name: str) -> bool:
+    if name in WELL_KNOWN or name in sys.stdlib_module_names:
+        return True
+    try:
+        metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _own_id(row: dict[str, Any]) -> str | None:
+    """The task id a row written from elsewhere keeps in `info` (its `example_id` is a number)."""
+    try:
+        info = json.loads(row["info"]) if isinstance(row.get("info"), str) else None
+    except ValueError:
+        return None
+    own = info.get("id") if isinstance(info, dict) else None
+    return own if isinstance(own, str) and own else None
 
 
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, Any], Hints]:
     eid = row.get("example_id")
     prompt = row.get("prompt")
+    own = _own_id(row)
     task = {
-        "id": str(eid) if isinstance(eid, (int, str)) and str(eid) else f"{split}-{ordinal:05d}",
+        "id": own
+        or (str(eid) if isinstance(eid, (int, str)) and str(eid) else f"{split}-{ordinal:05d}"),
         "prompt": row.get("question") if prompt is None else read_messages(prompt, "prompt"),
         "answer": row.get("answer"),
         "source": {"format": "verifiers", "split": split, "row": ordinal},
@@ -150,6 +218,14 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     return _write_datasets(tasks, out, split, target)
 
 
+def _example_id(row: dict[str, Any], task: Task, index: int) -> None:
+    """Every row numbered, as `vf.SingleTurnEnv` numbers its dataset (its rollouts and
+    generate() key on `example_id`): a task whose id is not a number gets its place in the
+    split, its own id kept in `info`."""
+    if not task.id.isdigit():
+        row["example_id"] = index
+
+
 def _write_datasets(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
     require("datasets", "datasets")
     import datasets
@@ -157,7 +233,7 @@ def _write_datasets(tasks: Iterable[Task], out: Path, split: str, target: Target
     staged = out / f".{split}.rows.parquet"  # written a batch at a time, then memory-mapped
     cache = out / f".{split}.cache"
     try:
-        write_native(FORMAT, tasks, to_row, target, staged)
+        write_native(FORMAT, tasks, to_row, target, staged, _example_id)
         ds = datasets.Dataset.from_parquet(str(staged), cache_dir=str(cache))
         ds.save_to_disk(str(out / split))
         ds.to_parquet(str(out / f"{split}.parquet"))
