@@ -261,6 +261,25 @@ def test_skyrl_prompt_dataset_and_gsm8k_env(gsm8k: taskpack.TaskSet, tmp_path: P
     assert result["rewards"] == [1.0, 1.0, 1.0] and result["wrong"] == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("source", ["gsm8k", "humaneval"])
+def test_skyrl_prompt_dataset_checks_hold_on_the_export(
+    data_dir: Path, tmp_path: Path, source: str
+) -> None:
+    """The checks of SkyRL's own dataset test (`tests/train/dataset/test_dataset.py`, not in
+    skyrl's wheel or source distribution), made by skyrl's own PromptDataset on the export:
+    the length filter keeps exactly the short prompts, items carry the row's prompt, env class
+    and every other column, and collate_fn gives the trainer's dicts."""
+    files = {"gsm8k": "gsm8k/test.jsonl", "humaneval": "humaneval/HumanEval.jsonl.gz"}
+    import_sources(tmp_path / "ts", {"test": [str(data_dir / files[source])]}, source, name="s")
+    export(taskpack.open(tmp_path / "ts"), "skyrl", tmp_path / "sky")
+    out = run_check("skyrl", "check_skyrl_dataset.py", str(tmp_path / "sky" / "test.parquet"))
+    assert out["rows"] == {"gsm8k": 1319, "humaneval": 164}[source]
+    assert out["kept"] == out["expected"] and out["rows"] / 2 <= out["kept"] < out["rows"]
+    assert out["items_match_rows"] is True
+    assert out["batch_keys"] == [["env_class", "env_extras", "prompt", "uid"]] * 2
+    assert out["batch_uids"] == ["0", "1"]
+
+
 def test_skyrl_exports_ship_the_env_classes_skyrl_gym_lacks(data_dir: Path, tmp_path: Path) -> None:
     """HumanEval's rows name `unit_tests`, which skyrl-gym 0.4 does not ship: the export ships
     and registers it (`taskpack_skyrl_env.py`), and in skyrl-gym's venv `skyrl_gym.make` on
