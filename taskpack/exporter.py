@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from taskpack.converters import Losses, Target, reader, writer
+from taskpack.converters import Curriculum, Losses, Target, reader, writer
 from taskpack.converters import options as format_options
+from taskpack.errors import TaskpackError
 from taskpack.importer import split_tasks
 from taskpack.model import Task
-from taskpack.storage.ratings import rate
+from taskpack.storage import ratings
 from taskpack.storage.taskset import Split, TaskSet
 from taskpack.storage.writer import staged_output
 
@@ -46,19 +47,25 @@ def _write_all(
     write_options: Mapping[str, Any] | None,
     progress: Counter | None = None,
     about: tuple[str, str, str] | None = None,
-    pass_rates: Mapping[str, Mapping[str, list[dict[str, Any]]]] | None = None,
+    annotations: Mapping[str, list[dict[str, Any]]] | None = None,
     mixture: list[dict[str, Any]] | None = None,
     say: Callable[[str], None] | None = None,
 ) -> ExportResult:
     """`about`: the task set's name, version and description, for a format that names
-    them (a registry entry); else the output folder's name. `pass_rates`: per split, task id
-    -> its pass rates, for the formats whose rows have a free field for them. `mixture`: a
-    mixture's sources, for a format that writes its trainers' data configs for one."""
+    them (a registry entry); else the output folder's name. `annotations`: per split, the
+    stored pass-rate rows, which the formats whose rows have a free field carry and `order`
+    sorts by. `mixture`: a mixture's sources, for a format that writes its trainers' data
+    configs for one."""
     target_format = writer(fmt)
     assert target_format.write is not None
     folder = out.resolve().name
     set_name, version, description = about or (folder, "0.1.0", "")
     chosen = format_options(target_format, dict(write_options or {}), write=True)
+    curriculum = None
+    if chosen.order is not None:
+        ref = f"{set_name}@{version}" if about else folder
+        curriculum, splits = _in_order(splits, chosen, annotations or {}, ref)
+    pass_rates = {n: _by_task(rows) for n, rows in (annotations or {}).items()}
     target = Target(
         chosen,
         Losses(fmt, strict, embedded=bool(getattr(chosen, "embed", False))),
@@ -67,6 +74,7 @@ def _write_all(
         version,
         description,
         mixture=mixture or [],
+        curriculum=curriculum,
     )
     written: list[Path] = []
     counts: dict[str, int] = {}
@@ -96,7 +104,7 @@ def _write_all(
     by_split: dict[str, list[Path]] = {}
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
-            target.pass_rates = (pass_rates or {}).get(name, {})
+            target.pass_rates = pass_rates.get(name, {})
             if target_format.write_later is not None and isinstance(tasks, Split):
                 target.written = ticks(len(tasks), name)
                 later = counted(tasks.later(), name, None)  # built by the processes writing them
@@ -108,12 +116,36 @@ def _write_all(
                 files = target_format.write(counted(tasks, name), tmp, name, target)
             by_split[name] = [out.absolute() / p.relative_to(tmp) for p in files]
             written += [out / p.relative_to(tmp) for p in files]
-        if mixture and target_format.mixture_configs is not None:
-            for file_name, text in target_format.mixture_configs(by_split, mixture, target).items():
+        configs = target_format.trainer_configs
+        if (mixture or curriculum) and configs is not None:
+            for file_name, text in configs(by_split, mixture or [], target).items():
                 (tmp / file_name).write_text(text, encoding="utf-8")
                 written.append(out / file_name)
     # A file every split writes (a package's pyproject.toml) is listed once.
     return ExportResult(out, list(dict.fromkeys(written)), target.losses.report(), counts)
+
+
+def _in_order(
+    splits: Mapping[str, Iterable[Task]],
+    chosen: Any,
+    annotations: Mapping[str, list[dict[str, Any]]],
+    ref: str,
+) -> tuple[Curriculum, dict[str, Iterable[Task]]]:
+    """Each split as a view of its rows in curriculum order (`storage.ratings.by_difficulty`),
+    and what the trainers' configs say of it."""
+    if not all(isinstance(tasks, Split) for tasks in splits.values()):
+        raise TaskpackError("order: rows are ordered by a task set's pass rates (annotate it)")
+    measured = {name: list(annotations.get(name, [])) for name in splits}
+    _, rows = ratings.of_model(measured, chosen.model, None, ref)
+    ordered: dict[str, Iterable[Task]] = {}
+    for name, tasks in splits.items():
+        assert isinstance(tasks, Split)
+        rates = {i: ratings.rate(row) for i, row in rows[name].items()}
+        ordered[name] = tasks.select(
+            ratings.by_difficulty(tasks.ids(), rates, chosen.order, chosen.unmeasured)
+        )
+    means = {name: {i: float(r["mean"]) for i, r in found.items()} for name, found in rows.items()}
+    return Curriculum(chosen.order, chosen.model, chosen.unmeasured, means), ordered
 
 
 LARGE_BYTES, LARGE_FILES = 1 << 30, 100_000  # an export past either is said before it starts
@@ -160,13 +192,13 @@ def export(
     tasks = {n: ts.split(n) for n in names}
     m = ts.manifest
     about = (m.name, m.version, m.description)
-    rates = {n: _by_task(ts.annotations(n)) for n in names if n in m.annotations}
+    notes = {n: ts.annotations(n) for n in names if n in m.annotations}
     mixture = m.source.get("mixture") if m.source else None
     sources = (
         [dict(e) for e in mixture if isinstance(e, dict)] if isinstance(mixture, list) else None
     )
     return _write_all(
-        tasks, fmt, Path(out), strict, overwrite, options, progress, about, rates, sources, say
+        tasks, fmt, Path(out), strict, overwrite, options, progress, about, notes, sources, say
     )
 
 
@@ -182,7 +214,7 @@ def _by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
                 "rollouts": row["count"],
                 "solved": row["correct"],
                 "mean_reward": row["mean"],
-                "pass_rate": rate(row),
+                "pass_rate": ratings.rate(row),
             }
         )
     return out

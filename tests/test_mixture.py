@@ -153,7 +153,12 @@ def test_verl_reads_the_mixtures_data_config(sets: Path, tmp_path: Path) -> None
     assert result["val_files"] == {"openai/gsm8k": 1319}
     assert result["shuffle"] is False
     # TRL's parser and loader read the same rows, in the mixture's order
-    trl = run_check("trl", "check_trl_mixture.py", str(tmp_path / "verl" / "trl_datasets.yaml"))
+    trl = run_check(
+        "trl", "check_trl_mixture.py", str(tmp_path / "verl" / "trl_datasets.yaml"),
+        str(tmp_path / "trl"),
+    )  # fmt: skip
+    assert trl["shuffle_dataset"] is False
+    assert result["order"] == ts.split("train").ids()
     named = {"gsm8k": "openai/gsm8k", "humaneval": "humaneval"}
     assert trl["data_sources"] == [named[i.split("/")[0]] for i in ts.split("train").ids()]
     assert "prompt" in trl["columns"]
@@ -186,9 +191,11 @@ def test_nemo_gym_reads_the_rows_nemo_rl_is_pointed_at(
         "nemo", "check_nemo_mixture.py", str(tmp_path / "nemo" / "nemo_rl_data.yaml")
     )
     ours = Counter(i.split("/")[0] for i in enved.split("train").ids())
-    train = result["train_jsonl_fpath"]
-    assert train == {"agents": {"math": ours["gsm8k"], "code": 164}, "offending": []}
-    assert result["validation_jsonl_fpath"] == {"agents": {"math-eval": 1319}, "offending": []}
+    (train,) = result["train"]
+    assert train["agents"] == {"math": ours["gsm8k"], "code": 164} and not train["offending"]
+    assert train["ids"] == enved.split("train").ids() and train["env_name"] == "nemo_gym"
+    (held_out,) = result["validation"]
+    assert held_out["agents"] == {"math-eval": 1319} and not held_out["offending"]
     assert result["shuffle"] is False
 
 
@@ -204,9 +211,9 @@ def test_each_prime_rl_env_loads_its_sources_tasks(enved: taskpack.TaskSet, tmp_
     out = run_check(
         "verifiers04", "check_prime_rl_envs.py", str(tmp_path / "vf" / "prime_rl.toml"), env=env
     )
-    assert out["env_ratios"] == [0.7, 0.3]
+    assert out["ratios"] == [0.7, 0.3] and out["samplers"] == [None, None]
     train = [i for i in enved.split("train").ids()]
-    assert out["env"] == {
+    assert out["train"] == {
         "gsm8k": [i for i in train if i.startswith("gsm8k/")],
         "humaneval": [i for i in train if i.startswith("humaneval/")],
     }

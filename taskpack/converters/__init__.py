@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack.base.lazy import lazy
 from taskpack.converters import formats
-from taskpack.converters._format import Format, Losses, Target, WriteOptions, options
+from taskpack.converters._format import (
+    Curriculum,
+    Format,
+    Losses,
+    Target,
+    WriteOptions,
+    options,
+)
 from taskpack.converters._sources.opening import base_suffix, line_count, rows_hint
 from taskpack.converters._sources.records import Record, RowError
 from taskpack.converters._sources.tables import iter_table_rows
@@ -32,6 +39,7 @@ if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr
 # modules behind it are the formats' own; an import-linter contract keeps the jobs off them.
 __all__ = [
     "Batch",
+    "Curriculum",
     "Format",
     "Losses",
     "NotColumnar",

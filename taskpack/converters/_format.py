@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from taskpack.base.nesting import parse_json
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload, task_payload
@@ -40,6 +40,35 @@ class WriteOptions(Options):
         description="Also carry the whole task as JSON in the format's free field (opt-in; "
         "native fields and extras round-trip without it).",
     )
+    order: Literal["easy-first", "hard-first"] | None = Field(
+        default=None,
+        description="Write each split's rows in curriculum order, by the pass rates of `model` "
+        "(an annotated version's), and the trainers' configs that keep that order.",
+    )
+    model: str | None = Field(
+        default=None, description="The model whose pass rates `order` sorts by."
+    )
+    unmeasured: Literal["first", "last"] = Field(
+        default="last",
+        description="With `order`: where the tasks the model has no pass rate for go.",
+    )
+
+    @model_validator(mode="after")
+    def _order_by_a_model(self) -> WriteOptions:
+        if (self.order is None) != (self.model is None):
+            raise ValueError("order and model go together: order=easy-first|hard-first model=M")
+        return self
+
+
+@dataclass(frozen=True)
+class Curriculum:
+    """An export's rows in curriculum order (`order`, by `model`'s pass rates), and that
+    model's mean reward per task (split -> task id -> mean): a sampler's warm start."""
+
+    order: str
+    model: str
+    unmeasured: str
+    means: Mapping[str, Mapping[str, float]]
 
 
 _CHANGED, _EMBEDDED = "~", "="  # a count's kind, as its key's first character
@@ -104,6 +133,8 @@ class Target:
     # told of each n tasks written, where a writer writes them well after it reads them (the
     # folder formats' forked writers): the split's progress is then what is written
     written: Callable[[int], None] | None = None
+    # rows in curriculum order (the `order` option), with the model's means
+    curriculum: Curriculum | None = None
 
     def environment(self, task: Task) -> str | None:
         """The environment a mixture's task runs in, as `mix --env` named it for its source."""
@@ -208,10 +239,11 @@ class Format:
     # The split a source of this format is when nothing says otherwise: `test` for a set
     # published as a benchmark only (HumanEval), as the catalog names it.
     default_split: str = "train"
-    # For an export of a mixture (`taskpack mix`): the data configs of the trainers that read
-    # this format, naming the files written: {file name: its text}, from ({split: files},
-    # the mixture's sources, the target).
-    mixture_configs: (
+    # For an export whose order a trainer must keep (a mixture's draw, `taskpack mix`; rows in
+    # curriculum order, `order`): the data configs of the trainers that read this format,
+    # naming the files written: {file name: its text}, from ({split: files}, the mixture's
+    # sources or [], the target, whose `curriculum` says the order).
+    trainer_configs: (
         Callable[[Mapping[str, list[Path]], list[dict[str, Any]], Target], dict[str, str]] | None
     ) = None
     # A folder format's files of one task ({path: (bytes, mode)}): what an export is about to
@@ -244,13 +276,24 @@ CHECKED_FIELDS = (
 )
 
 
-def mixture_note(sources: list[dict[str, Any]]) -> str:
-    """The comment a mixture's trainer config opens with: the weights its training file holds
-    its sources in (drawn by `taskpack mix`, so no trainer needs to weigh them again)."""
+def config_note(sources: list[dict[str, Any]], target: Target) -> str:
+    """The comment a trainer config opens with: the weights a mixture's training file holds
+    its sources in (drawn by `taskpack mix`, so no trainer needs to weigh them again), and the
+    curriculum order its rows are in (so no trainer may shuffle them)."""
+    lines = []
     weights = ", ".join(
         f"{s['label']} {s['weight']:g}" for s in sources if not s.get("evaluation_only")
     )
-    return f"# taskpack mix: the train files hold the sources in these proportions: {weights}\n"
+    if weights:
+        lines.append(
+            f"# taskpack mix: the train files hold the sources in these proportions: {weights}"
+        )
+    if (c := target.curriculum) is not None:
+        lines.append(
+            f"# taskpack export: rows {c.order} by the pass rates of {c.model} (unmeasured "
+            f"{c.unmeasured}); shuffling is off to keep that order"
+        )
+    return "".join(line + "\n" for line in lines)
 
 
 def report_uncarried(fmt: Format, task: Task, losses: Losses) -> None:

@@ -62,8 +62,9 @@ def mix(
     """Write at `target` a mixture version of the `parts`: split `train` a seeded draw from
     the sources mixed in, by weight, until one runs out (or `size` tasks, repeating; see
     `taskpack.curation.mixture.draws`), split `eval` the evaluation-only ones whole; each task id is
-    prefixed by its source's label. Each source is pinned by digest in the manifest. A source
-    with no task is an error, never silently left out or repeated."""
+    prefixed by its source's label, and keeps its pass rates. Each source is pinned by digest
+    in the manifest. A source with no task is an error, never silently left out or
+    repeated."""
     if not parts:
         raise TaskpackError("mix: no sources given")
     bad = [p.ref for p in parts if not 0 <= p.weight < math.inf]
@@ -118,6 +119,17 @@ def mix(
         row["id"] = f"{labels[i]}/{task.id}" + (f"~{repeat + 1}" if repeat else "")
         return row
 
+    def by_id(i: int) -> dict[str, list[dict[str, Any]]]:
+        """Source `i`'s pass rates, per task id: they come with its tasks (a curriculum orders
+        a mixture by them, `export -W order=...`)."""
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for row in opened[i].annotations(parts[i].split):
+            rows.setdefault(row["id"], []).append(row)
+        return rows
+
+    def carried(rates: dict[str, list[dict[str, Any]]], was: str, now: str) -> list[dict[str, Any]]:
+        return [{**row, "id": now} for row in rates.get(was, [])]
+
     with TaskSetWriter(
         target, name=name, version=version, description=description, overwrite=overwrite
     ) as writer:
@@ -128,14 +140,25 @@ def mix(
             mixture=entries,
         )
         splits = [opened[i].split(parts[i].split) for i in mixed]
+        measured = [by_id(i) for i in mixed]
+        ids = [split.ids() for split in splits]
+        notes: list[dict[str, Any]] = []
         with writer.split("train") as out:
             for source, position, repeat in order:
-                out.add(renamed(mixed[source], splits[source][position], repeat))
+                row = renamed(mixed[source], splits[source][position], repeat)
+                out.add(row)
+                notes += carried(measured[source], ids[source][position], row["id"])
+        writer.annotate("train", notes)
         evaluation = [i for i, part in enumerate(parts) if part.evaluation_only]
         if evaluation:
+            notes = []
             with writer.split("eval") as out:
                 for i in evaluation:
+                    rates = by_id(i)
                     for task in opened[i].split(parts[i].split):
-                        out.add(renamed(i, task))
+                        row = renamed(i, task)
+                        out.add(row)
+                        notes += carried(rates, task.id, row["id"])
+            writer.annotate("eval", notes)
     assert writer.manifest is not None
     return writer.manifest

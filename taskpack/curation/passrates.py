@@ -134,27 +134,14 @@ def filter_pass_rate(
         raise TaskpackError(f"unmeasured tasks: 'keep' or 'drop', not {unmeasured!r}")
     ts = open_target(target, registry)
     edges = ratings.band(within)
-    measured = {name: ratings.rates(ts.annotations(name)) for name in ts.splits}
-    setups = {key for n in measured for m, key in measured[n] if m == model}
-    if settings is not None:
-        setup = ratings.settings_key(settings)
-    elif len(setups) == 1:
-        setup = next(iter(setups))
-    elif not setups:
-        known = sorted({m for n in measured for m, _ in measured[n]})
-        raise TaskpackError(
-            f"{ts.manifest.ref} has no pass rates of {model!r} (it has: {known or 'none'})"
-        )
-    else:
-        raise TaskpackError(
-            f"{model!r} was measured with several settings; name one with -S: {sorted(setups)}"
-        )
+    measured = {name: ts.annotations(name) for name in ts.splits}
+    setup, rows = ratings.of_model(measured, model, settings, ts.manifest.ref)
     keep_unmeasured = unmeasured == "keep"
     rates: dict[str, dict[str, float]] = {}
     dropped: dict[str, list[str]] = {}
     counted: dict[str, int] = {}
     for name in ts.splits:
-        rates[name] = measured[name].get((model, setup), {})
+        rates[name] = {i: ratings.rate(row) for i, row in rows[name].items()}
         ids = ts.split(name).ids()
         counted[name] = sum(i not in rates[name] for i in ids)
         dropped[name] = [

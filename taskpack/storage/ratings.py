@@ -121,6 +121,55 @@ def rates(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, 
     return out
 
 
+def of_model(
+    measured: Mapping[str, list[dict[str, Any]]],
+    model: str,
+    settings: Mapping[str, Any] | None,
+    ref: str,
+) -> tuple[str, dict[str, dict[str, dict[str, Any]]]]:
+    """The one setup of `model` (named by `settings` where it was measured with several) and,
+    per split of `measured` (split -> its annotation rows), task id -> that setup's row. An
+    error names what was measured instead."""
+    setups = {r["settings"] for rows in measured.values() for r in rows if r["model"] == model}
+    if settings is not None:
+        setup = settings_key(settings)
+    elif len(setups) == 1:
+        setup = next(iter(setups))
+    elif not setups:
+        known = sorted({r["model"] for rows in measured.values() for r in rows})
+        raise TaskpackError(f"{ref} has no pass rates of {model!r} (it has: {known or 'none'})")
+    else:
+        raise TaskpackError(
+            f"{model!r} was measured with several settings; name one with -S: {sorted(setups)}"
+        )
+    return setup, {
+        name: {r["id"]: r for r in rows if (r["model"], r["settings"]) == (model, setup)}
+        for name, rows in measured.items()
+    }
+
+
+ORDERS = ("easy-first", "hard-first")
+
+
+def by_difficulty(
+    ids: Iterable[str], rates: Mapping[str, float], order: str, unmeasured: str = "last"
+) -> list[int]:
+    """Row positions in curriculum order: by pass rate, highest first (`easy-first`) or lowest
+    first (`hard-first`), ties and the unmeasured in their stored order, the unmeasured all
+    `first` or `last`."""
+    if order not in ORDERS or unmeasured not in ("first", "last"):
+        raise TaskpackError(
+            f"order {order!r} (easy-first or hard-first), unmeasured {unmeasured!r} (first or last)"
+        )
+    positions = list(enumerate(ids))
+    sign = -1.0 if order == "easy-first" else 1.0
+    measured = sorted(
+        (i for i, t in positions if t in rates), key=lambda i: sign * rates[positions[i][1]]
+    )
+    rest = [i for i, t in positions if t not in rates]
+    return rest + measured if unmeasured == "first" else measured + rest
+
+
 # --- bands -----------------------------------------------------------------------------------
 
 Edges = tuple[float, float, bool, bool]  # low, high, low open, high open

@@ -26,14 +26,14 @@ limit = sorted(lengths)[len(lengths) // 2]
 short = PromptDataset(
     datasets=[path], tokenizer=whole.tokenizer, max_prompt_length=limit, num_workers=1
 )
-kept = [r for r, n in zip(rows, lengths) if n <= limit]
+kept = [r for r, n in zip(rows, lengths, strict=True) if n <= limit]
 items = [short[i] for i in range(len(short))]
-same = all(
+same = len(items) == len(kept) and all(
     messages == row["prompt"]
     and env_class == row["env_class"]
     and extras == {k: v for k, v in row.items() if k not in ("prompt", "env_class")}
     and uid == str(i)
-    for i, ((messages, env_class, extras, uid), row) in enumerate(zip(items, kept))
+    for i, ((messages, env_class, extras, uid), row) in enumerate(zip(items, kept, strict=True))
 )
 batch = short.collate_fn(items[:2])
 print(

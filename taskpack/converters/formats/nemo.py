@@ -24,7 +24,7 @@ from pydantic import Field
 from taskpack import records
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, LastUser, Maybe, NotTheId, SameJson
-from taskpack.converters._format import Format, FreeField, Target, WriteOptions, mixture_note
+from taskpack.converters._format import Format, FreeField, Target, WriteOptions, config_note
 from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rows import Hints, native_rows
 from taskpack.converters._sources.records import RowError
@@ -236,22 +236,34 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     return [path]
 
 
-def mixture_configs(
+def trainer_configs(
     files: Mapping[str, list[Path]], sources: list[dict[str, Any]], target: Target
 ) -> dict[str, str]:
-    """NeMo RL's `data` section for its NeMo Gym environments: the training file is already the
-    weighted mix, each row's `agent_ref` naming its source's environment, as `ng_prepare_data`
-    collates several environments' data into one file; validation is the evaluation-only
-    sources."""
+    """NeMo RL's `data` section for its NeMo Gym environment, in the list form NeMo RL reads
+    since its dataset-config change (NVIDIA-NeMo/RL #1649): the training file is already the
+    mixture's draw (each row's `agent_ref` naming its source's environment, as `ng_prepare_data`
+    collates several environments' data into one file) or in curriculum order, so shuffling is
+    off. Every entry names its `env_name` itself: list entries that leave it to `default`
+    lose it (NeMo RL #2906). Validation is the evaluation-only sources, else the test split."""
     import yaml
 
-    data: dict[str, Any] = {"train_jsonl_fpath": str(files["train"][0])}
-    if files.get("eval"):
-        data["validation_jsonl_fpath"] = str(files["eval"][0])
+    def entry(path: Path) -> dict[str, Any]:
+        return {
+            "data_path": str(path),
+            "dataset_name": "NemoGymDataset",
+            "env_name": "nemo_gym",
+            "processor": "nemo_gym_data_processor",
+        }
+
+    if not files.get("train"):
+        return {}
+    data: dict[str, Any] = {"train": [entry(p) for p in files["train"]]}
+    held_out = files.get("eval") or files.get("test")
+    if held_out:
+        data["validation"] = [entry(p) for p in held_out]
     data["shuffle"] = False
-    return {
-        "nemo_rl_data.yaml": mixture_note(sources) + yaml.safe_dump({"data": data}, sort_keys=False)
-    }
+    note = config_note(sources, target)
+    return {"nemo_rl_data.yaml": note + yaml.safe_dump({"data": data}, sort_keys=False)}
 
 
 # Rows grouped by the roles of their messages and their tool list (tools map to model objects a
@@ -283,6 +295,6 @@ FORMAT: Format = Format(
     free=FreeField(None, text=False),
     split_globs=(("*.jsonl", "file"),),
     write_options=NemoWriteOptions,
-    mixture_configs=mixture_configs,
+    trainer_configs=trainer_configs,
     carries=frozenset({"prompt", "answer", "tools"}),
 )

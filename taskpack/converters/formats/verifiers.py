@@ -52,7 +52,7 @@ from taskpack.converters._format import (
     Options,
     Target,
     WriteOptions,
-    mixture_note,
+    config_note,
 )
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints, native_rows, read_rows
@@ -341,30 +341,62 @@ def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target)
     return [data, *files]
 
 
-def mixture_configs(
+def trainer_configs(
     files: Mapping[str, list[Path]], sources: list[dict[str, Any]], target: Target
 ) -> dict[str, str]:
-    """prime-rl's environments for a taskset export: one per source of the mixture, this
-    package's taskset limited to the source's tasks (`source`), sampled in the mixture's
-    weights (`buffer.env_ratios`, in the order of `[[env]]`); the evaluation-only sources are
-    its eval environments. The 0.3 dataset form has no taskset config to limit, so none."""
-    if target.options.form != "taskset":
+    """prime-rl's orchestrator sources for a taskset export (`[[orchestrator.train.source]]`,
+    as prime-rl reads them since 559b447): one per source of a mixture, this package's
+    taskset limited to the source's tasks (`source`) and sampled at the mixture's weight
+    (`ratio`), the evaluation-only sources as eval sources; for a plain export, the train
+    split, and the test split to evaluate on. Rows in curriculum order get prime-rl's
+    `difficulty_pool` sampler and, per training source, its warm start: the state the sampler
+    keeps, `{"task_rewards": {Task.key: mean reward}}`, keyed as the taskset keys its tasks
+    (by id). The 0.3 dataset form has no taskset config to limit, so none."""
+    if target.options.form != "taskset" or not files.get("train"):
         return {}
     name = package_name(target)
+    curriculum = target.curriculum
 
-    def env(source: dict[str, Any], split: str) -> dict[str, Any]:
-        taskset = {"split": split, "source": source["label"]}
-        return {"id": name, "name": source["label"], "taskset": taskset}
+    def source(label: str, split: str, weight: float | None, mixed: bool) -> dict[str, Any]:
+        taskset = {"id": name, "split": split} | ({"source": label} if mixed else {})
+        entry: dict[str, Any] = {"name": label, "env": {"taskset": taskset}}
+        if weight is not None:
+            entry["ratio"] = weight
+        if curriculum is not None and split == "train":
+            entry["curriculum"] = {"sampler": {"type": "difficulty_pool"}}
+        return entry
 
-    mixed = [s for s in sources if not s.get("evaluation_only")]
-    config: dict[str, Any] = {
-        "env": [env(s, "train") for s in mixed],
-        "buffer": {"env_ratios": [float(s["weight"]) for s in mixed]},
+    if sources:
+        train = [
+            source(s["label"], "train", float(s["weight"]), True)
+            for s in sources
+            if not s.get("evaluation_only")
+        ]
+        held_out = [
+            source(s["label"], "eval", None, True) for s in sources if s.get("evaluation_only")
+        ]
+    else:
+        train = [source(name, "train", 1.0, False)]
+        held_out = [source(f"{name}-test", "test", None, False)] if files.get("test") else []
+    orchestrator: dict[str, Any] = {"train": {"source": train}}
+    if held_out:
+        orchestrator["eval"] = {"source": held_out}
+    out = {
+        "prime_rl.toml": config_note(sources, target)
+        + tomli_w.dumps({"orchestrator": orchestrator})
     }
-    evaluation = [env(s, "eval") for s in sources if s.get("evaluation_only")]
-    if evaluation:
-        config["eval"] = {"env": evaluation}
-    return {"prime_rl.toml": mixture_note(sources) + tomli_w.dumps(config)}
+    if curriculum is not None:
+        means = curriculum.means.get("train", {})
+        for entry in train:
+            mine = entry["env"]["taskset"].get("source")
+            rewards = {
+                key: mean
+                for key, mean in means.items()
+                if mine is None or key.startswith(f"{mine}/")
+            }
+            state = {"task_rewards": rewards}
+            out[f"prime_rl_pool-{entry['name']}.json"] = json.dumps(state, indent=1) + "\n"
+    return out
 
 
 def _mb_to_gb(mb: int | None) -> float | None:
@@ -509,7 +541,7 @@ FORMAT: Format = Format(
     free=FreeField("info", whole=True),
     split_globs=(("*/data/*.jsonl", "root"), ("*.parquet", "file")),
     write_options=VerifiersWriteOptions,
-    mixture_configs=mixture_configs,
+    trainer_configs=trainer_configs,
     carries=lambda task: _CARRIES | ({"files"} if _only_test_file(task) else set()),
 )
 # The taskset form's record: the same format, carrying what TaskData holds (losses of the

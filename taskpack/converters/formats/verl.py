@@ -29,7 +29,7 @@ from pydantic import Field
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
-from taskpack.converters._format import Format, FreeField, Target, WriteOptions, mixture_note
+from taskpack.converters._format import Format, FreeField, Target, WriteOptions, config_note
 from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints
@@ -154,26 +154,32 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     return write_native(FORMAT, tasks, to_row, target, out / f"{split}.parquet", placed)
 
 
-def mixture_configs(
+def trainer_configs(
     files: Mapping[str, list[Path]], sources: list[dict[str, Any]], target: Target
 ) -> dict[str, str]:
-    """verl's `data` section and TRL's `datasets` mixture for the exported files. The training
-    split is already the weighted mix (verl 0.9 has no per-file weights, and TRL's `fraction`
-    would take each dataset's first rows rather than a draw by weight), so both name the one
-    training file, kept in the mixture's order unless the trainer shuffles; verl's validation
-    files are the evaluation-only sources."""
+    """verl's `data` section and TRL's dataset mixture for the exported files, which keep the
+    rows in the order written: a mixture's draw (verl 0.9 has no per-file weights, and TRL's
+    `fraction` would take each dataset's first rows rather than a draw by weight) or a
+    curriculum (verl 0.9 dropped its curriculum sampler: order comes from the files). verl's
+    validation files are a mixture's evaluation-only sources, else the test split."""
     import yaml
 
     train = [str(p) for p in files.get("train", [])]
+    if not train:
+        return {}
     data: dict[str, Any] = {"train_files": train}
-    if files.get("eval"):
-        data["val_files"] = [str(p) for p in files["eval"]]
+    held_out = files.get("eval") or files.get("test")
+    if held_out:
+        data["val_files"] = [str(p) for p in held_out]
     data["shuffle"] = False
-    note = mixture_note(sources)
-    trl = [{"path": "parquet", "data_files": path, "split": "train"} for path in train]
+    note = config_note(sources, target)
+    trl = {
+        "datasets": [{"path": "parquet", "data_files": path, "split": "train"} for path in train],
+        "shuffle_dataset": False,  # GRPOConfig's; on by default
+    }
     return {
         "verl_data.yaml": note + yaml.safe_dump({"data": data}, sort_keys=False),
-        "trl_datasets.yaml": note + yaml.safe_dump({"datasets": trl}, sort_keys=False),
+        "trl_datasets.yaml": note + yaml.safe_dump(trl, sort_keys=False),
     }
 
 
@@ -205,7 +211,7 @@ FORMAT: Format = Format(
     free=FreeField("extra_info"),
     split_globs=(("*.parquet", "file"),),
     write_options=VerlWriteOptions,
-    mixture_configs=mixture_configs,
+    trainer_configs=trainer_configs,
     # A reward kind verl has no scorer for is reported by `to_row`, naming the kind.
     carries=frozenset({"prompt", "answer", "solution", "reward", "metadata"}),
 )
