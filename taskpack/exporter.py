@@ -62,6 +62,9 @@ def _write_all(
     set_name, version, description = about or (folder, "0.1.0", "")
     chosen = format_options(target_format, dict(write_options or {}), write=True)
     curriculum = None
+    if (chosen.order is None) != (chosen.model is None):  # checked here: a validator on the
+        # options would make every format's option model build its schema (`_defaults_only`)
+        raise TaskpackError("order and model go together: order=easy-first|hard-first model=M")
     if chosen.order is not None:
         ref = f"{set_name}@{version}" if about else folder
         curriculum, splits = _in_order(splits, chosen, annotations or {}, ref)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from taskpack.base.nesting import parse_json
 from taskpack.converters._payload import PAYLOAD_KEY, payload_json, task_from_payload, task_payload
@@ -52,12 +52,6 @@ class WriteOptions(Options):
         default="last",
         description="With `order`: where the tasks the model has no pass rate for go.",
     )
-
-    @model_validator(mode="after")
-    def _order_by_a_model(self) -> WriteOptions:
-        if (self.order is None) != (self.model is None):
-            raise ValueError("order and model go together: order=easy-first|hard-first model=M")
-        return self
 
 
 @dataclass(frozen=True)
