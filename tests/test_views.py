@@ -440,12 +440,37 @@ view = split.filter(difficulty="easy")
 load = torch.utils.data.DataLoader
 mapped = load(view.to_torch(), batch_size=8, num_workers=2, collate_fn=list)
 streamed = load(view.to_torch(iterable=True), batch_size=8, num_workers=2, collate_fn=list)
+
+
+def ranks(world, state=None, steps=2, batch=4):
+    # each rank's DataLoader (2 workers) for `steps` batches; the state rank 0 then gives
+    taken, states = [], []
+    for rank in range(world):
+        stream = split.to_torch(
+            iterable=True, seed=5, rank=rank, world_size=world, batch_size=batch
+        )
+        if state is not None:
+            stream.load_state_dict(state)
+        loader = iter(load(stream, batch_size=batch, num_workers=2, collate_fn=list))
+        taken.append([t["id"] for _ in range(steps) for t in next(loader)])
+        states.append(stream.state_dict(steps * batch))
+    return taken, states[0]
+
+
+first, state = ranks(6)
+then, _ = ranks(4, state)
+Sampler = taskpack.Sampler
+whole = [t.id for t in Sampler(split, seed=5)]
 print(json.dumps({
     "mapped": [t["id"] for batch in mapped for t in batch],
     "streamed": [t["id"] for batch in streamed for t in batch],
     "ids": view.ids(),
     "first": view[0].model_dump(mode="json"),
     "mapped_first": next(iter(mapped))[0],
+    "rank_order": first[1] == [t.id for t in Sampler(split, seed=5, num_workers=6, worker=1)][:8],
+    "resumed": sorted(i for r in first + then for i in r) == sorted(whole[:80]),
+    "distinct": len({i for r in first + then for i in r}),
+    "state": state["position"],
 }))
 """
 
@@ -467,6 +492,8 @@ def test_torch_dataloader_with_two_workers(split: Any) -> None:
     assert got["mapped"] == got["ids"]
     assert sorted(got["streamed"]) == sorted(got["ids"]) and len(got["streamed"]) == len(got["ids"])
     assert got["mapped_first"] == got["first"]
+    # one global order at any world size: 6 ranks x 8 tasks, resumed on 4 ranks x 8
+    assert got["rank_order"] and got["resumed"] and got["distinct"] == 80 and got["state"] == 48
 
 
 def test_a_number_and_its_text_match_alike(tmp_path: Path) -> None:

@@ -172,15 +172,29 @@ class Rows:
 
         return datasets.Dataset(self.to_arrow(typed=typed))
 
-    def to_torch(self, *, iterable: bool = False) -> Any:
+    def to_torch(
+        self,
+        *,
+        iterable: bool = False,
+        seed: int | str = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        batch_size: int = 1,
+    ) -> Any:
         """A torch dataset of tasks as plain data (`Task.model_dump(mode="json")`), map-style
-        by default; `iterable=True` streams, splitting rows between DataLoader workers."""
+        by default (a DataLoader's sampler picks the order). `iterable=True` streams rank
+        `rank`'s share of one global order (`Sampler(seed=...)`'s, the same at any
+        `world_size`), a DataLoader's workers taking its batches of `batch_size` in turn; its
+        `state_dict(taken)` resumes streams of any world size."""
         from taskpack.errors import require
 
         require("torch", "torch")
-        from taskpack.storage.torch_data import torch_dataset
+        from taskpack.storage.torch_data import TaskDataset, TaskStream
 
-        return torch_dataset(self, iterable=iterable)
+        if not iterable:
+            return TaskDataset(self)
+        sampler = Sampler(self, seed=seed, num_workers=world_size, worker=rank)
+        return TaskStream(sampler, batch_size)
 
     def to_ray(self) -> Any:
         """A `ray.data.Dataset` of the stored rows (as `to_arrow()`), each row's digest
