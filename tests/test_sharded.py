@@ -1,6 +1,7 @@
 """Ray: an import's parts as Ray tasks merge into the single import, and `split.to_ray()`
 reads a split's rows with each one's digest checked, on a Ray cluster the test starts on
-127.0.0.1 (a head node of 2 CPUs, no dashboard, no usage reports)."""
+127.0.0.1: a head node of 2 CPUs and a second node of 1 (`ray start` twice), no dashboard, no
+usage reports."""
 
 from __future__ import annotations
 
@@ -42,8 +43,12 @@ def cluster() -> Iterator[str]:
     env = {**os.environ, **quiet}
     head = [str(command), "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}"]
     head += ["--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats"]
+    head += ["--resources", '{"head": 1}']
     subprocess.run(head, check=True, env=env, capture_output=True, timeout=180)
     address = f"127.0.0.1:{port}"
+    second = [str(command), "start", f"--address={address}", "--node-ip-address=127.0.0.1"]
+    second += ["--num-cpus=1", "--disable-usage-stats", "--resources", '{"second": 1}']
+    subprocess.run(second, check=True, env=env, capture_output=True, timeout=180)
     try:
         ray.init(address=address, log_to_driver=False)
         yield address
@@ -134,3 +139,35 @@ def test_convert_on_ray_from_the_command_line(cluster: str, tmp_path: Path, data
     merged = taskpack.open(tmp_path / "r").manifest
     assert merged.splits["test"].digest == single.splits["test"].digest
     assert f"(test: 1319), digest {merged.digest}" in out.output
+
+
+def test_streaming_split_hands_trainers_on_two_nodes_disjoint_complete_shares(
+    cluster: str, tmp_path: Path
+) -> None:
+    """`to_ray()` read on the two-node cluster, its blocks dealt out by Ray's `streaming_split`
+    to two trainer actors, one on each node, each taking a batch per training step: every
+    task once, in one share or the other, both shares taken. (Ray deals blocks, and a split
+    stored as one Parquet file is one block: `repartition` makes more.)"""
+    assert sum(node["Alive"] for node in ray.nodes()) == 2
+    taskpack.write(tmp_path / "ts", {"train": [make_task(i) for i in range(3000)]}, name="r")
+    split = taskpack.open(tmp_path / "ts").split("train")
+    shares = split.to_ray().repartition(8).streaming_split(2, equal=False)
+
+    @ray.remote(num_cpus=0)
+    class Trainer:
+        def train(self, share: object) -> tuple[str, list[str]]:
+            import time
+
+            ids: list[str] = []
+            for batch in share.iter_batches(batch_size=200, batch_format="pyarrow"):  # type: ignore[attr-defined]
+                ids += batch.column("id").to_pylist()
+                time.sleep(0.05)  # a training step
+            return ray.get_runtime_context().get_node_id(), ids
+
+    trainers = [Trainer.options(resources={node: 0.01}).remote() for node in ("head", "second")]
+    (one, first), (two, second) = ray.get(
+        [t.train.remote(share) for t, share in zip(trainers, shares, strict=True)]
+    )
+    assert one != two  # a trainer on each node
+    assert first and second and not set(first) & set(second)
+    assert sorted(first + second) == sorted(split.ids())
