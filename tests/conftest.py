@@ -146,8 +146,15 @@ def hub_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture
 def hub(hub_server: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
-    """huggingface_hub and datasets pointed at the test Hub; yields it."""
+    """huggingface_hub and datasets pointed at the test Hub; yields it. The session's olah
+    must still run: were it gone, its port could be another test's server's (SeaweedFS answers
+    an unsigned request 403), and the Hub's reads would fail as that server's refusals."""
     import uuid
+
+    exited = hub_server.olah.proc.poll()
+    if exited is not None:
+        tail = hub_server.olah.log.read_text(errors="replace").splitlines()[-20:]
+        raise RuntimeError(f"olah exited ({exited}); its log ends:\n" + "\n".join(tail))
 
     monkeypatch.setenv("HF_ENDPOINT", hub_server.endpoint)
     monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")

@@ -237,9 +237,11 @@ def test_the_hub_backend_works_under_huggingface_hub_0x(tmp_path: Path, hub: Any
         env=env,
         timeout=600,
     )
-    # A 403 here once came in a full run and not alone: the answer olah gave is in its log.
+    # A 403 here once came in a full run and not alone: the answer olah gave is in its log,
+    # and whether it still runs (the `hub` fixture refuses to start without it).
     olah = hub.olah.log.read_text(errors="replace").splitlines()
-    assert out.returncode == 0, out.stderr[-3000:] + "\nolah:\n" + "\n".join(olah[-40:])
+    state = f"olah {'running' if hub.olah.proc.poll() is None else 'exited'}; its log:"
+    assert out.returncode == 0, out.stderr[-3000:] + f"\n{state}\n" + "\n".join(olah[-40:])
     got = json.loads(out.stdout)
     assert got["hub"].startswith("0.") and got["transformers"].startswith("4.")
     assert got["created"] == [True, True] and got["versions"] == ["1.0.0", "1.1.0"]
