@@ -46,7 +46,7 @@ _LAZY = {
     "TaskSetWriter": "storage.writer",
     "write": "storage.writer",
     "listing": "registry.client",
-    "load": "registry.client",
+    "load": "episode",
     "open": "registry.client",
     "publish": "registry.client",
     "pull": "registry.client",
@@ -63,9 +63,10 @@ __getattr__, __dir__ = lazy(__name__, _LAZY, __all__)
 
 if TYPE_CHECKING:
     from taskpack.changes import diff
+    from taskpack.episode import load
     from taskpack.merging import merge
     from taskpack.model import Manifest, Message, Task, TaskFile
-    from taskpack.registry.client import listing, load, open, publish, pull, versions
+    from taskpack.registry.client import listing, open, publish, pull, versions
     from taskpack.sharded import import_sharded
     from taskpack.storage.integrity import verify
     from taskpack.storage.taskset import Split, TaskSet

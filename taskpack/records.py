@@ -13,22 +13,23 @@ equal both ways. Nothing here imports pydantic.
 
 from __future__ import annotations
 
-import base64
-import copy
-import hashlib
 import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from taskpack.base.digests import FORMAT_VERSION as FORMAT_VERSION
 from taskpack.base.digests import PINS_SOURCE, content_digest, listed_sizes, version_digest
-from taskpack.base.fs import DirWriter
-from taskpack.base.objects import MAX_BLOB
 from taskpack.errors import TaskpackError
+
+# An episode's start imports this module: what only some calls need (hashing, copying, base64,
+# dates, writing folders) is imported by those calls, and typing not at all.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeVar
+
+    _R = TypeVar("_R", bound="LightRecord")
 
 FORMAT_VERSIONS = (1, 2, 3)  # task sets of every version here open, verify and export
 SEMVER = (
@@ -98,14 +99,14 @@ def inline_problem(
     read of stored rows and by the row check, makes equal digests mean equal bytes."""
     if data is None:
         return None
+    import hashlib
+
     if size != len(data) or hashlib.sha256(data).hexdigest() != sha256:
         return f"inline bytes do not match their sha256 {sha256} and size {size}"
     return None
 
 
 # --- light objects -----------------------------------------------------------------------------
-
-_R = TypeVar("_R", bound="LightRecord")
 
 
 class LightRecord:
@@ -148,6 +149,8 @@ class LightRecord:
 
     def model_copy(self: _R, *, update: dict[str, Any] | None = None, deep: bool = False) -> _R:
         """A copy with `update` applied, unvalidated, as pydantic's `model_copy`."""
+        import copy
+
         values = copy.deepcopy(vars(self)) if deep else dict(vars(self))
         return _new(type(self), {**values, **(update or {})})
 
@@ -188,8 +191,10 @@ def _dump(value: Any, json_mode: bool, exclude: Any, exclude_none: bool) -> Any:
     if isinstance(value, dict):
         return {k: _dump(v, json_mode, None, exclude_none) for k, v in value.items()}
     if json_mode and isinstance(value, bytes):
+        import base64
+
         return base64.urlsafe_b64encode(value).decode("ascii")
-    if json_mode and isinstance(value, datetime):
+    if json_mode and hasattr(value, "isoformat"):  # a datetime (the manifest's `created`)
         text = value.isoformat()
         return text[:-6] + "Z" if text.endswith("+00:00") else text
     return value
@@ -348,7 +353,11 @@ class TaskFile(LightRecord):
         else:
             assert self.sha256 is not None
             # its size is in the row, under the split digest: a download is held to it
+            from taskpack.base.objects import MAX_BLOB
+
             data = self._fetch(self.sha256, MAX_BLOB if self.size is None else self.size)
+        import hashlib
+
         if hashlib.sha256(data).hexdigest() != self.sha256:
             raise TaskpackError(f"file {self.path!r}: content {self.sha256} failed its hash check")
         return data
@@ -422,6 +431,8 @@ class Task(LightRecord):
                 f"; {root} is left empty",
                 stacklevel=2,
             )
+        from taskpack.base.fs import DirWriter
+
         with DirWriter(root) as out:
             for f in chosen:
                 if f.mode & ~0o777 or f.mode & 0o002:
@@ -539,6 +550,8 @@ class Manifest(LightRecord):
 
     def most_bytes(self, sha: str) -> int:
         """What a download of object `sha` may hold at most: its listed size, else MAX_BLOB."""
+        from taskpack.base.objects import MAX_BLOB
+
         return self.sizes().get(sha, MAX_BLOB)
 
     @property
@@ -669,6 +682,8 @@ def stored_task(row: dict[str, Any], fetch: Callable[[str, int], bytes] | None =
 
 def stored_manifest(data: bytes) -> Manifest:
     """A manifest from the local cache, which holds only manifests validated when fetched."""
+    from datetime import datetime
+
     raw = json.loads(data)
     raw["created"] = datetime.fromisoformat(raw["created"].replace("Z", "+00:00"))
     for info in raw["splits"].values():

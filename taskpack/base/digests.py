@@ -6,11 +6,11 @@ imports nothing else of taskpack.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported
 if TYPE_CHECKING:
+    from hashlib import _Hash
     from typing import Any, Literal
 
 FORMAT_VERSION: Literal[3] = 3  # the task-set format version written now
@@ -28,8 +28,16 @@ def canonical_json(value: Any) -> bytes:
     return _ENCODER.encode(value).encode("utf-8")
 
 
+def _sha256(data: bytes = b"") -> _Hash:
+    """hashlib's sha256, imported on first use: a warm episode start hashes nothing, and
+    hashlib's OpenSSL start is a tenth of it."""
+    import hashlib
+
+    return hashlib.sha256(data)
+
+
 def content_digest(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(canonical_json(value)).hexdigest()
+    return "sha256:" + _sha256(canonical_json(value)).hexdigest()
 
 
 class SplitDigest:
@@ -38,7 +46,7 @@ class SplitDigest:
     list."""
 
     def __init__(self) -> None:
-        self._hash = hashlib.sha256()
+        self._hash = _sha256()
 
     def add(self, task_digest: str) -> None:
         self._hash.update(task_digest.encode("ascii", "replace") + b"\n")
@@ -97,4 +105,4 @@ def version_digest(manifest: Any) -> str:
     if format_version >= PINS_SOURCE:
         body["source"] = _field(manifest, "source") or {}
         body["sizes"] = listed_sizes(manifest)
-    return "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
+    return "sha256:" + _sha256(canonical_json(body)).hexdigest()

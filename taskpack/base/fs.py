@@ -195,14 +195,22 @@ def remove_later(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path, *, wait: bool = True) -> Iterator[None]:
     """An exclusive lock on `path` (created if missing) for the duration of the block, between
-    processes and threads, on any platform (the `filelock` package)."""
-    from filelock import FileLock
+    processes and threads, on any platform (the `filelock` package). Without `wait`, a lock
+    another holds is BlockingIOError at once."""
+    from filelock import FileLock, Timeout
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path, thread_local=False):
+    lock = FileLock(path, thread_local=False, timeout=-1 if wait else 0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise BlockingIOError(f"{path}: held by another process") from None
+    try:
         yield
+    finally:
+        lock.release()
 
 
 def check_regular(path: Path) -> None:

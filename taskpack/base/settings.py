@@ -1,7 +1,8 @@
 """What the environment sets (`TASKPACK_*` limits and timeouts, on/off switches, the cache's
-place), read by one rule each: a number that is not one is an error naming the variable, never
-a silent default, and a switch is on for `1`, `true` or `yes` in any case. Imports nothing but
-`os` (and taskpack's errors): `taskpack.fetch` reads the cache's place at a worker's start."""
+place, the default registry), read by one rule each: a number that is not one is an error
+naming the variable, never a silent default, and a switch is on for `1`, `true` or `yes` in any
+case. Imports nothing but `os` (and taskpack's errors): `taskpack.fetch` and a warm `load` read
+the cache's place at a worker's start."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ def number(name: str, default: N, unit: str) -> N:
 
 def switch(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def default_registry() -> str:
+    """`TASKPACK_REGISTRY`, else a folder in the user's data directory (`XDG_DATA_HOME`, else
+    `~/.local/share`)."""
+    env = os.environ.get("TASKPACK_REGISTRY")
+    if env:
+        return env
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
+    return os.path.join(base, "taskpack", "registry")
 
 
 def cache_root() -> str:

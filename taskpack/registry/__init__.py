@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 
+from taskpack.base.settings import default_registry
 from taskpack.registry.base import Registry, VersionExists
-from taskpack.registry.location import Location, default_registry
+from taskpack.registry.location import Location
 from taskpack.registry.refs import Ref, parse_ref
 
 __all__ = [

@@ -162,13 +162,14 @@ class Cache:
             raise TaskpackError(f"{name!r} is not a task-set name")
         return self.root / "manifests" / registry_dirname(registry_url) / name
 
-    def _manifest_path(self, registry_url: str, name: str, version: str) -> Path:
+    def manifest_path(self, registry_url: str, name: str, version: str) -> Path:
+        """Where the cache keeps a version's manifest once checked."""
         if not is_version(version):
             raise TaskpackError(f"{version!r} is not a version")
         return self._manifest_dir(registry_url, name) / f"{version}.json"
 
     def manifest(self, registry_url: str, name: str, version: str) -> Manifest | None:
-        return self._read_manifest(self._manifest_path(registry_url, name, version))
+        return self._read_manifest(self.manifest_path(registry_url, name, version))
 
     def _read_manifest(self, path: Path) -> Manifest | None:
         """A cached manifest; a corrupt one is set aside (and so fetched again), never served:
@@ -191,5 +192,5 @@ class Cache:
         return None
 
     def save_manifest(self, registry_url: str, manifest: Manifest) -> None:
-        path = self._manifest_path(registry_url, manifest.name, manifest.version)
+        path = self.manifest_path(registry_url, manifest.name, manifest.version)
         write_atomic(path, manifest.model_dump_json(indent=2).encode())

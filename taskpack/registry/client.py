@@ -323,9 +323,18 @@ def load(
     cache: Cache | None = None,
     offline: bool | None = None,
 ) -> Split:
-    """One split of a published version: `len`, `[i]`, `get(id)`, iteration, materialize."""
+    """One split of a published version: `len`, `[i]`, `get(id)`, iteration, materialize.
+    An exact version read through the default cache leaves its decoded copy there, which the
+    next start reads without pyarrow (`storage.warm`, `taskpack.load`)."""
     ts = resolve(ref, registry=registry, lockfile=lockfile, cache=cache, offline=offline)
-    return ts.split(split)
+    chosen = ts.split(split)
+    if cache is None and lockfile is None and isinstance(ts.objects, RegistryObjects):
+        from taskpack.storage.warm import save_warm
+
+        m = ts.manifest
+        kept = Cache().manifest_path(Location.parse(registry).url, m.name, m.version)
+        save_warm(str(ref), chosen, registry, kept, m.digest)
+    return chosen
 
 
 def publish(

@@ -19,21 +19,13 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlparse
 
+from taskpack.base.settings import default_registry
 from taskpack.errors import TaskpackError
 
 SCHEMES = ("file", "s3", "hf", "http", "https")
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$")
 _OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def default_registry() -> str:
-    """`TASKPACK_REGISTRY`, else a folder in the user's data directory."""
-    env = os.environ.get("TASKPACK_REGISTRY")
-    if env:
-        return env
-    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return str(Path(base) / "taskpack" / "registry")
 
 
 @dataclass(frozen=True)

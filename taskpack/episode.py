@@ -1,0 +1,45 @@
+"""`taskpack.load`: an environment's start, from the warm copy of a split when the cache holds
+one (`storage.warm`: the standard library alone, no pyarrow), else through the registry and
+the cache, checked (`registry.client.load`), which leaves that copy for the next start."""
+
+from __future__ import annotations
+
+import os
+
+from taskpack.storage.warm import open_warm
+
+TYPE_CHECKING = False  # as in taskpack/__init__.py: typing stays unimported at a warm start
+if TYPE_CHECKING:
+    from typing import Any
+
+    from taskpack.registry.cache import Cache
+    from taskpack.storage.taskset import Split
+    from taskpack.storage.warm import WarmSplit
+
+
+def load(
+    ref: str,
+    split: str = "train",
+    *,
+    registry: Any = None,
+    lockfile: str | os.PathLike[str] | None = None,
+    cache: Cache | None = None,
+    offline: bool | None = None,
+) -> Split | WarmSplit:
+    """One split of a published version: `len`, `[i]`, `get(id)`, iteration, and everything
+    else a `Split` has. An exact version (`NAME@X.Y.Z`) read before on this machine through the
+    default cache answers from its decoded copy; a range, a tag, a digest, a lockfile or
+    another cache goes through the registry, checked."""
+
+    def checked() -> Split:
+        from taskpack.registry.client import load as through_registry
+
+        return through_registry(
+            ref, split, registry=registry, lockfile=lockfile, cache=cache, offline=offline
+        )
+
+    if lockfile is None and cache is None and isinstance(ref, str):
+        warm = open_warm(ref, split, registry, checked)
+        if warm is not None:
+            return warm
+    return checked()
