@@ -57,7 +57,7 @@ class Split(Protocol):
     def _fetch(self) -> ReadBlob | None: ...
 
     def __len__(self) -> int: ...
-    def rows(self) -> Iterator[dict[str, Any]]: ...
+    def row_groups(self) -> Iterator[pa.Table]: ...
     def columns(self, names: list[str] | None = None) -> pa.Table: ...
 
 
@@ -219,7 +219,7 @@ def save_warm(ref: str, split: Split, registry: Any, manifest: Path, manifest_di
     from taskpack.base.digests import chains_to
     from taskpack.base.fs import file_lock, write_atomic
     from taskpack.errors import TaskpackError
-    from taskpack.storage.rows import decoded
+    from taskpack.storage.rows import json_columns
 
     name, _, version = ref.partition("@")
     if not re.match(NAME, name) or not re.match(SEMVER, version) or split.version < 2:
@@ -236,7 +236,7 @@ def save_warm(ref: str, split: Split, registry: Any, manifest: Path, manifest_di
     try:
         with file_lock(lock, wait=False):
             if not _whole(folder):  # missing, or its stamps moved: written anew
-                _write_copy(folder, split, decoded)
+                _write_copy(folder, split, json_columns(split.version))
                 stamps = [_stamp(folder / f) for f in FILES]
                 write_atomic(folder / "stamps", json.dumps(stamps).encode())
             meta = {
@@ -253,26 +253,44 @@ def save_warm(ref: str, split: Split, registry: Any, manifest: Path, manifest_di
         return  # another process writes it
 
 
-def _write_copy(folder: Path, split: Split, decoded: Callable[..., dict[str, Any]]) -> None:
+def _write_copy(folder: Path, split: Split, json_columns: tuple[str, ...]) -> None:
+    """The copy, a row group at a time, each line spliced from the stored columns: the JSON
+    columns are JSON text already (checked when the split was), so they go in as they are, and
+    only ids, solutions and files (inline bytes as base64) are encoded here."""
     import base64
     import shutil
     import tempfile
+
+    def files(held: list[dict[str, Any]] | None) -> str:
+        for f in held or []:
+            if isinstance(f.get("data"), bytes):
+                f["data"] = base64.b64encode(f["data"]).decode("ascii")
+        return json.dumps(held or [], ensure_ascii=False, separators=(",", ":"))
+
+    def text(value: str | None) -> str:
+        return json.dumps(value, ensure_ascii=False)
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         offsets, ids, at = [0], [], 0
         with (scratch / "rows").open("wb") as out:
-            for stored in split.rows():
-                row = decoded(dict(stored), split.version)
-                for f in row["files"]:
-                    if isinstance(f.get("data"), bytes):
-                        f["data"] = base64.b64encode(f["data"]).decode("ascii")
-                line = json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode()
-                out.write(line + b"\n")
-                at += len(line) + 1
-                offsets.append(at)
-                ids.append(row["id"])
+            for table in split.row_groups():
+                names = ["id", "solution", "files", *json_columns]
+                columns = [table.column(n).to_pylist() for n in names]
+                for values in zip(*columns, strict=True):
+                    row_id, solution, held, *raw = values
+                    parts = [f'"id":{text(row_id)}', f'"solution":{text(solution)}']
+                    parts.append(f'"files":{files(held)}')
+                    parts += [
+                        f'"{n}":{"null" if v is None else v}'
+                        for n, v in zip(json_columns, raw, strict=True)
+                    ]
+                    line = ("{" + ",".join(parts) + "}\n").encode()
+                    out.write(line)
+                    at += len(line)
+                    offsets.append(at)
+                    ids.append(row_id)
         (scratch / "offsets").write_bytes(b"".join(o.to_bytes(8, "little") for o in offsets))
         (scratch / "ids").write_bytes(json.dumps(ids).encode())
         if folder.exists():
