@@ -5,6 +5,7 @@ the cache, checked (`registry.client.load`), which leaves that copy for the next
 from __future__ import annotations
 
 import os
+from functools import partial
 
 from taskpack.storage.warm import open_warm
 
@@ -31,15 +32,25 @@ def load(
     default cache answers from its decoded copy; a range, a tag, a digest, a lockfile or
     another cache goes through the registry, checked."""
 
-    def checked() -> Split:
-        from taskpack.registry.client import load as through_registry
-
-        return through_registry(
-            ref, split, registry=registry, lockfile=lockfile, cache=cache, offline=offline
-        )
-
     if lockfile is None and cache is None and isinstance(ref, str):
-        warm = open_warm(ref, split, registry, checked)
+        warm = open_warm(ref, split, registry, partial(_checked, ref, split, registry, offline))
         if warm is not None:
             return warm
-    return checked()
+    return _checked(ref, split, registry, offline, lockfile, cache)
+
+
+def _checked(
+    ref: str,
+    split: str,
+    registry: Any,
+    offline: bool | None,
+    lockfile: str | os.PathLike[str] | None = None,
+    cache: Cache | None = None,
+) -> Split:
+    """The split through the registry and the cache, checked (a module's function: a warm
+    split that holds it pickles, as a DataLoader's spawned workers need)."""
+    from taskpack.registry.client import load as through_registry
+
+    return through_registry(
+        ref, split, registry=registry, lockfile=lockfile, cache=cache, offline=offline
+    )

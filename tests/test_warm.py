@@ -82,6 +82,10 @@ def test_a_second_start_reads_the_copy_without_pyarrow_and_gets_the_same_tasks(
     assert [t.id for t in taskpack.Sampler(warm, seed=3)] == [
         t.id for t in taskpack.Sampler(stored, seed=3)
     ]
+    import pickle
+
+    copied = pickle.loads(pickle.dumps(warm))  # as a spawned DataLoader worker gets it
+    assert dumped(copied[3]) == dumped(stored[3]) and copied.ids() == stored.ids()
     assert isinstance(taskpack.load("w@1.0.0", split="test"), taskpack.Split)  # its own copy
     assert isinstance(taskpack.load("w@1", split="train"), taskpack.Split)  # a range may move
 

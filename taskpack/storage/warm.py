@@ -201,6 +201,15 @@ class WarmSplit:
         row = self.position(task_id)
         return default if row is None else self[row]
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy in another process needs: not this one's open file or read offsets."""
+        lean = dict(vars(self))
+        lean.update(_opened=None, _offsets=None, _fd=None, _index=None)
+        return lean
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+
     def __del__(self) -> None:
         if getattr(self, "_fd", None) is not None:
             os.close(self._fd)  # type: ignore[arg-type]
