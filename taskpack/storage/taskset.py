@@ -41,6 +41,7 @@ from taskpack.storage.rows import (
     task_from_row,
 )
 from taskpack.storage.views import Rows
+from taskpack.storage.warm import ById
 
 if TYPE_CHECKING:
     # Stored tasks are `records` objects with the model's fields and behaviour; they are typed
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from taskpack.model import Manifest, SplitInfo, Task
 
 
-class Split(Rows):
+class Split(Rows, ById):
     """One split of a task set: `len`, `split[i]`, `split.get(id)`, iteration, and the lazy
     views of `taskpack.storage.views` (`shuffle`, `shard`, `select`, `filter`, `to_arrow`, ...).
 
@@ -84,7 +85,6 @@ class Split(Rows):
         self._cached_bytes = 0
         self._misses = 0  # row groups decoded for random access
         self._mapped: dict[int, list[tuple[str, pa.Array]] | None] = {}  # p -> decoded copy
-        self._index: dict[str, int] | None = None
         # the source checked every row (inline bytes too) against the split digest before it
         # handed the files out (see ObjectSource.rows_checked): reads need not check them again
         self.rows_checked = rows_checked
@@ -321,16 +321,6 @@ class Split(Rows):
         table = self.columns(["id", "digest"])
         ids, digests = table.column("id").to_pylist(), table.column("digest").to_pylist()
         return dict(zip(ids, digests, strict=True))
-
-    def position(self, task_id: str) -> int | None:
-        """The row of the task with id `task_id`, or None (the id column is read once)."""
-        if self._index is None:
-            self._index = {tid: row for row, tid in enumerate(self.ids())}
-        return self._index.get(task_id)
-
-    def get(self, task_id: str, default: Task | None = None) -> Task | None:
-        row = self.position(task_id)
-        return default if row is None else self[row]
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """Raw rows as stored, digest included, for verification and format writers.

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-    from taskpack.records import Task
+    from taskpack.model import Task
 else:
     Protocol = object
 
@@ -119,7 +119,30 @@ def _whole(folder: Path) -> bool:
         return False
 
 
-class WarmSplit:
+class ById:
+    """`get(id)` and `position(id)` of a split, from its `ids()` and `[i]`: the id -> row
+    index built on first use (for the checked split, `taskset.Split`, and the warm one)."""
+
+    _index: dict[str, int] | None = None
+
+    def ids(self) -> list[str]:
+        raise NotImplementedError
+
+    def __getitem__(self, i: int) -> Any:
+        raise NotImplementedError
+
+    def position(self, task_id: str) -> int | None:
+        """The row of the task with id `task_id`, or None (the ids are read once)."""
+        if self._index is None:
+            self._index = {tid: row for row, tid in enumerate(self.ids())}
+        return self._index.get(task_id)
+
+    def get(self, task_id: str, default: Task | None = None) -> Task | None:
+        row = self.position(task_id)
+        return default if row is None else self[row]
+
+
+class WarmSplit(ById):
     """A split read from its decoded copy: `len`, `[i]` (and slices), `get(id)`, iteration and
     `ids()` with the standard library; any other attribute is the checked split's (`full`),
     opened on first use."""
@@ -136,7 +159,6 @@ class WarmSplit:
         self._opened: Split | None = None
         self._offsets: bytes | None = None
         self._fd: int | None = None
-        self._index: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return self._rows
@@ -174,7 +196,8 @@ class WarmSplit:
                 import base64
 
                 f["data"] = base64.b64decode(f["data"])
-        return stored_task(row, self._fetch)
+        # a stored task is read as the model's readers see it (as `rows.task_from_row` casts)
+        return stored_task(row, self._fetch)  # type: ignore[return-value]
 
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
@@ -191,15 +214,6 @@ class WarmSplit:
     def ids(self) -> list[str]:
         ids: list[str] = json.loads((self._folder / "ids").read_bytes())
         return ids
-
-    def position(self, task_id: str) -> int | None:
-        if self._index is None:
-            self._index = {tid: row for row, tid in enumerate(self.ids())}
-        return self._index.get(task_id)
-
-    def get(self, task_id: str, default: Task | None = None) -> Task | None:
-        row = self.position(task_id)
-        return default if row is None else self[row]
 
     def __getstate__(self) -> dict[str, Any]:
         """What a copy in another process needs: not this one's open file or read offsets."""
@@ -237,14 +251,17 @@ def save_warm(ref: str, split: Split, registry: Any, manifest: Path, manifest_di
     entry = _entry(root, registry, name, version, split.name)
     if _valid(entry) is not None:
         return
-    digests = split.columns(["digest"])["digest"].to_pylist()
-    if not chains_to(digests, split.digest):
-        raise TaskpackError(f"split {split.name!r}: its rows do not chain to its digest")
     folder = Path(root, "warm", "data", split.digest.removeprefix("sha256:"))
     lock = Path(root, "locks", f"warm-{folder.name}.lock")
     try:
         with file_lock(lock, wait=False):
             if not _whole(folder):  # missing, or its stamps moved: written anew
+                # checked by the writer alone: the loads that find it busy read nothing more
+                digests = split.columns(["digest"])["digest"].to_pylist()
+                if not chains_to(digests, split.digest):
+                    raise TaskpackError(
+                        f"split {split.name!r}: its rows do not chain to its digest"
+                    )
                 _write_copy(folder, split, json_columns(split.version))
                 stamps = [_stamp(folder / f) for f in FILES]
                 write_atomic(folder / "stamps", json.dumps(stamps).encode())
