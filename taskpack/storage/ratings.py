@@ -161,12 +161,12 @@ def by_difficulty(
         raise TaskpackError(
             f"order {order!r} (easy-first or hard-first), unmeasured {unmeasured!r} (first or last)"
         )
-    positions = list(enumerate(ids))
+    ids = list(ids)
     sign = -1.0 if order == "easy-first" else 1.0
     measured = sorted(
-        (i for i, t in positions if t in rates), key=lambda i: sign * rates[positions[i][1]]
+        (i for i, t in enumerate(ids) if t in rates), key=lambda i: sign * rates[ids[i]]
     )
-    rest = [i for i, t in positions if t not in rates]
+    rest = [i for i, t in enumerate(ids) if t not in rates]
     return rest + measured if unmeasured == "first" else measured + rest
 
 
