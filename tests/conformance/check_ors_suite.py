@@ -14,18 +14,12 @@ import json
 import re
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
+from sdist import unpacked
+
 scratch, tests_url, walk_url = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-subprocess.run(
-    [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-     "ors-sdk==0.1.0", "-d", str(scratch)],
-    check=True, stdout=subprocess.DEVNULL,
-)  # fmt: skip
-with tarfile.open(next(scratch.glob("ors_sdk-0.1.0.tar.gz"))) as sdist:
-    sdist.extractall(scratch, filter="data")
-source = scratch / "ors_sdk-0.1.0"
+source = unpacked(scratch, "ors-sdk==0.1.0")
 
 PLUGIN = '''
 import os

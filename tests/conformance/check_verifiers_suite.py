@@ -12,19 +12,13 @@ fixture and test is Verifiers' own.
 import json
 import subprocess
 import sys
-import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from sdist import unpacked
+
 scratch, dataset = Path(sys.argv[1]), sys.argv[2]
-subprocess.run(
-    [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-     "verifiers==0.3.1", "-d", str(scratch)],
-    check=True, stdout=subprocess.DEVNULL,
-)  # fmt: skip
-with tarfile.open(next(scratch.glob("verifiers-0.3.1.tar.gz"))) as sdist:
-    sdist.extractall(scratch, filter="data")
-source = scratch / "verifiers-0.3.1"
+source = unpacked(scratch, "verifiers==0.3.1")
 
 PLUGIN = """
 import os
