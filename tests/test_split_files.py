@@ -231,3 +231,40 @@ def test_a_hub_version_of_several_files_loads(several: Path, tmp_path: Path, hub
     publish(several, registry=url)
     split = load("parts@1.0.0", split="train", registry=url, cache=Cache(tmp_path / "cache"))
     assert [t.id for t in split] == [f"t{i}" for i in range(21)]
+
+
+_HELD = """
+import sys
+from pathlib import Path
+import pyarrow as pa
+import taskpack
+from taskpack.storage.rows import check_split
+
+ts = taskpack.open(sys.argv[1])
+parquet = Path(sys.argv[1], "splits", "train.parquet")
+assert check_split([parquet], "train", ts.manifest.splits["train"], 3, 3) == []
+print(pa.default_memory_pool().max_memory())
+"""
+
+
+@pytest.mark.slow
+def test_checking_a_file_holds_a_row_group_not_the_file(tmp_path: Path) -> None:
+    """pyarrow pre-buffers by default: a pass over a file then held every byte of it at once
+    (146 MiB of Arrow memory for a 126 MB split, see `base.parquet`)."""
+    import random
+    import subprocess
+    import sys
+
+    rng = random.Random(3)
+    tasks = (
+        {"id": f"t{i}", "prompt": "p", "files": [{"path": "a.bin", "data": rng.randbytes(60_000)}]}
+        for i in range(1000)
+    )
+    taskpack.write(tmp_path / "big", {"train": tasks}, name="big", version="1.0.0")
+    size = (tmp_path / "big" / "splits" / "train.parquet").stat().st_size
+    run = subprocess.run(
+        [sys.executable, "-c", _HELD, str(tmp_path / "big")], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert size > 55e6
+    assert int(run.stdout) < size  # 1.47x the file pre-buffered, 0.69x read a group at a time

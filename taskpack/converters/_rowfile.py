@@ -76,6 +76,8 @@ def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from taskpack.base.parquet import parquet_file
+
     parts_dir = path.with_name(f".{path.name}.parts")
     parts_dir.mkdir()
     try:
@@ -106,7 +108,7 @@ def write_parquet_rows(rows: Iterable[dict[str, Any]], path: Path) -> None:
         schema = pa.unify_schemas(schemas, promote_options="permissive")
         with pq.ParquetWriter(path, schema) as joined:
             for part in parts:
-                for chunk in pq.ParquetFile(part).iter_batches():
+                for chunk in parquet_file(part).iter_batches():
                     joined.write_table(_conform(pa.Table.from_batches([chunk]), schema))
     finally:
         shutil.rmtree(parts_dir, ignore_errors=True)

@@ -19,6 +19,7 @@ import pyarrow as pa
 from taskpack import records
 from taskpack.base.digests import FORMAT_VERSION, SplitDigest, content_digest
 from taskpack.base.fs import check_regular
+from taskpack.base.parquet import parquet_file
 from taskpack.errors import InvalidTask, TaskpackError, describe_error
 from taskpack.records import inline_problem, rel_path, stored_task
 
@@ -254,8 +255,6 @@ def check_split(
     `registry.growing`), one file open at a time."""
     from concurrent.futures import ThreadPoolExecutor  # not at import: an episode's start
 
-    import pyarrow.parquet as pq
-
     where = f"split {name!r}"
     required = set(SCHEMA.names) if format_version >= 2 else {"id", "digest", "prompt", "files"}
     parts = info.files()
@@ -280,7 +279,7 @@ def check_split(
             try:
                 if isinstance(source, Path):
                     check_regular(source)
-                pf = pq.ParquetFile(source)
+                pf = parquet_file(source)
             except (OSError, ValueError, TaskpackError) as e:
                 return and_hashed(f"{where}: cannot be read as Parquet ({e})")
             schema = pf.schema_arrow
@@ -340,8 +339,6 @@ def _batches(
     if not isinstance(source, Arriving):
         yield from pf.iter_batches(batch_size=128, columns=leaves, use_threads=False)
         return
-    import pyarrow.parquet as pq
-
     meta = pf.metadata
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
@@ -352,7 +349,7 @@ def _batches(
             for c in columns
         )
         # opened again for each group: Arrow takes a file's size once, when it opens it
-        here = pq.ParquetFile(source.upto(end), metadata=meta)
+        here = parquet_file(source.upto(end), meta)
         yield here.read_row_group(g, columns=leaves, use_threads=False)
 
 

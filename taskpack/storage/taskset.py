@@ -33,6 +33,7 @@ from taskpack.base.fs import (
     temp_beside,
 )
 from taskpack.base.objects import MANIFEST, Progress
+from taskpack.base.parquet import parquet_file
 from taskpack.errors import TaskpackError, describe_error, unknown
 from taskpack.storage.rows import (
     ReadBlob,
@@ -157,7 +158,7 @@ class Split(Rows, ById):
         path = self._parquets[p]
         try:
             check_regular(path)
-            pf = pq.ParquetFile(path)
+            pf = parquet_file(path)
         except (OSError, pa.ArrowException) as e:
             raise TaskpackError(f"split {self.name!r}: cannot read {path}: {e}") from None
         if pf.metadata.num_rows != self._parts[p].rows:

@@ -24,6 +24,7 @@ from taskpack.base.fs import (
     write_atomic,
 )
 from taskpack.base.objects import MANIFEST, blob_relpath, file_sha256
+from taskpack.base.parquet import parquet_file
 from taskpack.errors import InvalidTask, TaskpackError
 from taskpack.records import NAME, SEMVER, full_match
 from taskpack.storage.rows import (
@@ -269,7 +270,7 @@ def _large_files(table: pa.Table) -> set[str]:
 
 def _check_unique_ids(paths: Sequence[Path], split: str) -> None:
     # ParquetFile, not read_table: that loads pyarrow.dataset (and with it pandas), 0.4 s
-    ids = [c for path in paths for c in pq.ParquetFile(path).read(columns=["id"])["id"].chunks]
+    ids = [c for path in paths for c in parquet_file(path).read(columns=["id"])["id"].chunks]
     found = first_duplicate(pa.chunked_array(ids, pa.string()))
     if found is not None:
         row, first, tid = found

@@ -9,6 +9,7 @@ from typing import IO, Any
 
 import pyarrow as pa
 
+from taskpack.base.parquet import parquet_file
 from taskpack.converters._sources.chunk import Chunk, NotColumnar, _chunk
 from taskpack.converters._sources.jsonl import _CONFIRMED
 from taskpack.converters._sources.records import Record
@@ -17,10 +18,9 @@ from taskpack.errors import TaskpackError
 
 def _parquet_rows(stream: IO[bytes], where: str) -> Iterator[Record]:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     try:
-        yield from arrow_records(pq.ParquetFile(stream).iter_batches(batch_size=1024), where)
+        yield from arrow_records(parquet_file(stream).iter_batches(batch_size=1024), where)
     except (pa.ArrowInvalid, OSError) as e:
         raise TaskpackError(f"{where}: not a readable Parquet file ({e})") from None
 
@@ -48,11 +48,9 @@ _PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source
 
 
 def parquet_chunks(uri: str) -> Iterator[Chunk]:
-    import pyarrow.parquet as pq
-
     first = 0
     try:
-        pf = pq.ParquetFile(uri)
+        pf = parquet_file(uri)
         for batch in pf.iter_batches(batch_size=_PARQUET_ROWS):
             # The row path reads a struct as a dict of its fields in order, as `json_values`.
             schema = pa.schema([f.with_metadata(_CONFIRMED) for f in batch.schema])
