@@ -6,6 +6,11 @@ would otherwise be written back during this one, at a moment chosen by the kerne
 cache is deleted once it is timed, as each download's file is: memory the guest has not used
 before costs a page fault from the host the first time, and a pull whose 126 MB stayed cached
 while boto3's file was freed (and its pages reused) paid that cost alone, 0.2-0.3 s a round.
+Each also starts with no garbage left by the rounds before (untimed `gc.collect()`): a fresh
+boto3 client leaves 33k objects in reference cycles, and the full collection they trigger
+(0.09-0.18 s in this process) landed in whichever round came next, taskpack's or boto3's.
+Each contender runs once untimed before the rounds: a process's first transfer pays for
+memory and code paths no later one does (0.8 s against 0.3 s for a pull).
 The spread of the rounds is printed beside the medians: on a shared 2-core machine it is wide.
 
     python bench/transfer.py [--megabytes 120] [--rounds 3]
@@ -14,12 +19,14 @@ The spread of the rounds is printed beside the medians: on a shared 2-core machi
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,6 +57,7 @@ def main() -> dict[str, dict[str, float]]:
             def timed(name: str, fn: object) -> float:
                 """Seconds of `fn()`, and the CPU seconds it took here and in the server."""
                 os.sync()
+                gc.collect()
                 here, there = time.process_time(), _cpu_of(server.proc.pid)
                 start = time.perf_counter()
                 fn()  # type: ignore[operator]
@@ -69,8 +77,8 @@ def main() -> dict[str, dict[str, float]]:
                     "boto3 upload_file", lambda: s3_client().upload_file(str(parquet), "bench", key)
                 )
 
-            published = alternate_times(
-                {"taskpack publish": publish, "boto3 upload_file": upload}, args.rounds
+            published = _warmed(
+                {"taskpack publish": publish, "boto3 upload_file": upload}, args.rounds, cpu
             )
             taskpack.publish(ts, registry="s3://bench/pull")
             client.upload_file(str(parquet), "bench", "raw/train.parquet")
@@ -95,8 +103,8 @@ def main() -> dict[str, dict[str, float]]:
                 dest.unlink()
                 return seconds
 
-            pulled = alternate_times(
-                {"taskpack pull (cold)": pull, "boto3 download_file": download}, args.rounds
+            pulled = _warmed(
+                {"taskpack pull (cold)": pull, "boto3 download_file": download}, args.rounds, cpu
             )
         finally:
             server.stop()
@@ -120,6 +128,18 @@ def main() -> dict[str, dict[str, float]]:
             + ", ".join(f"{name} {_median_cpu(cpu[name])}" for name in (ours, theirs))
         )
     return medians
+
+
+def _warmed(
+    contenders: dict[str, Callable[[], float]],
+    rounds: int,
+    cpu: dict[str, list[tuple[float, float]]],
+) -> dict[str, list[float]]:
+    """`alternate_times` after one untimed run of each contender (see the docstring)."""
+    for name, run in contenders.items():
+        run()
+        cpu.pop(name)
+    return alternate_times(contenders, rounds)
 
 
 def _cpu_of(pid: int) -> float:

@@ -27,13 +27,12 @@ from taskpack.base.objects import Progress, Sink
 from taskpack.errors import TaskpackError
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
-from taskpack.registry.store import bounded, network_timeout
+from taskpack.registry.store import READ_BYTES, bounded, network_timeout
 
 if TYPE_CHECKING:
     from taskpack.model import Manifest
     from taskpack.storage.taskset import TaskSet
 
-_CHUNK = 1 << 20
 MAX_LISTING = 16 << 20  # bytes of a listing (names, versions, tags) read at most
 MAX_MANIFEST = 64 << 20  # bytes of a manifest read at most
 
@@ -80,7 +79,7 @@ class HttpRegistry(Registry):
                     if length is not None and (not length.isdigit() or int(length) > limit):
                         raise TaskpackError(f"{what}: {length} bytes, more than {limit} expected")
                     chunks, got = [], 0
-                    while chunk := response.read(min(_CHUNK, limit + 1 - got)):
+                    while chunk := response.read(min(READ_BYTES, limit + 1 - got)):
                         got += len(chunk)
                         if got > limit:
                             raise TaskpackError(f"{what}: more than the {limit} bytes expected")

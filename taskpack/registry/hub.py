@@ -30,7 +30,7 @@ from taskpack.model import Manifest
 from taskpack.registry.base import Registry
 from taskpack.registry.location import Location
 from taskpack.registry.refs import is_release, is_version, version_key
-from taskpack.registry.store import PAGE_BYTES, bounded, network_timeout
+from taskpack.registry.store import PAGE_BYTES, READ_BYTES, bounded, network_timeout
 
 if TYPE_CHECKING:
     from taskpack.storage.taskset import TaskSet  # annotations only: no Parquet code imported here
@@ -184,7 +184,7 @@ class HubRegistry(Registry):
                         raise _HttpStatus(status)
                     out.seek(0)
                     out.truncate()
-                    for chunk in response.iter_bytes(1 << 20):
+                    for chunk in response.iter_bytes(READ_BYTES):
                         out.write(chunk)
                         tick(len(chunk))
                         if progress:

@@ -19,6 +19,7 @@ from taskpack.errors import TaskpackError, require
 from taskpack.registry.location import Location
 from taskpack.registry.store import (
     PAGE_BYTES,
+    READ_BYTES,
     PreconditionFailed,
     Store,
     bounded,
@@ -143,7 +144,7 @@ class S3Store(Store):
 
         def hashed(tick: Callable[[int], None]) -> None:
             body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
-            for chunk in _ticked(body.iter_chunks(1 << 20), tick):
+            for chunk in _ticked(body.iter_chunks(READ_BYTES), tick):
                 digest.update(chunk)
 
         try:
@@ -272,7 +273,7 @@ class S3Store(Store):
                 out.truncate()
                 try:
                     body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
-                    for chunk in _ticked(body.iter_chunks(1 << 20), tick):
+                    for chunk in _ticked(body.iter_chunks(READ_BYTES), tick):
                         out.write(chunk)
                         if progress:
                             progress(len(chunk))
