@@ -11,6 +11,7 @@ or Xet), `parentCommit` as compare-and-swap on the branch, 409 for an existing t
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -136,6 +137,20 @@ class HubRepos:
         return 200, {"commitOid": commit, "commitUrl": url, "success": True}
 
 
+def _range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The first and last byte a single-range `Range` header asks of `size` bytes, as the Hub
+    serves it (`datasets` streaming reads Parquet footers and row groups by range)."""
+    found = re.fullmatch(r"bytes=(\d*)-(\d*)", (header or "").strip())
+    if not found or not size or found.group(1) == found.group(2) == "":
+        return None
+    first, last = found.group(1), found.group(2)
+    if first == "":
+        return max(size - int(last), 0), size - 1
+    if int(first) >= size:
+        return None
+    return int(first), min(int(last), size - 1) if last else size - 1
+
+
 class Handler(BaseHTTPRequestHandler):
     repos: HubRepos
     upstream: str  # olah
@@ -235,7 +250,14 @@ class Handler(BaseHTTPRequestHandler):
         except urllib.error.HTTPError as e:
             response = e
         data = response.read()
-        self.send_response(response.status if hasattr(response, "status") else response.code)
+        status = response.status if hasattr(response, "status") else response.code
+        ranged = _range(self.headers.get("Range"), len(data)) if status == 200 else None
+        if ranged is not None:  # olah 0.5.4 answers a Range with the whole file; the Hub slices
+            first, last = ranged
+            status, whole, data = 206, len(data), data[first : last + 1]
+        self.send_response(status)
+        if ranged is not None:
+            self.send_header("Content-Range", f"bytes {first}-{last}/{whole}")
         skip = {"transfer-encoding", "connection", "server", "date"}
         if self.command != "HEAD":  # HEAD keeps the upstream length of the body it did not send
             skip.add("content-length")
@@ -248,7 +270,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(data)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(data)  # a streaming reader may close once it has its bytes
 
     def do_GET(self) -> None:
         url = urllib.parse.urlsplit(self.path)
