@@ -143,11 +143,27 @@ ORS = tuple(
     for prefix in (ORS_PREFIX, "")
     for name, pattern, summary, method, kind, body in _ORS_VERBS
 )  # fmt: skip
+# A registry's catalog (`taskpack serve --registry R`, and every mirror): `serve/catalog.py`.
+_FACETS = ("q", "license", "reward", "tag")
+CATALOG = tuple(
+    Route(name, pattern, summary, query, kind, side="catalog", handler=name[len("catalog_") :])
+    for name, pattern, summary, query, kind in (
+        ("catalog_sets", "/api/v1/sets", "every set at its highest release: `q` words in its "
+         "name or description, one value a facet (license, reward, tag); and the facets' counts",
+         (*_FACETS, "offset", "limit"), _JSON),
+        ("catalog_set", "/api/v1/sets/{name}", "a set's tags and versions", (), _JSON),
+        ("catalog_results", "/api/v1/sets/{name}/versions/{version}/results",
+         "a version's results: per split, per model, tasks rated, mean reward, pass@1", (), _JSON),
+        ("catalog_openapi", "/openapi.json", "this API, as OpenAPI 3.1", (), _JSON),
+        ("catalog_home", "/", "every set, searched and narrowed by facets", _FACETS, _HTML),
+        ("catalog_set_page", "/sets/{name}", "a set's versions and their results", (), _HTML),
+    )
+)  # fmt: skip
 COMMON = (
     Route("style", "/assets/style.css", "the pages' style sheet", (), "text/css", side="app"),
     Route("health", "/healthz", "ok when serving", (), "text/plain", side="app"),
 )
-ROUTES = (*SERVED, *REGISTRY, *COMMON, *ORS)
+ROUTES = (*SERVED, *REGISTRY, *CATALOG, *COMMON, *ORS)
 _BY_NAME = {r.name: r for r in reversed(ROUTES)}  # a name's first route
 
 
@@ -217,16 +233,19 @@ _ORS_ERRORS = {
 }
 
 
-def openapi(title: str, version: str, prefix: str = "/api/v1") -> dict[str, object]:
-    """The JSON routes below `prefix` (and the document itself), and the ORS verbs below
-    `/ors` (answered at the root too, where ORS clients send them), as OpenAPI 3.1."""
+def openapi(
+    title: str, version: str, served: tuple[Route, ...] = SERVED, prefix: str = "/api/v1"
+) -> dict[str, object]:
+    """The JSON routes of `served` (one version's, or a catalog's) below `prefix`, the
+    document itself, and the ORS verbs below `/ors` (answered at the root too, where ORS
+    clients send them), as OpenAPI 3.1."""
 
     def schema(p: str) -> dict[str, str]:
         kind = "integer" if p in _INTEGERS else "boolean" if p in _FLAGS else "string"
         return {"type": kind}
 
     paths: dict[str, dict[str, object]] = {}
-    documented = [r for r in SERVED if r.pattern.startswith(prefix) or r.name == "openapi"]
+    documented = [r for r in served if r.pattern.startswith(prefix) or r.handler == "openapi"]
     documented += [r for r in ORS if r.pattern.startswith(ORS_PREFIX + "/")]
     for r in documented:
         params = [

@@ -64,13 +64,17 @@ def serve(
     max_rss: int,
 ) -> None:
     """Serve one version (a folder or NAME@VERSION) over HTTP: a JSON API with an OpenAPI
-    document at /openapi.json, and a read-only HTML view at /. With --mirror, serve a
-    registry's versions instead, for a cluster's nodes to share one fetch. A worker that dies
-    is replaced."""
+    document at /openapi.json, and a read-only HTML view at /. Without a TARGET, serve the
+    registry's catalog (every set, searchable, each with its versions and their results) and
+    its versions, which clients may pull through it. With --mirror, the same for another
+    registry, for a cluster's nodes to share one fetch. A worker that dies is replaced."""
+    from taskpack.base.settings import default_registry
     from taskpack.errors import require
 
-    if (target is None) == (mirror is None):
-        raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY")
+    if target is not None and mirror is not None:
+        raise click.UsageError("give a TARGET to serve, or --mirror REGISTRY, not both")
+    if target is None and mirror is None:
+        mirror = registry or default_registry()
     if workers < 1:
         raise click.BadParameter("at least 1", param_hint="--workers")
     for module in ("uvicorn", "httptools", "markdown_it"):  # before the server's modules do
@@ -94,6 +98,6 @@ def serve(
         m = app.api.catalog.ts.manifest
         click.echo(f"serving {m.ref} ({m.digest}) on http://{shown}:{port}/", err=True)
     else:
-        click.echo(f"mirroring {mirror} on http://{shown}:{port}/", err=True)
+        click.echo(f"serving the catalog of {mirror} on http://{shown}:{port}/", err=True)
     with contextlib.suppress(KeyboardInterrupt):
         run(config, ip, port, workers)

@@ -478,15 +478,6 @@ def viewer_parquet(ts: TaskSet, split: str, path: Path) -> Path:
     return path
 
 
-def reward_kinds(ts: TaskSet) -> list[str]:
-    """The reward kinds a version's tasks use, from one column per split."""
-    kinds: set[str] = set()
-    for name in ts.splits:
-        for value in ts.split(name).columns(["reward"]).column("reward").to_pylist():
-            kinds.add(json.loads(value)["kind"] if value else "none")
-    return sorted(kinds)
-
-
 def _lineage_section(source: Mapping[str, Any], shown: int = 20) -> str:
     """What the version was made from (`taskpack lineage` shows the whole chain) and, for a
     decontaminated version, its contamination report: the first `shown` hits."""
@@ -531,7 +522,7 @@ def dataset_card(ts: TaskSet, owner: str) -> str:
     m = ts.manifest
     license_id = (m.license or "").lower()
     rows = sum(s.rows for s in m.splits.values())
-    kinds = reward_kinds(ts)
+    kinds = ts.reward_kinds()
     data = DatasetCardData(
         license=license_id if license_id in _HUB_LICENSES else "other",
         pretty_name=m.name,

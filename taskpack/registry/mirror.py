@@ -68,7 +68,7 @@ class Mirror:
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
-    def _recent(self, key: tuple[str, ...], fetch: Callable[[], T]) -> T:
+    def recent(self, key: tuple[str, ...], fetch: Callable[[], T]) -> T:
         """`fetch()`'s answer, asked upstream at most once per `ttl` (single flight)."""
         found = self._fresh.get(key)
         if found is not None and time.monotonic() - found[0] < self.ttl:
@@ -82,15 +82,15 @@ class Mirror:
             return value
 
     def names(self) -> list[str]:
-        return self._recent(("names",), self.registry.names)
+        return self.recent(("names",), self.registry.names)
 
     def versions(self, name: str) -> list[str]:
         _checked(name)
-        return self._recent(("versions", name), lambda: self.registry.versions(name))
+        return self.recent(("versions", name), lambda: self.registry.versions(name))
 
     def tags(self, name: str) -> dict[str, str]:
         _checked(name)
-        return self._recent(("tags", name), lambda: self.registry.tags(name))
+        return self.recent(("tags", name), lambda: self.registry.tags(name))
 
     def manifest(self, name: str, version: str) -> Manifest:
         """`name@version`'s manifest, checked, from upstream once."""

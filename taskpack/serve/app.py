@@ -50,6 +50,7 @@ from taskpack.base.routes import Route
 from taskpack.errors import TaskpackError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.serve import jobs, lane, server, viewer
+from taskpack.serve.catalog import Shelf
 from taskpack.serve.episodes import OrsError, Sessions
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
@@ -512,7 +513,7 @@ class App:
         self._cache: dict[str, Response] = {}
         self._cache_bytes = 0
         served = routes.SERVED if api is not None else ()
-        mirrored = routes.REGISTRY if registered is not None else ()
+        mirrored = (*routes.REGISTRY, *routes.CATALOG) if registered is not None else ()
         self.routes = (*served, *mirrored, *routes.COMMON, *routes.ORS)
         served_sets = api or registered
         self._own = None if sessions is not None else tempfile.TemporaryDirectory(prefix="tp-")
@@ -523,6 +524,7 @@ class App:
             "api": api,
             "ors": self.ors,
             "registry": registered,
+            "catalog": Shelf(registered.mirror) if registered is not None else None,
             "app": self,
         }
         self.handlers = {r.name: getattr(sides[r.side], f"r_{r.handler}") for r in self.routes}
@@ -644,8 +646,9 @@ class App:
             return handler(query, **params)  # type: ignore[no-any-return]
         if route.side == "ors":
             return handler(params, body, headers or {})  # type: ignore[no-any-return]
+        given = (query,) if route.side == "catalog" else ()
         try:
-            return handler(**params)  # type: ignore[no-any-return]
+            return handler(*given, **params)  # type: ignore[no-any-return]
         except NotFound as e:
             raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
         except TaskpackError as e:  # upstream answered what its checks refuse: not the client's

@@ -120,16 +120,21 @@ def diff_href(old: str, new: str) -> str:
     return f"/diff/{quote(old, safe='')}/{quote(new, safe='')}"
 
 
-def page(title: str, body: str, digest: str, about: About | None = None) -> bytes:
+def page(title: str, body: str, digest: str = "", about: About | None = None) -> bytes:
     """A whole HTML page: `body` under the title and the set's name, version and other
-    versions, the version digest in the footer."""
+    versions, the version digest (of a page about one version) in the footer."""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title>"
         '<link rel="stylesheet" href="/assets/style.css"></head><body>'
         f'<p><a href="/">home</a></p><h1>{html.escape(title)}</h1>'
         f"{about.html() if about else ''}{body}"
-        f"<footer><p>version digest <code>{html.escape(digest)}</code></p></footer></body></html>"
+        + (
+            f"<footer><p>version digest <code>{html.escape(digest)}</code></p></footer>"
+            if digest
+            else ""
+        )
+        + "</body></html>"
     ).encode()
 
 

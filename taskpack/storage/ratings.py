@@ -8,6 +8,7 @@ A row holds counts, not rates: the pass rate is `correct / count`, and pass@k fo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from math import comb
 from pathlib import Path
@@ -119,6 +120,27 @@ def rates(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, 
     for row in rows:
         out.setdefault((row["model"], row["settings"]), {})[row["id"]] = rate(row)
     return out
+
+
+def leaderboard(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per model and settings, in the order the rows name them: the tasks rated, the mean of
+    their mean rewards, and pass@1 (the mean of their pass rates, the unbiased estimate)."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for row in rows:
+        kept = sums.setdefault((row["model"], row["settings"]), [0, 0.0, 0.0])
+        kept[0] += 1
+        kept[1] += row["mean"]
+        kept[2] += rate(row)
+    return [
+        {
+            "model": model,
+            "settings": json.loads(settings),
+            "tasks": int(n),
+            "mean_reward": mean / n,
+            "pass_at_1": passed / n,
+        }
+        for (model, settings), (n, mean, passed) in sums.items()
+    ]
 
 
 def of_model(

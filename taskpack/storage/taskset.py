@@ -449,6 +449,17 @@ class TaskSet:
             raise unknown("split", name, self.splits, self.manifest.ref)
         return info
 
+    def reward_kinds(self) -> list[str]:
+        """The reward kinds this version's tasks use, from one column per split ("none" for a
+        task without a reward)."""
+        import json
+
+        kinds: set[str] = set()
+        for name in self.splits:
+            for value in self.split(name).columns(["reward"]).column("reward").to_pylist():
+                kinds.add(json.loads(value)["kind"] if value else "none")
+        return sorted(kinds)
+
     def split_files(self, name: str, progress: Progress | None = None) -> list[Path]:
         """Split `name`'s Parquet files, local and checked as the source checks them."""
         return self.objects.split_files(name, self.info(name), progress)
