@@ -184,3 +184,17 @@ def test_serve_without_a_target_serves_the_registrys_catalog(
     finally:
         proc.terminate()
         proc.wait()
+
+
+def test_one_versions_pages_show_its_results_and_each_tasks_rates(registry: Path) -> None:
+    from taskpack.serve.app import Api, Catalog
+
+    rated = taskpack.open(registry.parent / "alpha-m2")
+    with background(App(api=Api(Catalog(rated)))) as url:
+        home = get(url, "/")[2].decode()
+        task = get(url, "/view/test/t1")[2].decode()
+    assert "<h2>Results</h2>" in home and "<td>m1</td>" in home and "0.625" in home
+    table = task.split("<h2>pass rates</h2>")[1]
+    m1, m2 = (row for row in table.split("<tr>") if "<td>m" in row)
+    assert "<td>m1</td>" in m1 and "<td>2</td>" in m1 and "0.500" in m1  # t1: 2 of 4 for m1
+    assert "<td>m2</td>" in m2 and "<td>1</td>" in m2 and "0.250" in m2

@@ -353,6 +353,7 @@ class Api:
         """The served version's splits (each a link to its page) and lineage; with `at`,
         another version's, and a link to what changed from it to the one served."""
         from taskpack.base.provenance import step_lines
+        from taskpack.storage.ratings import leaderboard
 
         at = query.get("at", [""])[0]
         ts = self.catalog.version(at) if at else self.catalog.ts
@@ -372,10 +373,11 @@ class Api:
                 f" to the version served</p>"
             )
         )
+        results = {split: leaderboard(ts.annotations(split)) for split in m.annotations}
         body = (
             f"{changes}<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr>"
             f"</thead><tbody>{rows}</tbody></table>"
-            f"<h2>Lineage</h2>{viewer.pre(chr(10).join(step_lines(m.source)))}"
+            f"<h2>Results</h2>{viewer.results_table(results)}<h2>Lineage</h2>{viewer.pre(chr(10).join(step_lines(m.source)))}"
         )
         return self.page(f"{m.name}@{m.version}", body)
 
@@ -401,7 +403,8 @@ class Api:
             raise HttpError(HTTPStatus.NOT_FOUND, f"version {at} has no split {split!r}")
         index = self._position(found, split, id)
         task = found[index]
-        body = viewer.task_page(split, found, task, index, at)
+        rated = [r for r in ts.annotations(split) if r["id"] == task.id]
+        body = viewer.task_page(split, found, task, index, at, rated)
         return self.page(f"{split} / {task.id}" + (f" at {at}" if at else ""), body)
 
     def r_diff_page(self, query: Query, old: str, new: str) -> Ask:

@@ -192,7 +192,8 @@ class Shelf:
             blocks.append(
                 f"<h2>{esc(title)}</h2><p>{esc(found['description'])}</p>"
                 f"<p>{_counts(found['tasks'])}; rewards {esc(', '.join(found['reward_kinds']))};"
-                f" digest <code>{esc(found['digest'])}</code></p>{_leaderboard(found['results'])}"
+                f" digest <code>{esc(found['digest'])}</code></p>"
+                + viewer.results_table(found["results"])
             )
         return self._page(name, "".join(blocks))
 
@@ -255,21 +256,3 @@ def _row(e: Mapping[str, Any]) -> str:
         esc(", ".join(e["models"])),
     )
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-
-
-def _leaderboard(results: Mapping[str, list[dict[str, Any]]]) -> str:
-    """Models x splits: the tasks rated, mean reward and pass@1 of each model on each split."""
-    if not results:
-        return "<p>no results: no pass rates were recorded for this version</p>"
-    rows = "".join(
-        f"<tr><td>{esc(r['model'])}</td><td>{esc(json.dumps(r['settings']))}</td>"
-        f"<td>{esc(split)}</td><td>{r['tasks']}</td><td>{r['mean_reward']:.3f}</td>"
-        f"<td>{r['pass_at_1']:.3f}</td></tr>"
-        for split, board in results.items()
-        for r in sorted(board, key=lambda r: -r["pass_at_1"])
-    )
-    return (
-        '<table class="results"><thead><tr><th>model</th><th>settings</th><th>split</th>'
-        "<th>tasks rated</th><th>mean reward</th><th>pass@1</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )

@@ -422,11 +422,37 @@ def _dig(task: Task, key: str) -> Any:
     return "" if value is None else value
 
 
+def results_table(results: Mapping[str, list[dict[str, Any]]]) -> str:
+    """Models x splits: the tasks rated, mean reward and pass@1 of each model on each split."""
+    if not results:
+        return "<p>no results: no pass rates were recorded for this version</p>"
+    rows = "".join(
+        f"<tr><td>{esc(r['model'])}</td><td>{esc(json.dumps(r['settings']))}</td>"
+        f"<td>{esc(split)}</td><td>{r['tasks']}</td><td>{r['mean_reward']:.3f}</td>"
+        f"<td>{r['pass_at_1']:.3f}</td></tr>"
+        for split, board in results.items()
+        for r in sorted(board, key=lambda r: -r["pass_at_1"])
+    )
+    return (
+        '<table class="results"><thead><tr><th>model</th><th>settings</th><th>split</th>'
+        "<th>tasks rated</th><th>mean reward</th><th>pass@1</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
 # --- one task ---------------------------------------------------------------------------------
 
 
-def task_page(name: str, split: Split, task: Task, index: int, at: str = "") -> str:
-    """Every field of one task; `at`: the version it is of, when not the served one."""
+def task_page(
+    name: str,
+    split: Split,
+    task: Task,
+    index: int,
+    at: str = "",
+    rated: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """Every field of one task, and each model's pass rate on it (`rated`: its annotation
+    rows); `at`: the version it is of, when not the served one."""
     split_url = f"/view/{quote(name, safe='')}"
     version = f"?at={quote(at, safe='')}" if at else ""
     ids = split.ids()
@@ -461,6 +487,18 @@ def task_page(name: str, split: Split, task: Task, index: int, at: str = "") -> 
                 f"<h3>{esc(key)}.{esc(k)}</h3>{patch(v)}" for k, v in value.items() if is_patch(v)
             ]
     parts += _files(task)
+    if rated:
+        rows = "".join(
+            f"<tr><td>{esc(r['model'])}</td><td>{esc(r['settings'])}</td><td>{r['count']}</td>"
+            f"<td>{r['correct']}</td><td>{r['mean']:.3f}</td>"
+            f"<td>{ratings.rate(r):.3f}</td></tr>"
+            for r in rated
+        )
+        parts.append(
+            '<h2>pass rates</h2><table class="results"><thead><tr><th>model</th>'
+            "<th>settings</th><th>rollouts</th><th>succeeded</th><th>mean reward</th>"
+            f"<th>pass rate</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
     return "".join(parts)
 
 
