@@ -36,7 +36,16 @@ from pydantic import (
 )
 
 from taskpack import records
-from taskpack.records import DIGEST, FORMAT_VERSION, NAME, SEMVER, rel_path, utf8
+from taskpack.records import (
+    DIGEST,
+    FORMAT_VERSION,
+    IMAGE_PATTERN,
+    NAME,
+    SEMVER,
+    image_ref,
+    rel_path,
+    utf8,
+)
 
 Text = Annotated[str, AfterValidator(utf8)]
 
@@ -353,8 +362,20 @@ class TaskFile(_Model, records.TaskFile):
 # --- environment, limits, provenance -----------------------------------------------------------
 
 
+# An image reference; one pinned by digest (`name@sha256:<64 hex>`) is checked whole, so a
+# mistyped pin is refused when the task is written, not when a sandbox fails to pull it.
+ImageRef = Annotated[
+    str,
+    AfterValidator(image_ref),
+    Field(
+        description="A container image: `name[:tag]`, or pinned, `name[:tag]@sha256:<64 hex>`.",
+        json_schema_extra={"pattern": IMAGE_PATTERN},
+    ),
+]
+
+
 class Environment(_Model, records.Environment):
-    image: Text | None = None
+    image: ImageRef | None = None
     dockerfile: RelPath | None = None
     repo: Text | None = None
     commit: Text | None = None

@@ -83,6 +83,22 @@ def rel_path(value: str) -> str:
     return utf8("/".join(parts))
 
 
+IMAGE_PATTERN = r"^[^\s@]+(@sha256:[0-9a-f]{64})?$"
+
+
+def image_ref(value: str) -> str:
+    """An image reference, its pin (if any) whole: a digest cut short or mistyped would name
+    no image, and only a sandbox pulling it would say so."""
+    import re
+
+    if not re.fullmatch(IMAGE_PATTERN, value):
+        raise ValueError(
+            f"image {value!r} is not an image reference: name[:tag], or pinned, "
+            "name[:tag]@sha256:<64 lowercase hex digits>, without spaces"
+        )
+    return utf8(value)
+
+
 def file_mode(value: int) -> int:
     """Stored rows are trusted, but a mode reaches the file system: checked again."""
     if not 0 <= value <= 0o777:

@@ -25,6 +25,7 @@ from taskpack.serve.server import background
 
 from .conftest import make_task
 
+PINNED = "python:3.12-slim@sha256:" + "0123456789abcdef" * 4
 # Per task of alpha 1.1.0's test split, what each model scored in its 4 rollouts.
 SOLVED = {"m1": [4, 2, 0, 4], "m2": [1, 1, 1, 1]}
 
@@ -60,7 +61,8 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
     taskpack.publish(rated, registry=str(reg))
     for version in ("0.1.0", "0.2.0-rc1"):
         beta = root / f"beta-{version}"
-        other = [make_task(i, reward={"kind": "exact_match"}) for i in range(3)]
+        env = {"image": PINNED}
+        other = [make_task(i, reward={"kind": "exact_match"}, environment=env) for i in range(3)]
         taskpack.write(beta, {"train": other}, name="beta", version=version,
                        description="String puzzles")  # fmt: skip
         taskpack.publish(beta, registry=str(reg))
@@ -99,6 +101,7 @@ def test_every_set_is_listed_at_its_highest_release_with_what_it_holds(url: str)
     assert alpha["reward_kinds"] == ["numeric_match"] and beta["reward_kinds"] == ["exact_match"]
     assert alpha["models"] == ["m1", "m2"] and beta["models"] == []
     assert alpha["tags"] == {"latest": "1.1.0", "stable": "1.0.0"}
+    assert alpha["images"] == [] and beta["images"] == [PINNED]
     assert alpha["digest"] == taskpack.open("alpha@1.1.0", registry=url).manifest.digest
     assert found["facets"]["license"] == {"MIT": 1, "none": 1}
     assert found["facets"]["reward"] == {"numeric_match": 1, "exact_match": 1}
@@ -198,3 +201,22 @@ def test_one_versions_pages_show_its_results_and_each_tasks_rates(registry: Path
     m1, m2 = (row for row in table.split("<tr>") if "<td>m" in row)
     assert "<td>m1</td>" in m1 and "<td>2</td>" in m1 and "0.500" in m1  # t1: 2 of 4 for m1
     assert "<td>m2</td>" in m2 and "<td>1</td>" in m2 and "0.250" in m2
+
+
+def test_a_pinned_image_is_checked_whole_and_exported_as_written(tmp_path: Path) -> None:
+    from taskpack.errors import InvalidTask
+    from taskpack.exporter import export
+
+    for bad in ("python@sha256:0123", "python:3.12 slim", "python@sha512:" + "0" * 128):
+        with pytest.raises(InvalidTask, match="is not an image reference"):
+            taskpack.write(tmp_path / "bad", {"test": [make_task(0, environment={"image": bad})]},
+                           name="bad", version="1.0.0", overwrite=True)  # fmt: skip
+    folder = tmp_path / "pinned"
+    task = make_task(0, environment={"image": PINNED, "workdir": "/app"})
+    taskpack.write(folder, {"test": [task]}, name="pinned", version="1.0.0")
+    for fmt in ("harbor", "verifiers"):
+        export(taskpack.open(folder), fmt, tmp_path / f"out-{fmt}")
+    toml = next((tmp_path / "out-harbor").rglob("task.toml")).read_text()
+    assert f'docker_image = "{PINNED}"' in toml
+    rows = [p for p in (tmp_path / "out-verifiers").rglob("*.jsonl")]
+    assert rows and all(PINNED in p.read_text() for p in rows)

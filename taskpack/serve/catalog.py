@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from taskpack.base import routes
@@ -26,6 +26,9 @@ from taskpack.registry.refs import is_release, version_key
 from taskpack.serve import viewer
 from taskpack.serve.richtext import esc
 from taskpack.serve.viewer import link
+
+if TYPE_CHECKING:
+    from taskpack.storage.taskset import TaskSet
 
 Query = dict[str, list[str]]
 Answer = tuple[int, str, bytes]
@@ -54,11 +57,23 @@ def summary(mirror: Mirror, name: str, version: str) -> dict[str, Any]:
         "created": m.created.isoformat(),
         "tasks": {split: info.rows for split, info in m.splits.items()},
         "reward_kinds": ts.reward_kinds(),
+        "images": _images(ts),
         "models": sorted({row["model"] for rows in results.values() for row in rows}),
         "results": results,
     }
     write_atomic(kept, json.dumps(found, ensure_ascii=False).encode())
     return found
+
+
+def _images(ts: TaskSet) -> list[str]:
+    """The container images the version's tasks name (`environment.image`), each once."""
+    found: set[str] = set()
+    for name in ts.splits:
+        for value in ts.split(name).columns(["environment"]).column("environment").to_pylist():
+            image = json.loads(value).get("image") if value else None
+            if image:
+                found.add(image)
+    return sorted(found)
 
 
 def highest(versions: list[str]) -> str | None:
@@ -192,6 +207,7 @@ class Shelf:
             blocks.append(
                 f"<h2>{esc(title)}</h2><p>{esc(found['description'])}</p>"
                 f"<p>{_counts(found['tasks'])}; rewards {esc(', '.join(found['reward_kinds']))};"
+                f" images {esc(', '.join(found['images']) or 'none')};"
                 f" digest <code>{esc(found['digest'])}</code></p>"
                 + viewer.results_table(found["results"])
             )
