@@ -220,3 +220,18 @@ def test_a_pinned_image_is_checked_whole_and_exported_as_written(tmp_path: Path)
     assert f'docker_image = "{PINNED}"' in toml
     rows = [p for p in (tmp_path / "out-verifiers").rglob("*.jsonl")]
     assert rows and all(PINNED in p.read_text() for p in rows)
+
+
+def test_pulls_through_the_server_are_counted_per_version(registry: Path, tmp_path: Path) -> None:
+    mirror = Mirror(str(registry), Cache(tmp_path / "server"), ttl=60)
+    with background(App(registered=Registered(mirror))) as url:
+        for k in range(3):
+            taskpack.pull("beta@0.1.0", registry=url, cache=Cache(tmp_path / f"node{k}"))
+        taskpack.pull("beta@0.2.0-rc1", registry=url, cache=Cache(tmp_path / "node0"))
+        taskpack.pull("beta@0.1.0", registry=url, cache=Cache(tmp_path / "node0"))  # cached
+        beta = json.loads(get(url, "/api/v1/sets/beta")[2])
+        listed = {s["name"]: s["pulls"] for s in sets(url)["sets"]}
+        page = get(url, "/sets/beta")[2].decode()
+    assert {v["version"]: v["pulls"] for v in beta["versions"]} == {"0.1.0": 3, "0.2.0-rc1": 1}
+    assert beta["pulls"] == 4 and listed == {"alpha": 0, "beta": 4}
+    assert "0.1.0 (latest), pulled 3 times" in page

@@ -50,7 +50,7 @@ from taskpack.base.routes import Route
 from taskpack.errors import TaskpackError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.serve import jobs, lane, server, viewer
-from taskpack.serve.catalog import Shelf
+from taskpack.serve.catalog import Shelf, count_pull
 from taskpack.serve.episodes import OrsError, Sessions
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
@@ -459,7 +459,8 @@ class Registered:
 
     def r_manifest(self, name: str, version: str) -> Response:
         body = self.mirror.manifest_bytes(name, version)
-        return Response(HTTPStatus.OK, "application/json", body, cacheable=True)
+        count_pull(self.mirror, name, version)  # a client resolving the version: a pull
+        return Response(HTTPStatus.OK, "application/json", body)  # not kept: each one counts
 
     def r_object(self, name: str, version: str, sha256: str) -> Response:
         path = self.mirror.object(name, version, sha256)

@@ -76,6 +76,31 @@ def _images(ts: TaskSet) -> list[str]:
     return sorted(found)
 
 
+def count_pull(mirror: Mirror, name: str, version: str) -> None:
+    """One more pull of `name@version` (a client fetching its manifest through the server):
+    a byte appended to a file of its own, so that every worker process counts into it without
+    a lock (an append of one byte is atomic) and the count is the file's size."""
+    import os
+
+    path = mirror.cache.root / "pulls" / name / version
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b".")
+    finally:
+        os.close(fd)
+
+
+def pulls(mirror: Mirror, name: str, version: str | None = None) -> int:
+    """How many times `name@version` (every version, when None) was pulled through here."""
+    where = mirror.cache.root / "pulls" / name
+    try:
+        files = [where / version] if version else list(where.iterdir())
+        return sum(f.stat().st_size for f in files if f.is_file())
+    except FileNotFoundError:
+        return 0
+
+
 def highest(versions: list[str]) -> str | None:
     """The version a set is listed at: its highest release, else its highest version."""
     releases = [v for v in versions if is_release(v)]
@@ -123,7 +148,7 @@ class Shelf:
         body = {
             "total": len(kept),
             "offset": offset,
-            "sets": [_brief(e) for e in kept[offset : offset + limit]],
+            "sets": [self._counted(e) for e in kept[offset : offset + limit]],
             "facets": {key: dict(counts.most_common()) for key, counts in facets.items()},
         }
         return _json(body)
@@ -136,9 +161,17 @@ class Shelf:
             "name": name,
             "tags": self.mirror.tags(name),
             "latest": highest(versions),
-            "versions": [_brief(summary(self.mirror, name, v)) for v in versions],
+            "pulls": pulls(self.mirror, name),
+            "versions": [
+                {**_brief(summary(self.mirror, name, v)), "pulls": pulls(self.mirror, name, v)}
+                for v in versions
+            ],
         }
         return _json(body)
+
+    def _counted(self, entry: Mapping[str, Any]) -> dict[str, Any]:
+        """A set as a listing gives it, with its pulls counted now (they move by the request)."""
+        return {**_brief(entry), "pulls": pulls(self.mirror, entry["name"])}
 
     def r_results(self, query: Query, name: str, version: str) -> Answer:
         """A version's leaderboard: per split, per model and settings, the tasks rated, their
@@ -178,7 +211,7 @@ class Shelf:
             for key, counts in facets.items()
             if counts
         )
-        rows = "".join(_row(e) for e in kept[:SHOWN])
+        rows = "".join(_row(self._counted(e)) for e in kept[:SHOWN])
         more = (
             f"<p>and {len(kept) - SHOWN} more (the JSON lists them all)</p>"
             if len(kept) > SHOWN
@@ -189,7 +222,8 @@ class Shelf:
             f"{form}{clear}<p>{len(kept)} of {len(self.entries())} sets</p>"
             f'<section class="facets"><h2>facets</h2>{panels}</section>'
             "<table><thead><tr><th>set</th><th>version</th><th>description</th><th>license</th>"
-            "<th>tags</th><th>tasks</th><th>rewards</th><th>models rated</th></tr></thead>"
+            "<th>tags</th><th>tasks</th><th>rewards</th><th>models rated</th><th>pulls</th>"
+            "</tr></thead>"
             f"<tbody>{rows}</tbody></table>{more}"
         )
         return self._page(f"task sets of {self.mirror.location.url}", body)
@@ -204,6 +238,7 @@ class Shelf:
             found = summary(self.mirror, name, version)
             named = [t for t, v in tags.items() if v == version]
             title = f"{version}" + (f" ({', '.join(named)})" if named else "")
+            title += f", pulled {pulls(self.mirror, name, version)} times"
             blocks.append(
                 f"<h2>{esc(title)}</h2><p>{esc(found['description'])}</p>"
                 f"<p>{_counts(found['tasks'])}; rewards {esc(', '.join(found['reward_kinds']))};"
@@ -270,5 +305,6 @@ def _row(e: Mapping[str, Any]) -> str:
         _counts(e["tasks"]),
         esc(", ".join(e["reward_kinds"])),
         esc(", ".join(e["models"])),
+        str(e["pulls"]),
     )
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
