@@ -72,6 +72,12 @@ def step_lines(source: Mapping[str, Any]) -> list[str]:
     for entry in entries(source, "checked_against"):
         splits = ",".join(entry.get("splits") or [])
         lines.append(f"checked against {entry.get('ref')}:{splits} {entry.get('digest')}")
+    check = source.get("sandbox_check")
+    if isinstance(check, dict):
+        lines.append(
+            f"sandbox check ({check.get('by')}): {check.get('checked')} of {check.get('of')} "
+            "tasks: reference 1, no solution 0, no forger above 0"
+        )
     dropped = source.get("dropped")
     if isinstance(dropped, dict):
         gone = ", ".join(f"{s}: {len(i)}" for s, i in dropped.items() if isinstance(i, list))

@@ -4,13 +4,13 @@ lock."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 
 if TYPE_CHECKING:  # each command imports what it uses: `taskpack --help` loads neither
     # pydantic nor pyarrow
-    pass
+    from taskpack.storage.taskset import TaskSet
 from taskpack.cli._common import (
     _echo_json,
     _user_errors,
@@ -34,6 +34,19 @@ from taskpack.cli._common import (
     is_flag=True,
     help="Re-validate every task and digest first (as `taskpack validate`).",
 )
+@click.option(
+    "--check",
+    "sandbox",
+    is_flag=True,
+    help="Run the tasks in the sandbox first (as `taskpack check` on a Harbor export): publish "
+    "only if each reference scores 1, no solution 0 and no forger above 0, and record the "
+    "check in the version (under its digest).",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(1),
+    help="With --check: check this many tasks, spread evenly over the splits (default: all).",
+)
 @quiet_option
 @json_option
 @_user_errors
@@ -43,17 +56,25 @@ def publish(
     source_registry: str | None,
     tags: tuple[str, ...],
     full_check: bool,
+    sandbox: bool,
+    sample: int | None,
     quiet: bool,
     as_json: bool,
 ) -> None:
     """Publish the task set at SOURCE (a folder, or NAME@VERSION published elsewhere: mirrored
-    with the same digest) as an immutable version, its bytes and rows checked first."""
+    with the same digest) as an immutable version, its bytes and rows checked first. With
+    --check, a folder's manifest gets the check's record too, so folder and registry agree."""
     from taskpack.registry import Location
     from taskpack.registry.client import publish as publish_taskset
 
+    if sample is not None and not sandbox:
+        raise click.UsageError("--sample chooses the tasks --check runs: give --check too")
     where = Location.parse(registry)
+    chosen: str | TaskSet = source
+    if sandbox:
+        chosen = _gated(source, source_registry, sample, quiet)
     m, created = publish_taskset(
-        source,
+        chosen,
         registry=where,
         source_registry=source_registry,
         tags=tags,
@@ -66,6 +87,29 @@ def publish(
         return
     state = "published" if created else "already published, same content:"
     click.echo(f"{state} {m.ref} ({m.digest}) to {where.url}")
+
+
+def _gated(source: str, source_registry: str | None, sample: int | None, quiet: bool) -> TaskSet:
+    """SOURCE with its passing sandbox check recorded (`taskpack.gate`); a folder's manifest
+    rewritten to match."""
+    from taskpack.base.fs import write_atomic
+    from taskpack.base.objects import MANIFEST
+    from taskpack.base.progress import counted
+    from taskpack.gate import checked
+    from taskpack.registry.client import open as open_any
+
+    ts = open_any(source, registry=source_registry)
+    passed = checked(
+        ts, sample, progress=lambda got, n: counted(got, "checked", total=n, quiet=quiet)
+    )
+    folder = Path(source)
+    if (folder / MANIFEST).is_file():
+        text = passed.manifest.model_dump_json(indent=2) + "\n"
+        write_atomic(folder / MANIFEST, text.encode())
+    if not quiet:
+        record = cast("dict[str, int]", passed.manifest.source["sandbox_check"])
+        click.echo(f"checked {record['checked']} of {record['of']} tasks in the sandbox", err=True)
+    return passed
 
 
 @click.command()

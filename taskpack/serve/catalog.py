@@ -58,6 +58,7 @@ def summary(mirror: Mirror, name: str, version: str) -> dict[str, Any]:
         "tasks": {split: info.rows for split, info in m.splits.items()},
         "reward_kinds": ts.reward_kinds(),
         "images": _images(ts),
+        "checked": m.source.get("sandbox_check"),  # `publish --check`'s record, if any
         "models": sorted({row["model"] for rows in results.values() for row in rows}),
         "results": results,
     }
@@ -222,7 +223,8 @@ class Shelf:
             f"{form}{clear}<p>{len(kept)} of {len(self.entries())} sets</p>"
             f'<section class="facets"><h2>facets</h2>{panels}</section>'
             "<table><thead><tr><th>set</th><th>version</th><th>description</th><th>license</th>"
-            "<th>tags</th><th>tasks</th><th>rewards</th><th>models rated</th><th>pulls</th>"
+            "<th>tags</th><th>tasks</th><th>rewards</th><th>models rated</th><th>checked</th>"
+            "<th>pulls</th>"
             "</tr></thead>"
             f"<tbody>{rows}</tbody></table>{more}"
         )
@@ -243,6 +245,7 @@ class Shelf:
                 f"<h2>{esc(title)}</h2><p>{esc(found['description'])}</p>"
                 f"<p>{_counts(found['tasks'])}; rewards {esc(', '.join(found['reward_kinds']))};"
                 f" images {esc(', '.join(found['images']) or 'none')};"
+                f" sandbox check: {_checked(found['checked'])};"
                 f" digest <code>{esc(found['digest'])}</code></p>"
                 + viewer.results_table(found["results"])
             )
@@ -305,6 +308,14 @@ def _row(e: Mapping[str, Any]) -> str:
         _counts(e["tasks"]),
         esc(", ".join(e["reward_kinds"])),
         esc(", ".join(e["models"])),
+        _checked(e["checked"]),
         str(e["pulls"]),
     )
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def _checked(record: Mapping[str, Any] | None) -> str:
+    """`publish --check`'s record, as a cell."""
+    if not record:
+        return "no"
+    return esc(f"{record['checked']} of {record['of']} tasks passed")
