@@ -155,6 +155,7 @@ def test_the_pages_escape_and_show_the_leaderboard(url: str) -> None:
     rows = [line for line in page.split("<tr>") if "<td>m1</td>" in line or "<td>m2</td>" in line]
     assert len(rows) == 2 and "0.625" in rows[0] and "0.250" in rows[1]  # best first
     assert "no results" in page  # 1.0.0 has none
+    assert f'title="{PINNED}"' in get(url, "/")[2].decode()  # the images a set needs, listed
 
 
 def test_the_catalog_api_is_in_its_openapi_document(url: str) -> None:

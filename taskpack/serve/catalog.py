@@ -223,7 +223,8 @@ class Shelf:
             f"{form}{clear}<p>{len(kept)} of {len(self.entries())} sets</p>"
             f'<section class="facets"><h2>facets</h2>{panels}</section>'
             "<table><thead><tr><th>set</th><th>version</th><th>description</th><th>license</th>"
-            "<th>tags</th><th>tasks</th><th>rewards</th><th>models rated</th><th>checked</th>"
+            "<th>tags</th><th>tasks</th><th>rewards</th><th>images</th><th>models rated</th>"
+            "<th>checked</th>"
             "<th>pulls</th>"
             "</tr></thead>"
             f"<tbody>{rows}</tbody></table>{more}"
@@ -307,6 +308,7 @@ def _row(e: Mapping[str, Any]) -> str:
         esc(", ".join(e["tags"])),
         _counts(e["tasks"]),
         esc(", ".join(e["reward_kinds"])),
+        ", ".join(_image(i) for i in e["images"]),
         esc(", ".join(e["models"])),
         _checked(e["checked"]),
         str(e["pulls"]),
@@ -319,3 +321,10 @@ def _checked(record: Mapping[str, Any] | None) -> str:
     if not record:
         return "no"
     return esc(f"{record['checked']} of {record['of']} tasks passed")
+
+
+def _image(ref: str) -> str:
+    """An image as a cell: a pin's digest cut to 12 digits, whole in the tooltip (and JSON)."""
+    name, _, digest = ref.partition("@sha256:")
+    shown = f"{name}@sha256:{digest[:12]}…" if digest else ref
+    return f'<span title="{esc(ref)}">{esc(shown)}</span>'
