@@ -236,3 +236,23 @@ def test_pulls_through_the_server_are_counted_per_version(registry: Path, tmp_pa
     assert {v["version"]: v["pulls"] for v in beta["versions"]} == {"0.1.0": 3, "0.2.0-rc1": 1}
     assert beta["pulls"] == 4 and listed == {"alpha": 0, "beta": 4}
     assert "0.1.0 (latest), pulled 3 times" in page
+
+
+def test_each_version_has_its_pages_below_the_catalog(url: str) -> None:
+    root = "/sets/alpha/versions/1.1.0"
+    status, kind, body = get(url, root + "/")
+    home = body.decode()
+    assert status == 200 and kind.startswith("text/html")
+    assert f'href="{root}/view/test"' in home and 'href="/assets/style.css"' in home
+    assert f'href="{root}/?at=1.0.0"' in home and "<td>m1</td>" in home
+    status, _, body = get(url, root + "/view/test")  # the process lane's page, moved too
+    split = body.decode()
+    assert status == 200 and f'href="{root}/view/test/t2"' in split
+    assert 'href="/view/' not in split
+    status, _, body = get(url, root + "/view/test/t2")
+    assert status == 200 and "What is 2 + 1?" in body.decode()
+    status, _, body = get(url, root + "/api/v1")
+    assert status == 200 and json.loads(body)["version"] == "1.1.0"
+    assert get(url, "/sets/alpha/versions/7.0.0/")[0] == 404
+    assert get(url, root + "/no/such/page")[0] == 404
+    assert f'href="{root}/"' in get(url, "/sets/alpha")[2].decode()  # the set page links it

@@ -34,6 +34,7 @@ import ipaddress
 import json
 import mimetypes
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -430,6 +431,7 @@ class Registered:
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
         self._catalogs: dict[str, Catalog] = {}
+        self._versions: dict[tuple[str, str], Api] = {}
         self._lock = threading.Lock()
 
     def environments(self) -> dict[str, Callable[[], Catalog]]:
@@ -445,6 +447,25 @@ class Registered:
             if kept is None:
                 kept = self._catalogs[ts.manifest.digest] = Catalog(ts, m.location.url)
             return kept
+
+    def version_api(self, name: str, version: str) -> Api:
+        """`name@version`'s own server (its pages and JSON), for a catalog's requests below
+        `/sets/NAME/versions/V/`; the last `_VERSIONS` asked for are kept open."""
+        from taskpack.registry.client import resolve
+
+        m = self.mirror
+        if version not in m.versions(name):
+            raise NotFound(f"no version {name}@{version} in {m.location.url}")
+        with self._lock:
+            kept = self._versions.pop((name, version), None)
+        if kept is None:
+            ts = resolve(f"{name}@{version}", registry=m.location, cache=m.cache)
+            kept = Api(Catalog(ts, m.location.url))
+        with self._lock:
+            self._versions[(name, version)] = kept  # the newest last
+            while len(self._versions) > _VERSIONS:
+                self._versions.pop(next(iter(self._versions)))
+        return kept
 
     # The registry protocol's reads, as the route table names them (`routes.REGISTRY`).
 
@@ -465,6 +486,22 @@ class Registered:
     def r_object(self, name: str, version: str, sha256: str) -> Response:
         path = self.mirror.object(name, version, sha256)
         return Response(HTTPStatus.OK, "application/octet-stream", path=path)
+
+
+_VERSIONS = 16  # versions a catalog keeps open for their pages
+
+
+def _rooted(response: Response, root: str) -> Response:
+    """A version's page or JSON as a catalog serves it below `root`: its links to the
+    version's own paths (`/view/...`, `/diff/...`, `/api/v1/files/...`, home) moved below
+    `root`, the style sheet's left where it is."""
+    if not response.content_type.startswith(("text/html", "application/json")):
+        return response
+    data = response.path.read_bytes() if response.path is not None else response.body
+    moved = re.sub(
+        rb'(href="|action="|"href": ")/(?!assets/)', rb"\g<1>" + root.encode() + b"/", data
+    )
+    return Response(response.status, response.content_type, moved)
 
 
 def _listed(value: Any) -> Response:
@@ -603,11 +640,16 @@ class App:
         grows with the data. Never raises: an error is a JSON 4xx or 5xx (an ORS verb's in
         ORS's shape) or an error page. `shut`: set when the client shuts its side, which
         TCP cannot tell from leaving: work on the process lane then stops (503)."""
+        within: tuple[Api, str] | None = None  # a version's pages in a catalog: its Api, root
         try:
+            if found is None and self.registered is not None:
+                found, within = self._in_version(path, method)
             if found is None:
                 raise HttpError(HTTPStatus.NOT_FOUND, f"no such path {path!r}")
             route, params = found
-            asked = partial(self._answer, route, params, parse_qs(query_string), body, headers)
+            query = parse_qs(query_string)
+            api = within[0] if within else None
+            asked = partial(self._answer, route, params, query, body, headers, api)
             answer = await asyncio.get_running_loop().run_in_executor(self.fast, asked)
             if (route.lane == "process") != isinstance(answer, (Ask, Listing)):
                 raise RuntimeError(f"{route.name}: answered off its lane ({route.lane})")
@@ -622,6 +664,8 @@ class App:
                 response = Response(*answer, cacheable=fixed)
             else:
                 response = answer
+            if within is not None:
+                response = _rooted(response, within[1])
         except Exception as e:  # noqa: BLE001 - every failure is an answer, never a crash
             response = self._failure(e, found)
         if response.cacheable and response.path is None:
@@ -636,6 +680,25 @@ class App:
             old_key = next(iter(self._cache))
             self._cache_bytes -= _held(old_key, self._cache.pop(old_key))
 
+    def _in_version(
+        self, path: str, method: str
+    ) -> tuple[tuple[Route, dict[str, str]] | None, tuple[Api, str] | None]:
+        """A request below `/sets/NAME/versions/V/` of a catalog: the route of one version's
+        server it asks for, and that version's Api and root; (None, None) for any other."""
+        assert self.registered is not None
+        parts = path.split("/", 5)
+        if len(parts) < 5 or parts[:2] != ["", "sets"] or parts[3] != "versions":
+            return None, None
+        name, version, rest = parts[2], parts[4], "/" + (parts[5] if len(parts) > 5 else "")
+        found = routes.match(rest, routes.SERVED, method)
+        if found is None:
+            return None, None
+        try:
+            api = self.registered.version_api(name, version)
+        except NotFound as e:
+            raise HttpError(HTTPStatus.NOT_FOUND, str(e)) from None
+        return found, (api, f"/sets/{quote(name, safe='')}/versions/{quote(version, safe='')}")
+
     def _answer(
         self,
         route: Route,
@@ -643,9 +706,11 @@ class App:
         query: Query,
         body: bytes,
         headers: Mapping[str, str] | None,
+        api: Api | None = None,
     ) -> Response | Ask | Listing | tuple[int, str, bytes]:
-        """The route's handler called as its side takes requests."""
-        handler = self.handlers[route.name]
+        """The route's handler called as its side takes requests (`api`: the version a
+        catalog's request is below, instead of the served one)."""
+        handler = self.handlers[route.name] if api is None else getattr(api, f"r_{route.handler}")
         if route.side == "api":
             return handler(query, **params)  # type: ignore[no-any-return]
         if route.side == "ors":

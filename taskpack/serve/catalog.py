@@ -242,8 +242,9 @@ class Shelf:
             named = [t for t, v in tags.items() if v == version]
             title = f"{version}" + (f" ({', '.join(named)})" if named else "")
             title += f", pulled {pulls(self.mirror, name, version)} times"
+            pages = f"/sets/{quote(name, safe='')}/versions/{quote(version, safe='')}/"
             blocks.append(
-                f"<h2>{esc(title)}</h2><p>{esc(found['description'])}</p>"
+                f"<h2>{link(pages, title)}</h2><p>{esc(found['description'])}</p>"
                 f"<p>{_counts(found['tasks'])}; rewards {esc(', '.join(found['reward_kinds']))};"
                 f" images {esc(', '.join(found['images']) or 'none')};"
                 f" sandbox check: {_checked(found['checked'])};"
