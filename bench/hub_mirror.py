@@ -69,22 +69,31 @@ LIMITS = {
 }
 
 
-def launch(jobs: list[Job], out: Path) -> list[tuple[float, str]]:
+def launch(
+    jobs: list[Job], out: Path, failing: bool = False
+) -> list[tuple[float | None, str | None, int]]:
     """Start every job at once, each writing to a file of its own (a thousand pipes would
-    outgrow the parent's descriptors): (seconds from launch to its task, the task id)."""
+    outgrow the parent's descriptors): (seconds from launch to its task, the task id, its exit
+    status), the first two None where it printed no task. A job that fails stops the
+    benchmark, unless `failing` (failures are then what is measured, as for `datasets`)."""
     out.mkdir(parents=True)
     started = time.time()
     procs = []
+    quiet = subprocess.DEVNULL if failing else None
     for k, (command, env) in enumerate(jobs):
         with (out / f"{k}.json").open("w") as f:
             procs.append(
-                subprocess.Popen(command, stdout=f, stderr=None, env={**os.environ, **env})
+                subprocess.Popen(command, stdout=f, stderr=quiet, env={**os.environ, **env})
             )
-    for proc in procs:
-        if proc.wait(timeout=1800) != 0:
-            raise SystemExit(f"a reader failed: {proc.args}")
-    answers = [json.loads((out / f"{k}.json").read_text()) for k in range(len(jobs))]
-    return [(a["t"] - started, a["id"]) for a in answers]
+    codes = [proc.wait(timeout=1800) for proc in procs]
+    got: list[tuple[float | None, str | None, int]] = []
+    for k, (proc, code) in enumerate(zip(procs, codes, strict=True)):
+        if code != 0 and not failing:
+            raise SystemExit(f"a reader failed: {proc.args!r}")
+        lines = (out / f"{k}.json").read_text().splitlines()
+        answer = json.loads(lines[-1]) if lines else None
+        got.append((answer["t"] - started, answer["id"], code) if answer else (None, None, code))
+    return got
 
 
 def p99(values: list[float]) -> float:
@@ -151,8 +160,8 @@ def main() -> dict[str, Any]:
 
         def run(name: str, jobs: list[Job]) -> None:
             got = launch(jobs, tmp / "out" / name.replace(" ", "-"))
-            assert [i for _, i in got] == [ids[pick(k)] for k in range(len(jobs))], name
-            times = [t for t, _ in got]
+            assert [i for _, i, _ in got] == [ids[pick(k)] for k in range(len(jobs))], name
+            times = [t for t, _, _ in got if t is not None]
             results[name] = {
                 "processes": len(jobs),
                 "upstream": proxy.requests,

@@ -35,7 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, build_taskset, fresh_process, machine, served
-from hub_mirror import LOAD, Job, buckets, p99
+from hub_mirror import BARE, LOAD, Job, buckets, launch, p99
 
 STREAM = """
 import json, sys, time
@@ -44,38 +44,6 @@ from datasets.distributed import split_dataset_by_node
 ds = datasets.load_dataset(sys.argv[1], revision=sys.argv[2], split="train", streaming=True)
 row = next(iter(split_dataset_by_node(ds, rank=int(sys.argv[3]), world_size=int(sys.argv[4]))))
 print(json.dumps({"t": time.time(), "id": row["id"]}))
-"""
-
-
-def launch(jobs: list[Job], out: Path) -> list[tuple[float | None, str | None, int]]:
-    """Every job started at once, each writing to a file of its own: (seconds from launch to
-    its task, the task id, its exit status), the first two None where it printed no task."""
-    import json
-    import subprocess
-    import time
-
-    out.mkdir(parents=True)
-    started = time.time()
-    procs = []
-    for k, (command, env) in enumerate(jobs):
-        with (out / f"{k}.json").open("w") as f:
-            procs.append(
-                subprocess.Popen(
-                    command, stdout=f, stderr=subprocess.DEVNULL, env={**os.environ, **env}
-                )
-            )
-    codes = [proc.wait(timeout=1800) for proc in procs]
-    got: list[tuple[float | None, str | None, int]] = []
-    for k, code in enumerate(codes):
-        lines = (out / f"{k}.json").read_text().splitlines()
-        answer = json.loads(lines[-1]) if lines else None
-        got.append((answer["t"] - started, answer["id"], code) if answer else (None, None, code))
-    return got
-
-
-BARE = """
-import json, sys, time
-print(json.dumps({"t": time.time(), "id": sys.argv[1]}))
 """
 
 
@@ -116,7 +84,7 @@ def main() -> dict[str, Any]:
             groups = [list(itertools.chain(*jobs_of))] if args.at_once else jobs_of
             got = []
             for g, jobs in enumerate(groups):
-                got += launch(jobs, tmp / "out" / name / str(g))
+                got += launch(jobs, tmp / "out" / name / str(g), failing=True)
             loaders = len(got)
             wrong = [k for k, (_, i, _) in enumerate(got) if i is not None and i != ids[k]]
             assert not wrong, f"{name}: loaders {wrong} read the wrong task"
