@@ -268,3 +268,39 @@ def test_checking_a_file_holds_a_row_group_not_the_file(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert size > 55e6
     assert int(run.stdout) < size  # 1.47x the file pre-buffered, 0.69x read a group at a time
+
+
+_IMPORTED = """
+import sys
+import pyarrow as pa
+from taskpack.importer import import_sources
+
+import_sources(sys.argv[2], {"train": [sys.argv[1]]}, "gsm8k", name="wide")
+print(pa.default_memory_pool().max_memory())
+"""
+
+
+@pytest.mark.slow
+def test_importing_a_parquet_source_of_wide_rows_holds_a_few_batches(tmp_path: Path) -> None:
+    """A batch was 64k rows whatever their size: 1,000 rows of 120 KB were one batch, and the
+    import held 6.7x the source (801 MiB for 120 MB). Batches are bounded in bytes too, and a
+    column chunk is read a MiB at a time."""
+    import random
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    rng = random.Random(5)
+    questions = [rng.randbytes(60_000).hex() for _ in range(500)]
+    source = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({"question": questions, "answer": ["#### 1"] * 500}), source)
+    size = source.stat().st_size
+    run = subprocess.run(
+        [sys.executable, "-c", _IMPORTED, str(source), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert size > 55e6
+    assert int(run.stdout) < 4 * size

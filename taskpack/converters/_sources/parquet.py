@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from functools import partial
 from itertools import pairwise
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 from taskpack.base.parquet import parquet_file
 from taskpack.converters._sources.chunk import Chunk, NotColumnar, _chunk
@@ -44,14 +47,25 @@ def arrow_records(
             number += 1
 
 
-_PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source
+_PARQUET_ROWS = 64 * 1024  # rows per batch of a Parquet source, at most...
+# ...and bytes, uncompressed: 64k rows of 120 KB each were one batch of the whole file, and
+# converting it held 6.7x the file (801 MiB of Arrow memory for a 120 MB source)
+_PARQUET_BYTES = 16 << 20
+
+
+def _batch_rows(pf: pq.ParquetFile) -> int:
+    """Rows per batch: `_PARQUET_ROWS`, fewer where rows are large (from the footer's sizes)."""
+    meta = pf.metadata
+    size = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+    per_row = size / max(meta.num_rows, 1)
+    return max(1, min(_PARQUET_ROWS, int(_PARQUET_BYTES / max(per_row, 1.0))))
 
 
 def parquet_chunks(uri: str) -> Iterator[Chunk]:
     first = 0
     try:
         pf = parquet_file(uri)
-        for batch in pf.iter_batches(batch_size=_PARQUET_ROWS):
+        for batch in pf.iter_batches(batch_size=_batch_rows(pf)):
             # The row path reads a struct as a dict of its fields in order, as `json_values`.
             schema = pa.schema([f.with_metadata(_CONFIRMED) for f in batch.schema])
             table = pa.Table.from_arrays(batch.columns, schema=schema)
