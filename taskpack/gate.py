@@ -18,12 +18,11 @@ from typing import Any
 
 from taskpack import __version__
 from taskpack.base.digests import PINS_SOURCE, version_digest
+from taskpack.base.provenance import SANDBOX_CHECK
 from taskpack.errors import TaskpackError
 from taskpack.exporter import export
 from taskpack.storage.taskset import TaskSet
 from taskpack.trials import FORGERS, Bounds, TaskCheck, check_export, planned
-
-RECORD = "sandbox_check"  # the key of the record in a version's `source`
 
 
 def checked(
@@ -63,7 +62,7 @@ def checked(
         "forgers": sorted(FORGERS),
         "by": f"taskpack {__version__}",
     }
-    unsealed = m.model_copy(update={"source": {**m.source, RECORD: record}})
+    unsealed = m.model_copy(update={"source": {**m.source, SANDBOX_CHECK: record}})
     return TaskSet(unsealed.model_copy(update={"digest": version_digest(unsealed)}), ts.objects)
 
 

@@ -16,6 +16,11 @@ from taskpack.base.settings import switch
 PATHS = "TASKPACK_LINEAGE_PATHS"  # on: lineage also records local paths, relative to the cwd
 
 
+# Where `publish --check` records its passing check in a version's `source` (`taskpack.gate`):
+# under the version digest, read by the lineage and the catalog.
+SANDBOX_CHECK = "sandbox_check"
+
+
 def asked_path(path: str | os.PathLike[str]) -> str | None:
     """A local path as lineage may record it: relative to the working folder, and only when
     `TASKPACK_LINEAGE_PATHS` asks; None otherwise (never a host's absolute path)."""
@@ -72,7 +77,7 @@ def step_lines(source: Mapping[str, Any]) -> list[str]:
     for entry in entries(source, "checked_against"):
         splits = ",".join(entry.get("splits") or [])
         lines.append(f"checked against {entry.get('ref')}:{splits} {entry.get('digest')}")
-    check = source.get("sandbox_check")
+    check = source.get(SANDBOX_CHECK)
     if isinstance(check, dict):
         lines.append(
             f"sandbox check ({check.get('by')}): {check.get('checked')} of {check.get('of')} "

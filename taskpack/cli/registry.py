@@ -95,6 +95,7 @@ def _gated(source: str, source_registry: str | None, sample: int | None, quiet: 
     from taskpack.base.fs import write_atomic
     from taskpack.base.objects import MANIFEST
     from taskpack.base.progress import counted
+    from taskpack.base.provenance import SANDBOX_CHECK
     from taskpack.gate import checked
     from taskpack.registry.client import open as open_any
 
@@ -107,7 +108,7 @@ def _gated(source: str, source_registry: str | None, sample: int | None, quiet: 
         text = passed.manifest.model_dump_json(indent=2) + "\n"
         write_atomic(folder / MANIFEST, text.encode())
     if not quiet:
-        record = cast("dict[str, int]", passed.manifest.source["sandbox_check"])
+        record = cast("dict[str, int]", passed.manifest.source[SANDBOX_CHECK])
         click.echo(f"checked {record['checked']} of {record['of']} tasks in the sandbox", err=True)
     return passed
 

@@ -378,7 +378,8 @@ class Api:
         body = (
             f"{changes}<table><thead><tr><th>split</th><th>tasks</th><th>digest</th></tr>"
             f"</thead><tbody>{rows}</tbody></table>"
-            f"<h2>Results</h2>{viewer.results_table(results)}<h2>Lineage</h2>{viewer.pre(chr(10).join(step_lines(m.source)))}"
+            f"<h2>Results</h2>{viewer.results_table(results)}"
+            f"<h2>Lineage</h2>{viewer.pre(chr(10).join(step_lines(m.source)))}"
         )
         return self.page(f"{m.name}@{m.version}", body)
 

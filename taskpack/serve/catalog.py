@@ -16,19 +16,17 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from taskpack.base import routes
 from taskpack.base.fs import write_atomic
+from taskpack.base.provenance import SANDBOX_CHECK
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.registry.refs import is_release, version_key
 from taskpack.serve import viewer
 from taskpack.serve.richtext import esc
 from taskpack.serve.viewer import link
-
-if TYPE_CHECKING:
-    from taskpack.storage.taskset import TaskSet
 
 Query = dict[str, list[str]]
 Answer = tuple[int, str, bytes]
@@ -57,24 +55,13 @@ def summary(mirror: Mirror, name: str, version: str) -> dict[str, Any]:
         "created": m.created.isoformat(),
         "tasks": {split: info.rows for split, info in m.splits.items()},
         "reward_kinds": ts.reward_kinds(),
-        "images": _images(ts),
-        "checked": m.source.get("sandbox_check"),  # `publish --check`'s record, if any
+        "images": sorted(i for i in ts.field_values("environment", "image") if i),
+        "checked": m.source.get(SANDBOX_CHECK),  # `publish --check`'s record, if any
         "models": sorted({row["model"] for rows in results.values() for row in rows}),
         "results": results,
     }
     write_atomic(kept, json.dumps(found, ensure_ascii=False).encode())
     return found
-
-
-def _images(ts: TaskSet) -> list[str]:
-    """The container images the version's tasks name (`environment.image`), each once."""
-    found: set[str] = set()
-    for name in ts.splits:
-        for value in ts.split(name).columns(["environment"]).column("environment").to_pylist():
-            image = json.loads(value).get("image") if value else None
-            if image:
-                found.add(image)
-    return sorted(found)
 
 
 def count_pull(mirror: Mirror, name: str, version: str) -> None:
@@ -154,10 +141,15 @@ class Shelf:
         }
         return _json(body)
 
-    def r_set(self, query: Query, name: str) -> Answer:
+    def _versions(self, name: str) -> list[str]:
+        """The set's versions, lowest first; NotFound (a 404) for a set the registry lacks."""
         versions = self.mirror.versions(name)
         if not versions:
             raise NotFound(f"no task set {name!r} in {self.mirror.location.url}")
+        return versions
+
+    def r_set(self, query: Query, name: str) -> Answer:
+        versions = self._versions(name)
         body = {
             "name": name,
             "tags": self.mirror.tags(name),
@@ -232,9 +224,7 @@ class Shelf:
         return self._page(f"task sets of {self.mirror.location.url}", body)
 
     def r_set_page(self, query: Query, name: str) -> Answer:
-        versions = self.mirror.versions(name)
-        if not versions:
-            raise NotFound(f"no task set {name!r} in {self.mirror.location.url}")
+        versions = self._versions(name)
         tags = self.mirror.tags(name)
         blocks = []
         for version in reversed(versions):

@@ -449,16 +449,20 @@ class TaskSet:
             raise unknown("split", name, self.splits, self.manifest.ref)
         return info
 
-    def reward_kinds(self) -> list[str]:
-        """The reward kinds this version's tasks use, from one column per split ("none" for a
-        task without a reward)."""
+    def field_values(self, column: str, key: str) -> set[Any]:
+        """Every value of `key` in the JSON column `column` (reward, environment, ...) across the
+        splits, None for a task without it: one column read per split, no task built."""
         import json
 
-        kinds: set[str] = set()
+        found: set[Any] = set()
         for name in self.splits:
-            for value in self.split(name).columns(["reward"]).column("reward").to_pylist():
-                kinds.add(json.loads(value)["kind"] if value else "none")
-        return sorted(kinds)
+            for value in self.split(name).columns([column]).column(column).to_pylist():
+                found.add(json.loads(value).get(key) if value else None)
+        return found
+
+    def reward_kinds(self) -> list[str]:
+        """The reward kinds this version's tasks use ("none" for a task without a reward)."""
+        return sorted(kind or "none" for kind in self.field_values("reward", "kind"))
 
     def split_files(self, name: str, progress: Progress | None = None) -> list[Path]:
         """Split `name`'s Parquet files, local and checked as the source checks them."""
