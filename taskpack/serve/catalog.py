@@ -32,12 +32,16 @@ Query = dict[str, list[str]]
 Answer = tuple[int, str, bytes]
 FACETS = ("license", "reward", "tag")  # what a set is narrowed by, each one value
 SHOWN = 200  # sets a catalog page lists; the JSON pages through all of them
+# The shape of a kept summary: raised with each change to its fields, so that a server run by a
+# newer taskpack over an older one's cache computes its summaries again rather than serve ones
+# without the new fields.
+SUMMARY_SHAPE = 1
 _HTML = "text/html; charset=utf-8"
 
 
 def summary(mirror: Mirror, name: str, version: str) -> dict[str, Any]:
     """What the catalog says of `name@version`, computed once and kept (see the docstring)."""
-    kept = mirror.cache.root / "catalog" / name / f"{version}.json"
+    kept = mirror.cache.root / "catalog" / f"v{SUMMARY_SHAPE}" / name / f"{version}.json"
     if kept.is_file():
         return json.loads(kept.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
     from taskpack.registry.client import resolve
