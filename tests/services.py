@@ -6,13 +6,16 @@ end. `.ci/run` installs the binaries; a missing one fails the tests rather than 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,18 +39,52 @@ def find_tool(name: str) -> str:
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
+    """Return once `proc` answers at `url`. An answer counts only from `proc` itself: its port was
+    chosen free before it started, and another server may have bound that port in between (the
+    servers the tests start pick theirs the same way, and SeaweedFS binds fixed ports of its
+    own). That server's answers (SeaweedFS refuses an unsigned request with 403) would then pass
+    for `proc`'s, which fails to bind and exits, and every test after it would see them."""
+    port = urllib.parse.urlsplit(url).port
+    assert port is not None, url
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited early:\n{log.read_text()[-3000:]}")
         try:
             with urllib.request.urlopen(url, timeout=1):
-                return
+                pass
         except urllib.error.HTTPError:
-            return  # it answered: up, even if that path is an error
+            pass  # it answered: up, even if that path is an error
         except OSError:
             time.sleep(0.2)
-    raise RuntimeError(f"server at {url} not ready after {timeout}s:\n{log.read_text()[-3000:]}")
+            continue
+        if listens(proc.pid, port):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(
+        f"server at {url} not ready after {timeout}s"
+        + ("" if proc.poll() is not None else " (another process answers on its port)")
+        + f":\n{log.read_text()[-3000:]}"
+    )
+
+
+def listens(pid: int, port: int) -> bool:
+    """Whether process `pid` holds a listening TCP socket on `port` (Linux's /proc)."""
+    sockets = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                sockets.add(f"socket:[{fields[9]}]")
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except FileNotFoundError:  # exited
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed since it was listed
+            if os.readlink(fd) in sockets:
+                return True
+    return False
 
 
 @dataclass
