@@ -176,6 +176,29 @@ def test_copy_local_to_s3_to_hub(tmp_path: Path, bucket: str, hub: Any) -> None:
     assert publish("arith@1.0.0", source_registry=local, registry=hf)[1] is False
 
 
+def test_a_copy_between_registries_checks_each_split_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fetch checks the source's rows (once per machine); the publish does not again."""
+    from taskpack.storage import integrity, rows
+
+    source, dest = str(tmp_path / "from"), str(tmp_path / "to")
+    m, _ = publish(build(tmp_path / "a", "1.0.0"), registry=source)
+    checked: list[str] = []
+
+    def counted(parquets: Any, name: str, *args: Any, **kwargs: Any) -> list[str]:
+        checked.append(name)
+        return check_split(parquets, name, *args, **kwargs)
+
+    check_split = rows.check_split
+    for module in (rows, integrity):  # the fetch's and the publish's
+        monkeypatch.setattr(module, "check_split", counted)
+    copied, created = publish("arith@1.0.0", source_registry=source, registry=dest)
+    assert created and copied.digest == m.digest
+    assert sorted(checked) == sorted(m.splits)  # each split once: was twice
+    assert taskpack.load("arith@1.0.0", split="train", registry=dest).get("t1") is not None
+
+
 # --- verified reads ------------------------------------------------------------------------
 
 
