@@ -63,3 +63,48 @@ def test_a_server_on_its_own_port_is_up_once_it_answers(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+class _RefusingIndex(_Refuses):
+    """A package index that lists a wheel and refuses its download, as a rate-limiting mirror
+    does."""
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") != f"/simple/{_PACKAGE}":
+            return super().do_GET()
+        wheel = f"{_PACKAGE.replace('-', '_')}-1.0-py3-none-any.whl"
+        body = f'<html><body><a href="/files/{wheel}">{wheel}</a></body></html>'.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+_PACKAGE = "taskpack-harness-probe"
+
+
+def test_a_framework_venv_the_index_refuses_names_the_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package index's 403 while a framework's venv is made reads as the index's, with
+    the refused URL, not as a failure of the test that first needed the venv."""
+    from .conformance import frameworks
+
+    index = ThreadingHTTPServer(("127.0.0.1", 0), _RefusingIndex)
+    threading.Thread(target=index.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{index.server_address[1]}"
+    monkeypatch.setenv("TASKPACK_FRAMEWORK_VENVS", str(tmp_path / "venvs"))
+    spec = frameworks.Framework(
+        frameworks.FRAMEWORKS["hub0"].python,
+        (f"{_PACKAGE}==1.0",),
+        pip_flags=("--index-url", f"{url}/simple", "--retries", "0"),
+    )
+    monkeypatch.setitem(frameworks.FRAMEWORKS, "refused", spec)
+    try:
+        with pytest.raises(RuntimeError, match="could not install refused") as raised:
+            frameworks.ensure("refused")
+    finally:
+        index.shutdown()
+    said = str(raised.value)
+    assert "HTTP error 403" in said and f"{url}/files/" in said, said

@@ -209,7 +209,7 @@ def ensure(name: str) -> Path:
 def _install(name: str, spec: Framework, venv: Path, python: Path) -> None:
     if venv.exists():
         shutil.rmtree(venv)
-    run = lambda *args: subprocess.run(args, check=True, stdout=subprocess.DEVNULL)  # noqa: E731
+    run = lambda *args: subprocess.run(args, check=True, capture_output=True, text=True)  # noqa: E731
     try:
         run(interpreter(spec.python), "-m", "venv", str(venv))
         pip = (str(python), "-m", "pip", "install", "-q", *spec.pip_flags)
@@ -218,7 +218,12 @@ def _install(name: str, spec: Framework, venv: Path, python: Path) -> None:
             run(*pip, "--no-deps", *spec.no_deps)
         run(str(python), "-c", spec.check)
     except subprocess.CalledProcessError as e:
-        raise RuntimeError(f"could not install {name} ({' '.join(spec.packages)}): {e}") from None
+        # pip's own words end the message: a package index's refusal (its URL and status,
+        # "HTTP error 403 while getting ...") must not read as a failure of the code under test.
+        said = "\n".join((e.stderr or e.stdout or "").strip().splitlines()[-12:])
+        raise RuntimeError(
+            f"could not install {name} ({' '.join(spec.packages)}): {e}\n{said}"
+        ) from None
     share(venv)
     (venv / ".ready").write_text("ok\n")
 
