@@ -212,6 +212,36 @@ def test_environment_names_are_exact_and_a_case_twin_never_replaces_another(
         assert twin.status_code == 404 and "Foo, foo" in twin.json()["detail"]
 
 
+def test_a_mirror_keeps_a_bounded_number_of_versions_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that outlives many releases holds at most `_OPEN` versions open (it held
+    every release ever served as an environment); a set's latest and that version asked
+    for by number are one."""
+    from taskpack.registry.cache import Cache
+    from taskpack.registry.mirror import Mirror
+    from taskpack.serve import app
+
+    from .conftest import make_task
+
+    monkeypatch.setattr(app, "_OPEN", 2)
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    registered = Registered(Mirror(str(registry), Cache(tmp_path / "cache"), ttl=0))
+    opened = []
+    for release in range(1, 5):
+        tasks = [make_task(i) for i in range(release)]
+        taskpack.write(
+            tmp_path / f"v{release}", {"train": tasks}, name="s", version=f"{release}.0.0"
+        )
+        taskpack.publish(tmp_path / f"v{release}", registry=registry)
+        latest = registered.environments()["s"]()
+        assert latest.ts.manifest.version == f"{release}.0.0"
+        assert registered.version_api("s", f"{release}.0.0").catalog is latest
+        opened.append(latest)
+    assert list(registered._open.values()) == opened[-2:]
+
+
 def test_a_whole_split_is_listed_from_the_lane_and_kept(
     server: str, gsm8k: taskpack.TaskSet
 ) -> None:

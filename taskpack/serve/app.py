@@ -431,41 +431,38 @@ class Registered:
 
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
-        self._catalogs: dict[str, Catalog] = {}
-        self._versions: dict[tuple[str, str], Api] = {}
+        self._open: dict[str, Catalog] = {}  # by digest, the last asked for last
         self._lock = threading.Lock()
 
     def environments(self) -> dict[str, Callable[[], Catalog]]:
-        return {name: partial(self._latest, name) for name in self.mirror.names()}
-
-    def _latest(self, name: str) -> Catalog:
-        from taskpack.registry.client import resolve
-
-        m = self.mirror
-        ts = resolve(name, registry=m.location, cache=m.cache)
-        with self._lock:
-            kept = self._catalogs.get(ts.manifest.digest)
-            if kept is None:
-                kept = self._catalogs[ts.manifest.digest] = Catalog(ts, m.location.url)
-            return kept
+        return {name: partial(self._catalog, name) for name in self.mirror.names()}
 
     def version_api(self, name: str, version: str) -> Api:
         """`name@version`'s own server (its pages and JSON), for a catalog's requests below
-        `/sets/NAME/versions/V/`; the last `_VERSIONS` asked for are kept open."""
-        from taskpack.registry.client import resolve
-
+        `/sets/NAME/versions/V/`."""
         m = self.mirror
         if version not in m.versions(name):
             raise NotFound(f"no version {name}@{version} in {m.location.url}")
+        return Api(self._catalog(f"{name}@{version}"))
+
+    def _catalog(self, ref: str) -> Catalog:
+        """The version `ref` names (a set's latest, or a version by number), open while it is
+        among the last `_OPEN` versions asked for: a set's latest and the same version by
+        number are one, and a server that outlives many releases holds a bounded number."""
+        from taskpack.registry.client import resolve
+
+        m = self.mirror
+        ts = resolve(ref, registry=m.location, cache=m.cache)
+        digest = ts.manifest.digest
         with self._lock:
-            kept = self._versions.pop((name, version), None)
+            kept = self._open.get(digest)
         if kept is None:
-            ts = resolve(f"{name}@{version}", registry=m.location, cache=m.cache)
-            kept = Api(Catalog(ts, m.location.url))
+            kept = Catalog(ts, m.location.url)
         with self._lock:
-            self._versions[(name, version)] = kept  # the newest last
-            while len(self._versions) > _VERSIONS:
-                self._versions.pop(next(iter(self._versions)))
+            kept = self._open.pop(digest, kept)  # another request's, if it opened it first
+            self._open[digest] = kept
+            while len(self._open) > _OPEN:
+                self._open.pop(next(iter(self._open)))
         return kept
 
     # The registry protocol's reads, as the route table names them (`routes.REGISTRY`).
@@ -489,7 +486,7 @@ class Registered:
         return Response(HTTPStatus.OK, "application/octet-stream", path=path)
 
 
-_VERSIONS = 16  # versions a catalog keeps open for their pages
+_OPEN = 64  # versions a mirror's server keeps open, for their pages and as environments
 
 
 def _rooted(response: Response, root: str) -> Response:
