@@ -179,7 +179,8 @@ def test_copy_local_to_s3_to_hub(tmp_path: Path, bucket: str, hub: Any) -> None:
 def test_a_copy_between_registries_checks_each_split_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The fetch checks the source's rows (once per machine); the publish does not again."""
+    """The fetch checks the source's rows (once per machine); the publish does not again,
+    and `validate` does."""
     from taskpack.storage import integrity, rows
 
     source, dest = str(tmp_path / "from"), str(tmp_path / "to")
@@ -196,6 +197,9 @@ def test_a_copy_between_registries_checks_each_split_once(
     copied, created = publish("arith@1.0.0", source_registry=source, registry=dest)
     assert created and copied.digest == m.digest
     assert sorted(checked) == sorted(m.splits)  # each split once: was twice
+    checked.clear()
+    assert integrity.verify(taskpack.open("arith@1.0.0", registry=source)) == []
+    assert sorted(checked) == sorted(m.splits)  # `validate` checks again, by today's rules
     assert taskpack.load("arith@1.0.0", split="train", registry=dest).get("t1") is not None
 
 

@@ -370,7 +370,7 @@ def publish(
     with ThreadPoolExecutor(1, thread_name_prefix="taskpack-check") as pool:
         # The rows are checked while the objects upload (both take about as long); the
         # version's manifest is written only once they hold.
-        readable = pool.submit(lambda: [] if full_check else verify_readable(ts))
+        readable = pool.submit(lambda: [] if full_check else verify_readable(ts, again=False))
         bar = progress(f"publish {m.ref}", total, quiet=quiet)
         try:
             created = dest.publish(

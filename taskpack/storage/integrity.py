@@ -80,11 +80,12 @@ def annotation_problems(ts: TaskSet) -> list[str]:
     return problems
 
 
-def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
+def verify_readable(ts: TaskSet, limit: int = 20, *, again: bool = True) -> list[str]:
     """Problems a reader would meet in any split (see `check_split`), and the version digest
-    checked against the split digests. A registry's splits are checked as they are fetched,
-    once per machine by their bytes' hash (`rows_checked`): not again here, where a copy to
-    another registry checked each split twice (the bytes it sends are hashed as they go)."""
+    checked against the split digests. With `again` off, a registry's splits, checked as they
+    were fetched (once per machine, by their bytes' hash: `rows_checked`), are not checked a
+    second time: a copy to another registry, whose bytes are hashed as they go, checked each
+    split twice. `validate` checks again, under the rules of the taskpack it runs."""
     m = ts.manifest
     problems: list[str] = []
     for name, info in m.splits.items():
@@ -93,7 +94,7 @@ def verify_readable(ts: TaskSet, limit: int = 20) -> list[str]:
         except (OSError, TaskpackError) as e:
             problems.append(f"split {name!r}: {e}")
             continue
-        if not ts.objects.rows_checked:
+        if again or not ts.objects.rows_checked:
             problems += check_split(parquets, name, info, m.format_version, limit)
         if len(problems) >= limit:
             return problems[:limit]
