@@ -25,7 +25,7 @@ FULL = [
     ("cli.py", ["--rounds", "15"]),
     ("episode.py", ["--tasks", "100000", "--rounds", "7"]),
     ("episode.py", ["--tasks", "1000000", "--rounds", "3"]),
-    ("transfer.py", ["--megabytes", "120", "--rounds", "15"]),
+    ("transfer.py", ["--megabytes", "120", "--rounds", "15", "--parts"]),
     ("fanout.py", ["--processes", "64", "--tasks", "100000", "--nodes", "4", "--per-node", "16"]),
     ("hub_mirror.py", ["--tasks", "20000", "--nodes", "4", "--per-node", "16"]),
     ("loaders.py", ["--tasks", "20000", "--nodes", "4", "--per-node", "64"]),

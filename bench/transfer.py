@@ -15,7 +15,7 @@ Each contender runs once untimed before the rounds: a process's first transfer p
 memory and code paths no later one does (0.8 s against 0.3 s for a pull).
 The spread of the rounds is printed beside the medians: on a shared 2-core machine it is wide.
 
-    python bench/transfer.py [--megabytes 120] [--rounds 3]
+    python bench/transfer.py [--megabytes 120] [--rounds 3] [--parts]
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ def main() -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=120)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--parts", action="store_true", help="also time the parts of a pull, each apart"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -131,6 +134,7 @@ def main() -> dict[str, dict[str, float]]:
                 args.rounds,
                 cpu,
             )
+            parts = _pull_parts(tmp, parquet, args.rounds) if args.parts else {}
         finally:
             server.stop()
     where = "SeaweedFS on 127.0.0.1"
@@ -150,7 +154,55 @@ def main() -> dict[str, dict[str, float]]:
         for name in results:
             rounds = " ".join(f"{t:.2f}" for t in times[name])
             print(f"    {name:<31}{_median_cpu(cpu[name])}   {rounds}")
+    if parts:
+        print(f"parts of a pull, each apart (median of {args.rounds}; wall s, CPU s here):")
+        for name, (wall, used) in parts.items():
+            print(f"  {name:<46}{wall:6.3f}  {used:6.3f}")
     return medians
+
+
+def _pull_parts(tmp: Path, parquet: Path, rounds: int) -> dict[str, tuple[float, float]]:
+    """What a cold pull does, one part at a time: the split's one streamed GET into a file
+    hashed as it is written, a SHA-256 of the same bytes on their own, and the row check of
+    the finished split (inline files hashed, rows decoded, digests chained)."""
+    from taskpack.base.objects import HashedFile
+    from taskpack.registry.cache import Cache
+    from taskpack.registry.client import RegistryObjects, resolve
+    from taskpack.storage.rows import check_split
+
+    # a cache of its own: the default one may hold another run's `big@1.0.0` for this URL
+    ts = resolve("big@1.0.0", registry="s3://bench/pull", cache=Cache(tmp / "parts-cache"))
+    m, info = ts.manifest, ts.info("train")
+    sha = info.files()[0].sha256
+    assert isinstance(ts.objects, RegistryObjects)
+    registry = ts.objects.registry
+    dest = tmp / "part.parquet"
+
+    def download() -> None:
+        with dest.open("wb") as f:
+            registry.download(m, sha, HashedFile(f, info.bytes), None)
+
+    runs = {
+        "GET into a file, hashed as written": download,
+        "SHA-256 of the file": lambda: _sha256(parquet),
+        "row check of the finished split": lambda: check_split(
+            [parquet], "train", info, m.format_version
+        ),
+    }
+    out = {}
+    for name, run in runs.items():
+        run()  # untimed, as every contender's first run
+        timed = []
+        for _ in range(rounds):
+            gc.collect()
+            start, used = time.perf_counter(), time.process_time()
+            run()
+            timed.append((time.perf_counter() - start, time.process_time() - used))
+        out[name] = (
+            statistics.median(w for w, _ in timed),
+            statistics.median(c for _, c in timed),
+        )
+    return out
 
 
 HASHED_UP = "sha256, then upload_file"
