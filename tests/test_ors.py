@@ -215,9 +215,10 @@ def test_environment_names_are_exact_and_a_case_twin_never_replaces_another(
 def test_a_mirror_keeps_a_bounded_number_of_versions_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A server that outlives many releases holds at most `_OPEN` versions open (it held
-    every release ever served as an environment); a set's latest and that version asked
-    for by number are one."""
+    """A server that outlives many releases holds each set's latest and at most `_OPEN`
+    versions by number (it held every release ever served as an environment); a set's
+    latest and that version asked for by number are one, and the latest is asked for on
+    every request without being opened again."""
     from taskpack.registry.cache import Cache
     from taskpack.registry.mirror import Mirror
     from taskpack.serve import app
@@ -238,8 +239,13 @@ def test_a_mirror_keeps_a_bounded_number_of_versions_open(
         latest = registered.environments()["s"]()
         assert latest.ts.manifest.version == f"{release}.0.0"
         assert registered.version_api("s", f"{release}.0.0").catalog is latest
+        assert registered.environments()["s"]() is latest
         opened.append(latest)
     assert list(registered._open.values()) == opened[-2:]
+    assert registered._latest == {"s": opened[-1]}
+    older = registered.version_api("s", "1.0.0").catalog
+    assert older is not opened[0] and older.ts.manifest.version == "1.0.0"  # let go, reopened
+    assert registered.environments()["s"]() is opened[-1]  # the latest stays, by name
 
 
 def test_a_whole_split_is_listed_from_the_lane_and_kept(

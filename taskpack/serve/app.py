@@ -431,33 +431,49 @@ class Registered:
 
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
-        self._open: dict[str, Catalog] = {}  # by digest, the last asked for last
+        self._latest: dict[str, Catalog] = {}  # each set's latest, by name: one per set
+        self._open: dict[str, Catalog] = {}  # versions by number, by digest, newest last
         self._lock = threading.Lock()
 
     def environments(self) -> dict[str, Callable[[], Catalog]]:
-        return {name: partial(self._catalog, name) for name in self.mirror.names()}
+        return {name: partial(self._latest_of, name) for name in self.mirror.names()}
 
     def version_api(self, name: str, version: str) -> Api:
         """`name@version`'s own server (its pages and JSON), for a catalog's requests below
         `/sets/NAME/versions/V/`."""
-        m = self.mirror
-        if version not in m.versions(name):
-            raise NotFound(f"no version {name}@{version} in {m.location.url}")
-        return Api(self._catalog(f"{name}@{version}"))
-
-    def _catalog(self, ref: str) -> Catalog:
-        """The version `ref` names (a set's latest, or a version by number), open while it is
-        among the last `_OPEN` versions asked for: a set's latest and the same version by
-        number are one, and a server that outlives many releases holds a bounded number."""
         from taskpack.registry.client import resolve
 
         m = self.mirror
-        ts = resolve(ref, registry=m.location, cache=m.cache)
+        if version not in m.versions(name):
+            raise NotFound(f"no version {name}@{version} in {m.location.url}")
+        ts = resolve(f"{name}@{version}", registry=m.location, cache=m.cache)
+        return Api(self._opened(ts))
+
+    def _latest_of(self, name: str) -> Catalog:
+        """A set's latest version as its environment (asked on every request): kept by name,
+        so that a release replaces the one before rather than joining it."""
+        from taskpack.registry.client import resolve
+
+        m = self.mirror
+        ts = resolve(name, registry=m.location, cache=m.cache)
+        with self._lock:
+            kept = self._latest.get(name)
+        if kept is None or kept.digest != ts.manifest.digest:
+            kept = self._opened(ts)
+            with self._lock:
+                self._latest[name] = kept
+        return kept
+
+    def _opened(self, ts: TaskSet) -> Catalog:
+        """`ts` open, as it was when last asked for while among the last `_OPEN` versions (or
+        as a set's latest): one Catalog per version, however it is named."""
         digest = ts.manifest.digest
         with self._lock:
-            kept = self._open.get(digest)
+            kept = self._open.get(digest) or next(
+                (c for c in self._latest.values() if c.digest == digest), None
+            )
         if kept is None:
-            kept = Catalog(ts, m.location.url)
+            kept = Catalog(ts, self.mirror.location.url)
         with self._lock:
             kept = self._open.pop(digest, kept)  # another request's, if it opened it first
             self._open[digest] = kept
@@ -486,7 +502,7 @@ class Registered:
         return Response(HTTPStatus.OK, "application/octet-stream", path=path)
 
 
-_OPEN = 64  # versions a mirror's server keeps open, for their pages and as environments
+_OPEN = 16  # versions by number a mirror's server keeps open for their pages, besides the latest
 
 
 def _rooted(response: Response, root: str) -> Response:
