@@ -175,7 +175,7 @@ def s3_server(workdir: Path) -> Any:
 def s3_client() -> Any:
     """A fresh boto3 client from boto3's default session, as a script makes one: the service
     model and endpoint data are parsed once per process, as taskpack's own clients have them
-    (a fresh `Session` per client parsed them again, 60 ms a round charged to boto3 alone)."""
+    (a fresh `Session` per client parsed them again, 70 ms a round charged to boto3 alone)."""
     import boto3
     from botocore.config import Config
 

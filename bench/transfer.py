@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -60,13 +61,13 @@ def main() -> dict[str, dict[str, float]]:
 
             cpu: dict[str, list[tuple[float, float]]] = {}
 
-            def timed(name: str, fn: object) -> float:
+            def timed(name: str, fn: Callable[[], object]) -> float:
                 """Seconds of `fn()`, and the CPU seconds it took here and in the server."""
                 os.sync()
                 gc.collect()
                 here, there = time.process_time(), _cpu_of(server.proc.pid)
                 start = time.perf_counter()
-                fn()  # type: ignore[operator]
+                fn()
                 seconds = time.perf_counter() - start
                 took = (time.process_time() - here, _cpu_of(server.proc.pid) - there)
                 cpu.setdefault(name, []).append(took)
@@ -134,7 +135,7 @@ def main() -> dict[str, dict[str, float]]:
                 args.rounds,
                 cpu,
             )
-            parts = _pull_parts(tmp, parquet, args.rounds) if args.parts else {}
+            parts = _pull_parts(tmp, parquet, timed, args.rounds, cpu) if args.parts else {}
         finally:
             server.stop()
     where = "SeaweedFS on 127.0.0.1"
@@ -155,13 +156,19 @@ def main() -> dict[str, dict[str, float]]:
             rounds = " ".join(f"{t:.2f}" for t in times[name])
             print(f"    {name:<31}{_median_cpu(cpu[name])}   {rounds}")
     if parts:
-        print(f"parts of a pull, each apart (median of {args.rounds}; wall s, CPU s here):")
-        for name, (wall, used) in parts.items():
-            print(f"  {name:<46}{wall:6.3f}  {used:6.3f}")
+        print(f"parts of a pull, each apart (median of {args.rounds}; CPU here + in the server):")
+        for name, times in parts.items():
+            print(f"  {name:<46}{statistics.median(times):6.3f} s   {_median_cpu(cpu[name])}")
     return medians
 
 
-def _pull_parts(tmp: Path, parquet: Path, rounds: int) -> dict[str, tuple[float, float]]:
+def _pull_parts(
+    tmp: Path,
+    parquet: Path,
+    timed: Callable[[str, Callable[[], object]], float],
+    rounds: int,
+    cpu: dict[str, list[tuple[float, float]]],
+) -> dict[str, list[float]]:
     """What a cold pull does, one part at a time: the split's one streamed GET into a file
     hashed as it is written, a SHA-256 of the same bytes on their own, and the row check of
     the finished split (inline files hashed, rows decoded, digests chained)."""
@@ -182,27 +189,14 @@ def _pull_parts(tmp: Path, parquet: Path, rounds: int) -> dict[str, tuple[float,
         with dest.open("wb") as f:
             registry.download(m, sha, HashedFile(f, info.bytes), None)
 
-    runs = {
+    runs: dict[str, Callable[[], object]] = {
         "GET into a file, hashed as written": download,
         "SHA-256 of the file": lambda: _sha256(parquet),
         "row check of the finished split": lambda: check_split(
             [parquet], "train", info, m.format_version
         ),
     }
-    out = {}
-    for name, run in runs.items():
-        run()  # untimed, as every contender's first run
-        timed = []
-        for _ in range(rounds):
-            gc.collect()
-            start, used = time.perf_counter(), time.process_time()
-            run()
-            timed.append((time.perf_counter() - start, time.process_time() - used))
-        out[name] = (
-            statistics.median(w for w, _ in timed),
-            statistics.median(c for _, c in timed),
-        )
-    return out
+    return _warmed({name: partial(timed, name, run) for name, run in runs.items()}, rounds, cpu)
 
 
 HASHED_UP = "sha256, then upload_file"
