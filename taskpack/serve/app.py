@@ -432,7 +432,9 @@ class Registered:
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
         self._latest: dict[str, Catalog] = {}  # each set's latest, by name: one per set
-        self._open: dict[str, Catalog] = {}  # versions by number, by digest, newest last
+        # versions by digest, the last asked for last: those asked for by number, and each
+        # latest as it was first opened
+        self._open: dict[str, Catalog] = {}
         self._lock = threading.Lock()
 
     def environments(self) -> dict[str, Callable[[], Catalog]]:
