@@ -196,10 +196,7 @@ def export(
     m = ts.manifest
     about = (m.name, m.version, m.description)
     notes = {n: ts.annotations(n) for n in names if n in m.annotations}
-    mixture = m.source.get("mixture") if m.source else None
-    sources = (
-        [dict(e) for e in mixture if isinstance(e, dict)] if isinstance(mixture, list) else None
-    )
+    sources = m.mixture() or None
     return _write_all(
         tasks, fmt, Path(out), strict, overwrite, options, progress, about, notes, sources, say
     )

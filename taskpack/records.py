@@ -38,6 +38,9 @@ SEMVER = (
 )
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 DIGEST = r"^sha256:[0-9a-f]{64}$"
+# A mixture source's label: its set's name, `-split` where one set gives two sources, and a
+# `+` for each further repeat (`taskpack mix`); safe as a path segment and on a config's line.
+LABEL = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\+{0,16}$"
 
 
 def full_match(pattern: str, value: object) -> bool:
@@ -515,6 +518,7 @@ class Manifest(LightRecord):
         digest: str
         splits: Mapping[str, SplitInfo]
         annotations: Mapping[str, Annotations]
+        source: Mapping[str, Any]
 
     def _fields(self) -> dict[str, Any]:
         # As the model serializes it: a version without annotations has no such key.
@@ -541,6 +545,43 @@ class Manifest(LightRecord):
             "source (lineage, mixture weights and environments) or listed sizes; "
             "`taskpack merge` writes it anew, pinned"
         )
+
+    def mixture(self) -> list[dict[str, Any]]:
+        """The sources a mixture version lists (`source.mixture`; none for a plain set), each
+        checked as `taskpack mix` writes it: label and split by the name grammar, weight a
+        finite number 0 or more, environment text. A label names the files an export writes
+        and fills its trainers' configs, and a set's author writes the manifest: it is checked
+        here, where every reader takes it, not only where a publish would have."""
+        import math
+
+        found = self.source.get("mixture") if isinstance(self.source, Mapping) else None
+        if found is None:
+            return []
+        if not isinstance(found, list):
+            raise TaskpackError(f"{self.ref}: source.mixture: expected a list of sources")
+        out = []
+        for n, entry in enumerate(found):
+            where = f"{self.ref}: source.mixture[{n}]"
+            if not isinstance(entry, dict):
+                raise TaskpackError(f"{where}: expected a record")
+            label, weight, env = entry.get("label"), entry.get("weight"), entry.get("env")
+            if not full_match(LABEL, label):
+                raise TaskpackError(f"{where}: label {json.dumps(label)} is not a NAME")
+            split = entry.get("split", "train")
+            if not full_match(NAME, split):
+                raise TaskpackError(f"{where}: split {json.dumps(split)} is not a NAME")
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, (int, float))
+                or not 0 <= weight < math.inf
+            ):
+                raise TaskpackError(f"{where}: weight {json.dumps(weight)}: a finite number >= 0")
+            if env is not None and not isinstance(env, str):
+                raise TaskpackError(f"{where}: env {json.dumps(env)}: expected text")
+            if not isinstance(entry.get("evaluation_only", False), bool):
+                raise TaskpackError(f"{where}: evaluation_only: expected true or false")
+            out.append(dict(entry))
+        return out
 
     def objects(self, splits: Iterable[str] | None = None, *, blobs: bool = True) -> dict[str, str]:
         """Bytes hash -> path inside the version, of every object a reader may fetch (split

@@ -373,9 +373,7 @@ def mix(
         from taskpack.registry.client import publish as publish_taskset
 
         publish_taskset(output, registry=registry)
-    from taskpack.base.provenance import entries
-
-    for entry in entries(m.source, "mixture"):
+    for entry in m.mixture():
         use = "evaluation only" if entry["evaluation_only"] else f"weight {entry['weight']:g}"
         click.echo(
             f"{entry['label']}: {entry['ref']} {entry['split']}, {entry['tasks']} tasks, {use}"

@@ -274,9 +274,11 @@ def config_note(sources: list[dict[str, Any]], target: Target) -> str:
     """The comment a trainer config opens with: the weights a mixture's training file holds
     its sources in (drawn by `taskpack mix`, so no trainer needs to weigh them again), and the
     curriculum order its rows are in (so no trainer may shuffle them)."""
+    from taskpack.converters._scripts import quoted
+
     lines = []
     weights = ", ".join(
-        f"{s['label']} {s['weight']:g}" for s in sources if not s.get("evaluation_only")
+        f"{quoted(s['label'])} {s['weight']:g}" for s in sources if not s.get("evaluation_only")
     )
     if weights:
         lines.append(
@@ -284,8 +286,8 @@ def config_note(sources: list[dict[str, Any]], target: Target) -> str:
         )
     if (c := target.curriculum) is not None:
         lines.append(
-            f"# taskpack export: rows {c.order} by the pass rates of {c.model} (unmeasured "
-            f"{c.unmeasured}); shuffling is off to keep that order"
+            f"# taskpack export: rows {c.order} by the pass rates of {quoted(c.model)} "
+            f"(unmeasured {c.unmeasured}); shuffling is off to keep that order"
         )
     return "".join(line + "\n" for line in lines)
 

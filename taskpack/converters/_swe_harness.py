@@ -14,7 +14,6 @@ instance has no eval script (`Unsupported`, which writers report per task).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from taskpack.converters._scripts import dockerfile, heredoc, quoted
 from taskpack.model import Task
 
 NAMESPACE = "swebench"  # the harness's images on Docker Hub: swebench/sweb.eval.x86_64.<id>
@@ -144,7 +144,7 @@ def plan(task: Task) -> Plan:
 
 _NODE_ID = re.compile(r"[^\s:]+\.py::\S.*")
 _GENERIC = """#!/bin/bash
-# taskpack: the SWE-bench harness has no spec for {repo} {version}; this script has the
+# taskpack: the SWE-bench harness has no spec for {repo} {version} (as JSON); this script has the
 # shape of its eval scripts: reset the test files, apply the test patch, run pytest on them.
 set -uxo pipefail
 if [ -f /opt/miniconda3/bin/activate ]; then
@@ -182,13 +182,13 @@ def _generic_eval_script(record: dict[str, Any], names: list[str]) -> str:
     directives = get_test_directives(record)
     if not changed or not directives:
         raise Unsupported(f"the SWE-bench eval script ({what}: its test patch changes no tests)")
-    end = "TASKPACK_TEST_PATCH_" + hashlib.sha256(patch.encode()).hexdigest()[:16]
+    end, _ = heredoc("TASKPACK_TEST_PATCH", patch)
     reset = f"git checkout {shlex.quote(record['base_commit'])} " + " ".join(
         shlex.quote(f) for f in changed
     )
     return _GENERIC.format(
-        repo=record["repo"],
-        version=record.get("version"),
+        repo=quoted(record["repo"]),
+        version=quoted(record.get("version")),
         repo_dir=REPO_DIR,
         commit=shlex.quote(record["base_commit"]),
         reset=reset,
@@ -228,7 +228,7 @@ def files(task: Task) -> dict[str, tuple[bytes, int]]:
     if how.generic:
         graded["parser"] = "pytest"
     out = {
-        "environment/Dockerfile": (f"FROM {how.image}\nWORKDIR {REPO_DIR}\n".encode(), 0o644),
+        "environment/Dockerfile": (dockerfile(how.image, REPO_DIR), 0o644),
         "tests/test.sh": (
             _TEST.format(report=_REPORT.format(runner=how.runner) if how.runner else "").encode(),
             0o755,
@@ -248,11 +248,9 @@ def files(task: Task) -> dict[str, tuple[bytes, int]]:
 
 def _gold(patch: str, repo_dir: str) -> bytes:
     """The oracle: the gold patch applied in the repository."""
-    body = patch if patch.endswith("\n") else patch + "\n"
-    return (
-        f"#!/bin/bash\n# Apply the gold patch.\ncd {repo_dir} && "
-        f"git apply -v - <<'TASKPACK_GOLD_PATCH'\n{body}TASKPACK_GOLD_PATCH\n"
-    ).encode()
+    end, body = heredoc("TASKPACK_GOLD_PATCH", patch)
+    head = f"#!/bin/bash\n# Apply the gold patch.\ncd {shlex.quote(repo_dir)} && "
+    return f"{head}git apply -v - <<'{end}'\n".encode() + body + f"{end}\n".encode()
 
 
 def image(task: Task) -> str:
@@ -297,11 +295,11 @@ def _multi_files(task: Task) -> dict[str, tuple[bytes, int]]:
     patch = task.file(reward.test_patch or TEST_PATCH).read_bytes().decode("utf-8")
     graded = {k: task.metadata[k] for k in _MULTI_KEYS if k in task.metadata}
     workdir = (task.environment.workdir if task.environment else None) or REPO_DIR
-    end = "TASKPACK_TEST_PATCH_" + hashlib.sha256(patch.encode()).hexdigest()[:16]
+    end, _ = heredoc("TASKPACK_TEST_PATCH", patch)
     test = _MULTI_TEST.format(end=end, test_patch=patch.rstrip("\n"))
     package = resources.files("taskpack.converters")
     out = {
-        "environment/Dockerfile": (f"FROM {image(task)}\nWORKDIR {workdir}\n".encode(), 0o644),
+        "environment/Dockerfile": (dockerfile(image(task), workdir), 0o644),
         "tests/test.sh": (test.encode("utf-8"), 0o755),
         "tests/instance.json": ((json.dumps(graded, indent=2) + "\n").encode(), 0o644),
         "tests/grade_multi_swebench.py": (

@@ -20,6 +20,7 @@ from taskpack import records
 from taskpack.converters import _swe_harness as swe_harness
 from taskpack.converters._folders import Files
 from taskpack.converters._format import Target
+from taskpack.converters._scripts import dockerfile, heredoc
 from taskpack.errors import TaskpackError
 from taskpack.model import (
     Task,
@@ -172,11 +173,7 @@ def with_exit_reward(script: str | bytes) -> bytes:
     data = script.encode("utf-8") if isinstance(script, str) else script
     if is_wrapped(data):
         return data
-    if data and not data.endswith(b"\n"):
-        data += b"\n"
-    import hashlib
-
-    end = "TASKPACK_OWN_TEST_" + hashlib.sha256(data).hexdigest()[:16]  # not a line of it
+    end, data = heredoc("TASKPACK_OWN_TEST", data)
     head, tail = _OWN_TEST.split("{script}")
     fill = {"marker": WRAPPED, "rewards": REWARD_FILES, "end": end}
     return head.format(**fill).encode() + data + tail.format(**fill).encode()
@@ -265,9 +262,8 @@ def complete(
         target.losses.lost("environment (neither a Dockerfile nor an image to run in)", task)
     elif "environment/Dockerfile" not in files and declare_image and not copied:
         declared = image
-    elif "environment/Dockerfile" not in files:
-        copy = "COPY workspace/ /app/\n" if copied else ""
-        files["environment/Dockerfile"] = (f"FROM {image}\nWORKDIR /app\n{copy}".encode(), 0o644)
+    elif "environment/Dockerfile" not in files and image is not None:
+        files["environment/Dockerfile"] = (dockerfile(image, "/app", copied), 0o644)
     else:
         if copy_workspace and task.files_of("workspace"):
             target.losses.lost(
@@ -310,9 +306,9 @@ def _missing_sources(files: Files) -> list[str]:
     import shlex
 
     context = {rel.removeprefix("environment/") for rel in files if rel.startswith("environment/")}
-    dockerfile = files["environment/Dockerfile"][0].decode("utf-8", "replace")
+    text = files["environment/Dockerfile"][0].decode("utf-8", "replace")
     missing = []
-    for line in dockerfile.replace("\\\n", " ").splitlines():
+    for line in text.replace("\\\n", " ").splitlines():
         words = line.strip().split(None, 1)
         if len(words) == 2 and words[0].upper() in ("COPY", "ADD"):
             try:

@@ -28,9 +28,7 @@ CHUNK = 4096  # draws made at once
 
 def sources(ts: TaskSet) -> list[dict[str, Any]]:
     """The mixture's sources, as its manifest records them; an error for a plain task set."""
-    from taskpack.base.provenance import entries
-
-    found = entries(ts.manifest.source or {}, "mixture")
+    found = ts.manifest.mixture()
     if not found:
         raise TaskpackError(f"{ts.manifest.ref} is not a mixture (made by `taskpack mix`)")
     unpinned = ts.manifest.unpinned()

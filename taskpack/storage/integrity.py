@@ -24,6 +24,10 @@ def verify(ts: TaskSet, limit: int = 20, quiet: bool = True) -> list[str]:
     from taskpack.base.progress import counted
 
     problems = verify_objects(ts) + verify_readable(ts, limit)
+    try:
+        ts.manifest.mixture()
+    except TaskpackError as e:
+        problems.append(str(e))
     if problems:
         return problems[:limit]
     checked_blobs: set[str] = set()

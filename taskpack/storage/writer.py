@@ -410,6 +410,7 @@ class TaskSetWriter:
         unsealed = Manifest(
             digest=UNSEALED, splits=self._splits, annotations=self._notes, **self._meta
         )
+        unsealed.mixture()  # a label no reader would take is refused before it is written
         manifest = unsealed.model_copy(update={"digest": version_digest(unsealed)})
         (tmp / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
         _replace_dir(tmp, self.target)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,6 +42,8 @@ _RULES = {
     "not_none": "only in being None or not",
     "root": "a root of the polynomial, within atol",
 }
+# The test's docstring names the task: an id that could end it or break its line is refused.
+_DOCSTRING_SAFE = re.compile(r'[^"\\\x00-\x1f\x7f\x85\u2028\u2029]+')
 _TEST = '''"""EvalPlus's differential test of {entry} ({task_id}): on each of its {count} base and
 plus inputs, the candidate's output must match the reference solution's ({how})."""
 
@@ -196,6 +199,10 @@ def _rule(entry: str, task_id: str) -> str:
 def to_task(row: dict[str, Any], split: str, ordinal: int) -> dict[str, Any]:
     task_id, prompt = need(row, "task_id"), need(row, "prompt")
     entry, canonical = need(row, "entry_point"), need(row, "canonical_solution")
+    if not entry.isidentifier():
+        raise RowError(f"field 'entry_point': expected a Python name, got {entry!r}")
+    if not _DOCSTRING_SAFE.fullmatch(task_id):
+        raise RowError(f"field 'task_id': {task_id!r} holds a quote, backslash or line break")
     inputs = [*need(row, "base_input", list), *(row.get("plus_input") or [])]
     atol = row.get("atol") or 0
     if not isinstance(atol, (int, float)) or isinstance(atol, bool):

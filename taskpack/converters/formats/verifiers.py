@@ -303,23 +303,31 @@ FIELDS = FieldMap(
 # --- tasksets (verifiers 0.4) --------------------------------------------------------------
 
 _TEMPLATE = "_verifiers_taskset.py"
-_PYPROJECT = """[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
 
-[project]
-name = "{name}"
-version = "0.1.0"
-description = "Tasks exported by taskpack as a Verifiers taskset (id '{name}')"
-requires-python = ">=3.10"
-dependencies = ["verifiers>=0.4,<0.5"]
 
-[tool.setuptools]
-packages = ["{name}"]
-
-[tool.setuptools.package-data]
-"{name}" = ["data/*.jsonl"]
-"""
+def _pyproject(name: str) -> bytes:
+    """The package's pyproject.toml, written by tomli_w."""
+    return tomli_w.dumps(
+        {
+            "build-system": {
+                "requires": ["setuptools>=61"],
+                "build-backend": "setuptools.build_meta",
+            },
+            "project": {
+                "name": name,
+                "version": "0.1.0",
+                "description": f"Tasks exported by taskpack as a Verifiers taskset (id '{name}')",
+                "requires-python": ">=3.10",
+                "dependencies": ["verifiers>=0.4,<0.5"],
+            },
+            "tool": {
+                "setuptools": {
+                    "packages": [name],
+                    "package-data": {name: ["data/*.jsonl"]},
+                }
+            },
+        }
+    ).encode()
 
 
 def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
@@ -334,7 +342,7 @@ def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target)
     files = {
         module / "__init__.py": converters.joinpath(_TEMPLATE).read_bytes(),
         module / "taskpack_grade.py": converters.joinpath("_grade.py").read_bytes(),
-        out / "pyproject.toml": _PYPROJECT.format(name=name).encode(),
+        out / "pyproject.toml": _pyproject(name),
     }
     for path, body in files.items():
         path.write_bytes(body)
