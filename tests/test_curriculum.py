@@ -97,7 +97,7 @@ def test_verl_export_writes_rows_in_order_and_shuffling_off(
     ]
     note = (tmp_path / "v" / "verl_data.yaml").read_text().splitlines()[0]
     assert note == (
-        f"# taskpack export: rows {order} by the pass rates of \"m1\" (unmeasured last); "
+        f'# taskpack export: rows {order} by the pass rates of "m1" (unmeasured last); '
         "shuffling is off to keep that order"
     )
     assert result.files[-2:] == [

@@ -230,3 +230,13 @@ def test_unit_tests_run_sandboxed_and_the_forgers_score_nothing(tmp_path: Path) 
                 forged = code.format(f=task.reward.entry_point)  # type: ignore[union-attr]
                 episode = Episode(url, "humaneval", split="test", index=index)
                 assert reward(episode.call(forged)) == 0.0, (index, name)
+
+
+def test_hostile_numbers_are_scored_at_once_and_others_are_served(served: str) -> None:
+    """The replies that once held a worker for seconds (10**10,000,000 built from 11 bytes) or
+    answered 500 (a float past 1e308) are scored 0 like any wrong answer, and the next
+    episode's right answer is scored 1."""
+    for text in ("1e10000000", "1e1000000000", "1e400", "\\boxed{1e10000000}", "9" * 5000):
+        for index in (0, 1):
+            assert reward(Episode(served, split="train", index=index).call(text)) == 0.0, text
+    assert reward(Episode(served, split="test", index=0).call("10")) == 1.0

@@ -128,7 +128,7 @@ def test_the_cli_mixes_publishes_and_exports_verls_config(sets: Path, tmp_path: 
     exported = runner.invoke(main, ["export", "arith@1", "--to", "verl", "-o", str(tmp_path / "v")])
     assert exported.exit_code == 0, exported.output
     config = (tmp_path / "v" / "verl_data.yaml").read_text()
-    assert "\"gsm8k\" 0.7, \"humaneval\" 0.3" in config
+    assert '"gsm8k" 0.7, "humaneval" 0.3' in config
     assert str((tmp_path / "v" / "train.parquet").absolute()) in config
 
 

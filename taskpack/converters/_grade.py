@@ -71,10 +71,47 @@ def read_answer() -> str:
     return read_agent_file("answer.txt").decode("utf-8")
 
 
-def exact_number(text: str) -> Fraction | None:
-    """`text` as an exact number if the whole of it is one, else None."""
-    s = text.strip().rstrip(".").strip()
-    while True:
+# A reply is any text a policy chose: what is read of it is bounded so that every reply is
+# graded in bounded time and memory, and no number literal is ever built past these bounds.
+MAX_DIGITS = 1000  # significant digits and exponent of a number compared exactly
+MAX_FORM = 1 << 14  # characters of an answer read as one number or formula
+TAIL = 1 << 16  # a reply's last characters, where its last number or box is looked for
+_UNWRAP = 8  # \boxed{$...$} layers taken off an answer
+_PARTS = re.compile(r"([-+]?)(\d*)(?:\.(\d*))?(?:[eE]([-+]?)(\d+))?")
+
+
+def _decimal(s: str) -> Fraction | str | None:
+    """A decimal literal's value, computed only within MAX_DIGITS digits and exponent; past
+    them its spelling (sign, significant digits, exponent, normalized), so equal values
+    compare equal without 10**exponent ever being built."""
+    m = _PARTS.fullmatch(s)
+    if m is None:
+        return None
+    sign, whole, frac, esign, exp = m.groups()
+    frac = frac or ""
+    digits = (whole + frac).lstrip("0")
+    if not digits:
+        return Fraction(0)
+    kept = digits.rstrip("0")
+    shift = len(digits) - len(kept) - len(frac)
+    neg = "-" if sign == "-" else ""
+    exp = (exp or "0").lstrip("0") or "0"
+    if len(exp) > 18:  # far past the bound: not even the exponent is made a number
+        return f"{neg}{kept}e{esign}{exp}{shift:+d}"
+    power = (-1 if esign == "-" else 1) * int(exp) + shift
+    if len(kept) > MAX_DIGITS or abs(power) > MAX_DIGITS:
+        return f"{neg}{kept}e{power}"
+    value = Fraction(int(kept)) * Fraction(10) ** power
+    return -value if sign == "-" else value
+
+
+def exact_number(text: str) -> Fraction | str | None:
+    """`text` as an exact number if the whole of it is one, else None (see `_decimal`)."""
+    s = text.strip()
+    if len(s) > MAX_FORM:
+        return None
+    s = s.rstrip(".").strip()
+    for _ in range(_UNWRAP):
         wrapped = _WRAPPERS.match(s)
         if not wrapped:
             break
@@ -85,24 +122,32 @@ def exact_number(text: str) -> Fraction | None:
     if frac:
         sign, top, bottom = frac.groups()
         s = f"{top}/{bottom}"  # \frac{a}{b} is a/b
-    value = None
-    try:
-        if re.fullmatch(_DECIMAL + r"/" + _DECIMAL, s):
-            top, bottom = s.split("/")
-            value = Fraction(top.replace(",", "")) / Fraction(bottom.replace(",", ""))
-        elif re.fullmatch(_DECIMAL, s) and any(c.isdigit() for c in s):
-            value = Fraction(s.replace(",", ""))
-    except (ValueError, ZeroDivisionError):
-        return None
-    return -value if value is not None and sign == "-" else value
+    value: Fraction | str | None = None
+    if re.fullmatch(_DECIMAL + r"/" + _DECIMAL, s):
+        top, bottom = (_decimal(part.replace(",", "")) for part in s.split("/"))
+        if top is None or bottom is None or bottom == 0:
+            return None
+        if isinstance(top, str) or isinstance(bottom, str):
+            value = f"{top}/{bottom}"  # past the bounds: compared as spelled
+        else:
+            value = top / bottom
+    elif re.fullmatch(_DECIMAL, s) and any(c.isdigit() for c in s):
+        value = _decimal(s.replace(",", ""))
+    if sign == "-" and value is not None:
+        return f"-{value}" if isinstance(value, str) else -value
+    return value
 
 
-def as_number(text: str) -> Fraction | None:
+def as_number(text: str) -> Fraction | str | None:
     """The number an answer gives: the whole text if it is one, else the last number in it
-    (a worked answer ends with its result, as GSM8K's grader reads it)."""
+    (a worked answer ends with its result, as GSM8K's grader reads it), looked for in its
+    last TAIL characters, cut where no number is."""
     whole = exact_number(text)
     if whole is not None:
         return whole
+    if len(text) > TAIL:
+        text = text[-TAIL:]
+        text = text[next((i for i, c in enumerate(text) if c.isspace()), len(text)) :]
     found = _NUMBER.findall(text)
     return exact_number(found[-1]) if found else None
 
@@ -111,31 +156,42 @@ def same_number(got: str, expected: Any, tolerance: float) -> bool:
     a, b = as_number(got), as_number(str(expected))
     if a is None or b is None:
         return False
-    return a == b or abs(float(a - b)) <= max(tolerance, 1e-9 * max(1.0, abs(float(b))))
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    try:
+        allowed = Fraction(tolerance) if math.isfinite(tolerance) else Fraction(0)
+    except (TypeError, ValueError):
+        allowed = Fraction(0)
+    scale = max(Fraction(1), abs(b))
+    return a == b or abs(a - b) <= max(allowed, Fraction(1, 10**9) * scale)
 
 
 def same_text(got: str, expected: Any, spec: dict[str, Any]) -> bool:
     want = expected if isinstance(expected, str) else json.dumps(expected)
     if spec.get("strip", True):
         got, want = got.strip(), want.strip()
+    if len(got) > 4 * len(want) + 16:  # lower-casing changes a length by less than that
+        return False
     if not spec.get("case_sensitive", True):
         got, want = got.lower(), want.lower()
     return got == want
 
 
 def same_choice(got: str, expected: Any, labels: list[str]) -> bool:
-    match = re.match(r"\s*\(?([A-Za-z0-9]+)\)?(?:[.):]|\s|$)", got)
+    match = re.match(r"\s*\(?([A-Za-z0-9]+)\)?(?:[.):]|\s|$)", got.lstrip()[:MAX_FORM])
     return match is not None and match.group(1) == expected and expected in labels
 
 
 def last_boxed(text: str) -> str | None:
-    """What the last `\\boxed{...}` (or `\\fbox{...}`) of `text` holds, braces balanced."""
+    """What the last `\\boxed{...}` (or `\\fbox{...}`) of `text` holds, braces balanced;
+    None where it holds more than MAX_FORM characters or begins before the last TAIL."""
+    text = text[-TAIL:]
     start = max(text.rfind("\\boxed{"), text.rfind("\\fbox{"))
     if start < 0:
         return None
     begin = text.index("{", start) + 1
     depth = 1
-    for i in range(begin, len(text)):
+    for i in range(begin, min(len(text), begin + MAX_FORM + 1)):
         depth += {"{": 1, "}": -1}.get(text[i], 0)
         if depth == 0:
             return text[begin:i]
@@ -181,6 +237,8 @@ def same_math(got: str, expected: Any) -> bool:
     answer = last_boxed(got)
     if answer is None:
         answer = got
+    if len(answer) > MAX_FORM:  # no box, and too long to be one formula
+        return False
     want = str(expected)
     want = last_boxed(want) or want
     a, b = math_form(answer), math_form(want)
@@ -193,7 +251,15 @@ def same_math(got: str, expected: Any) -> bool:
 
 
 def answer_score(spec: dict[str, Any], got: str) -> float:
-    """`got` (the agent's answer) against the reference in `spec`: 1.0 or 0.0."""
+    """`got` (the agent's answer) against the reference in `spec`: 1.0 or 0.0. Any reply is
+    answered in bounded time (see MAX_FORM) and nothing it holds raises out of here."""
+    try:
+        return _answer_score(spec, got if isinstance(got, str) else str(got))
+    except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError):
+        return 0.0
+
+
+def _answer_score(spec: dict[str, Any], got: str) -> float:
     kind, expected = spec["kind"], spec["answer"]
     if kind == "numeric_match":
         ok = same_number(got, expected, spec.get("tolerance", 0.0))
@@ -414,9 +480,11 @@ def _names(solution: str, tests: str) -> tuple[list[str], str, str]:
     definitions and imports of the tests (the candidate needs them to read arguments)."""
     import ast
 
+    if len(solution) > MAX_READ:  # what no agent file could hold: none of its functions
+        return [], "", ""
     try:
         tree = ast.parse(solution)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # NUL bytes, deep nesting
         return [], "", ""
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
     functions = [n.name for n in tree.body if isinstance(n, kinds)]
@@ -576,7 +644,10 @@ def reply_score(reward: dict[str, Any], answer: Any, reply: str, tests: str = ""
     """A chat reply (not files in /app) against its task's reward, as the Verifiers modules
     taskpack exports score it: an answer is the reply's last `\\boxed{...}` if it has one,
     else the whole reply (math_match finds its box itself); code is the reply's last fenced
-    block, run against `tests` as `unit_test_score` runs it. Kinds no reply can show: 0.0."""
+    block, run against `tests` as `unit_test_score` runs it. Kinds no reply can show: 0.0.
+    A reward function calls this on whatever a policy wrote: nothing raises out of it."""
+    if not isinstance(reply, str):
+        reply = "" if reply is None else str(reply)
     kind = reward.get("kind")
     if kind == "unit_tests":
         import tempfile
@@ -586,7 +657,7 @@ def reply_score(reward: dict[str, Any], answer: Any, reply: str, tests: str = ""
             return unit_test_score(reward, blocks[-1] if blocks else reply, tests, tmp)
     if kind not in ANSWER_KINDS:
         return 0.0
-    boxed = _BOXED.findall(reply)
+    boxed = _BOXED.findall(reply[-TAIL:])
     got = reply if kind == "math_match" or not boxed else boxed[-1]
     labels = [c["label"] for c in reward.get("choices", [])]
     return answer_score({**reward, "answer": answer, "labels": labels}, got)
