@@ -60,12 +60,16 @@ def test_a_failing_task_is_named_and_nothing_is_published(tmp_path: Path) -> Non
     assert (folder / "manifest.json").read_text() == before
 
 
-def test_a_sample_checks_that_many_tasks_and_the_catalog_shows_it(tmp_path: Path) -> None:
+def test_a_sample_checks_that_many_tasks_and_the_catalog_shows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signed with the key the hub is given too (TASKPACK_CHECK_KEY): shown as verified."""
     from taskpack.registry.cache import Cache
     from taskpack.registry.mirror import Mirror
     from taskpack.serve.app import App, Registered
     from taskpack.serve.server import background
 
+    monkeypatch.setenv("TASKPACK_CHECK_KEY", "a team secret")
     folder, reg = tmp_path / "big", tmp_path / "reg"
     taskpack.write(folder, {"test": _tasks(10)}, name="big", version="1.0.0")
     args = ["publish", str(folder), "--registry", str(reg), "--check", "--sample", "3"]
@@ -81,7 +85,8 @@ def test_a_sample_checks_that_many_tasks_and_the_catalog_shows_it(tmp_path: Path
             [listed] = json.loads(r.read())["sets"]
         with urllib.request.urlopen(url + "/") as r:
             page = r.read().decode()
-    assert listed["checked"]["checked"] == 3
-    assert "3 of 10 tasks passed" in page
+    assert listed["checked"] == {"status": "verified", "checked": 3, "of": 10,
+                                 "by": record["by"]}  # fmt: skip
+    assert "3 of 10 tasks passed (verified)" in page
     usage = CliRunner().invoke(main, ["publish", str(folder), "--sample", "3"])
     assert usage.exit_code == 2 and "give --check too" in usage.output

@@ -19,6 +19,58 @@ PATHS = "TASKPACK_LINEAGE_PATHS"  # on: lineage also records local paths, relati
 # Where `publish --check` records its passing check in a version's `source` (`taskpack.gate`):
 # under the version digest, read by the lineage and the catalog.
 SANDBOX_CHECK = "sandbox_check"
+# A secret shared by the machines that run `publish --check` and the hub that shows their
+# checks: the gate signs its record with it, and a hub given it shows a signed record as
+# verified. A record anyone else wrote into a manifest is shown as claimed, never as passed.
+CHECK_KEY = "TASKPACK_CHECK_KEY"
+
+
+def check_signature(manifest: Any, record: Mapping[str, Any], key: bytes) -> str:
+    """HMAC-SHA256 of a check's record (less its signature) and the digest of the version it
+    checked (the manifest without the record): a record signed for one version, or altered,
+    fails on any other."""
+    import hashlib
+    import hmac
+
+    from taskpack.base.digests import canonical_json, version_digest
+
+    fields = manifest if isinstance(manifest, Mapping) else manifest.model_dump(mode="json")
+    source = {k: v for k, v in (fields.get("source") or {}).items() if k != SANDBOX_CHECK}
+    checked = version_digest({**fields, "source": source})
+    body = {k: v for k, v in record.items() if k != "signature"}
+    message = checked.encode() + b"\n" + canonical_json(body)
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def check_status(manifest: Any, key: bytes | None) -> dict[str, Any]:
+    """What a hub may say of a version's sandbox check: `none`; `malformed` (the record is
+    not one the gate writes); `claimed` (a record the hub cannot vouch for: unsigned, or no
+    key here); `verified` (signed with the hub's key for this very version); `forged` (a
+    signature that does not match). With the record's counts where it has them."""
+    import hmac
+
+    source = manifest.get("source") if isinstance(manifest, Mapping) else manifest.source
+    record = source.get(SANDBOX_CHECK) if isinstance(source, Mapping) else None
+    if record is None:
+        return {"status": "none"}
+    if not isinstance(record, Mapping):
+        return {"status": "malformed"}
+    checked, of = record.get("checked"), record.get("of")
+    if not (
+        isinstance(checked, int)
+        and isinstance(of, int)
+        and not isinstance(checked, bool)
+        and not isinstance(of, bool)
+        and 0 <= checked <= of
+        and isinstance(record.get("signature", ""), str)
+    ):
+        return {"status": "malformed"}
+    out = {"checked": checked, "of": of, "by": str(record.get("by", ""))[:80]}
+    signature = record.get("signature")
+    if key is None or not signature:
+        return {"status": "claimed", **out}
+    good = hmac.compare_digest(signature, check_signature(manifest, record, key))
+    return {"status": "verified" if good else "forged", **out}
 
 
 def asked_path(path: str | os.PathLike[str]) -> str | None:
@@ -79,9 +131,10 @@ def step_lines(source: Mapping[str, Any]) -> list[str]:
         lines.append(f"checked against {entry.get('ref')}:{splits} {entry.get('digest')}")
     check = source.get(SANDBOX_CHECK)
     if isinstance(check, dict):
+        signed = "signed" if check.get("signature") else "unsigned"
         lines.append(
-            f"sandbox check ({check.get('by')}): {check.get('checked')} of {check.get('of')} "
-            "tasks: reference 1, no solution 0, no forger above 0"
+            f"sandbox check ({check.get('by')}, {signed}): {check.get('checked')} of "
+            f"{check.get('of')} tasks: reference 1, no solution 0, no forger above 0"
         )
     dropped = source.get("dropped")
     if isinstance(dropped, dict):

@@ -12,7 +12,9 @@ is then a thousand small files read (bench/catalog.py).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections import Counter
 from collections.abc import Mapping
 from http import HTTPStatus
@@ -21,7 +23,7 @@ from urllib.parse import quote, urlencode
 
 from taskpack.base import routes
 from taskpack.base.fs import write_atomic
-from taskpack.base.provenance import SANDBOX_CHECK
+from taskpack.base.provenance import CHECK_KEY, check_status
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.registry.refs import is_release, version_key
 from taskpack.serve import viewer
@@ -35,13 +37,22 @@ SHOWN = 200  # sets a catalog page lists; the JSON pages through all of them
 # The shape of a kept summary: raised with each change to its fields, so that a server run by a
 # newer taskpack over an older one's cache computes its summaries again rather than serve ones
 # without the new fields.
-SUMMARY_SHAPE = 1
+SUMMARY_SHAPE = 2
+# A search's work is bounded whatever it asks: words and bytes of a query, and of the text
+# each set is searched by (its name and the start of its description).
+MOST_WORDS = 16
+MOST_QUERY = 512
+SEARCHED = 2048
 _HTML = "text/html; charset=utf-8"
 
 
 def summary(mirror: Mirror, name: str, version: str) -> dict[str, Any]:
-    """What the catalog says of `name@version`, computed once and kept (see the docstring)."""
-    kept = mirror.cache.root / "catalog" / f"v{SUMMARY_SHAPE}" / name / f"{version}.json"
+    """What the catalog says of `name@version`, computed once and kept (see the docstring).
+    A publisher's sandbox check is shown as the hub can vouch for it (`check_status`): kept
+    summaries are by the key the hub had, so a hub given another key judges again."""
+    key = check_key()
+    keyed = hashlib.sha256(key).hexdigest()[:12] if key else "nokey"
+    kept = mirror.cache.root / "catalog" / f"v{SUMMARY_SHAPE}-{keyed}" / name / f"{version}.json"
     if kept.is_file():
         return json.loads(kept.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
     from taskpack.registry.client import resolve
@@ -60,12 +71,18 @@ def summary(mirror: Mirror, name: str, version: str) -> dict[str, Any]:
         "tasks": {split: info.rows for split, info in m.splits.items()},
         "reward_kinds": ts.reward_kinds(),
         "images": sorted(i for i in ts.field_values("environment", "image") if i),
-        "checked": m.source.get(SANDBOX_CHECK),  # `publish --check`'s record, if any
+        "checked": check_status(m, key),  # `publish --check`'s record, as the hub vouches
         "models": sorted({row["model"] for rows in results.values() for row in rows}),
         "results": results,
     }
     write_atomic(kept, json.dumps(found, ensure_ascii=False).encode())
     return found
+
+
+def check_key() -> bytes | None:
+    """The key this hub verifies publish checks with (`TASKPACK_CHECK_KEY`), if it has one."""
+    key = os.environ.get(CHECK_KEY)
+    return key.encode() if key else None
 
 
 def count_pull(mirror: Mirror, name: str, version: str) -> None:
@@ -121,7 +138,10 @@ class Shelf:
     def search(self, query: Query) -> tuple[list[dict[str, Any]], dict[str, Counter[str]]]:
         """The sets whose name or description holds every word of `q` and that have each
         facet value asked for, and the facets' counts over the sets the words keep."""
-        words = _one(query, "q").lower().split()
+        asked = _one(query, "q")
+        words = asked.lower().split()
+        if len(asked.encode()) > MOST_QUERY or len(words) > MOST_WORDS:
+            raise ValueError(f"q: at most {MOST_WORDS} words and {MOST_QUERY} bytes")
         chosen = {key: _one(query, key) for key in FACETS if _one(query, key)}
         found = [e for e in self.entries() if all(w in _text(e) for w in words)]
         facets: dict[str, Counter[str]] = {key: Counter() for key in FACETS}
@@ -265,7 +285,7 @@ def _number(query: Query, key: str, default: int, low: int, high: int) -> int:
 
 
 def _text(entry: Mapping[str, Any]) -> str:
-    return f"{entry['name']} {entry['description']}".lower()
+    return f"{entry['name']} {str(entry['description'])[:SEARCHED]}".lower()
 
 
 def _values(entry: Mapping[str, Any], key: str) -> list[str]:
@@ -311,11 +331,16 @@ def _row(e: Mapping[str, Any]) -> str:
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
-def _checked(record: Mapping[str, Any] | None) -> str:
-    """`publish --check`'s record, as a cell."""
-    if not record:
-        return "no"
-    return esc(f"{record['checked']} of {record['of']} tasks passed")
+def _checked(status: Mapping[str, Any]) -> str:
+    """`publish --check`'s record, as a cell: passed only where this hub verified it."""
+    said = {
+        "none": "no",
+        "malformed": "malformed record (not shown)",
+        "verified": "{checked} of {of} tasks passed (verified)",
+        "claimed": "claimed by its publisher: {checked} of {of} (not verified here)",
+        "forged": "a forged check record (its signature fails)",
+    }
+    return esc(said.get(status.get("status", ""), "no").format_map(status))
 
 
 def _image(ref: str) -> str:
