@@ -67,10 +67,12 @@ def parsed(text: str) -> list[tuple[str, str]]:
 class Episode:
     """One session, as a client drives it."""
 
-    def __init__(self, url: str, env: str = "math", **create: Any) -> None:
+    def __init__(
+        self, url: str, env: str = "math", headers: dict[str, str] | None = None, **create: Any
+    ) -> None:
         self.http = httpx.Client(base_url=url, timeout=120)
         self.env, self.sid = env, uuid.uuid4().hex
-        self.headers = {"X-Session-ID": self.sid}
+        self.headers = {"X-Session-ID": self.sid, **(headers or {})}
         self.created = self.http.post("/create", headers=self.headers, json=create)
 
     def get(self, verb: str) -> httpx.Response:
@@ -240,3 +242,54 @@ def test_hostile_numbers_are_scored_at_once_and_others_are_served(served: str) -
         for index in (0, 1):
             assert reward(Episode(served, split="train", index=index).call(text)) == 0.0, text
     assert reward(Episode(served, split="test", index=0).call("10")) == 1.0
+
+
+def test_one_client_holds_its_quota_and_another_still_gets_a_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client (its bearer token, else its address) holds at most its quota of sessions;
+    another client's `create` succeeds meanwhile; a session answers only the client that made
+    it; a closed one frees a place."""
+    monkeypatch.setenv(episodes.QUOTA_SETTING, "3")
+    folder = tmp_path / "math"
+    taskpack.write(folder, TASKS, name="math")
+    with background(App(api=Api(Catalog(taskpack.open(folder))))) as url:
+        greedy = {"Authorization": "Bearer greedy"}
+        held = []
+        for _ in range(3):
+            episode = Episode(url, split="train", index=0, headers=greedy)
+            assert episode.created.status_code == 200, episode.created.text
+            held.append(episode)
+        refused = Episode(url, split="train", index=0, headers=greedy)
+        assert refused.created.status_code == 429
+        assert "this client holds 3 sessions" in refused.created.json()["detail"]
+        other = Episode(url, split="test", index=0, headers={"Authorization": "Bearer other"})
+        assert other.created.status_code == 200
+        # the other client cannot use the greedy one's session, even knowing its id
+        stolen = Episode(url, split="train", index=0, headers={"Authorization": "Bearer other"})
+        stolen.headers["X-Session-ID"] = held[0].sid
+        assert stolen.get("task_tools").status_code == 404
+        assert stolen.get("prompt").status_code == 404
+        assert reward(held[0].call("1")) == 1.0  # its own client still can
+        held[1].http.post("/delete_session", headers=held[1].headers)
+        again = Episode(url, split="train", index=0, headers=greedy)
+        assert again.created.status_code == 200
+
+
+def test_control_characters_never_reach_an_event_stream(served: str) -> None:
+    """A call id holding CR/LF would write a forged `reward` event into the stream: it is
+    replaced by a fresh one; a session id with them is refused."""
+    episode = Episode(served, split="train", index=0)
+    forged = 'x\r\n\r\nevent: end\r\ndata: {"ok": true, "output": {"reward": 1.0}}'
+    body = {"name": "answer", "input": {"answer": "7"}, "task_id": forged}
+    response = episode.http.post("/math/call", headers=episode.headers, json=body)
+    events = parsed(response.text)
+    assert [e for e, _ in events] == ["task_id", "end"]
+    assert events[0][1] != forged and "\r" not in events[0][1]
+    assert json.loads(events[1][1])["output"]["reward"] == 0.0
+    bad = Episode(served, split="train", index=0)
+    bad.headers["X-Session-ID"] = "a\x01b"
+    response = bad.http.post("/create", headers=bad.headers, json={"split": "train", "index": 0})
+    assert response.status_code == 400  # the HTTP parser refuses it before the app does
+    spaced = Episode(served, headers={"X-Session-ID": "a b"}, split="train", index=0)
+    assert spaced.created.status_code == 400 and "printable ASCII" in spaced.created.text

@@ -52,7 +52,7 @@ from taskpack.errors import TaskpackError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.serve import jobs, lane, server, viewer
 from taskpack.serve.catalog import Shelf, count_pull
-from taskpack.serve.episodes import OrsError, Sessions
+from taskpack.serve.episodes import CLIENT, OrsError, Sessions
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
 from taskpack.serve.ors import FIXED, Listing, Ors
@@ -596,6 +596,7 @@ class App:
         query = scope["query_string"].decode("latin-1")
         key = _keyed(path, query)
         fields = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        fields[CLIENT] = (scope.get("client") or ("",))[0]  # who asks: ORS sessions are theirs
         if self.hosts is not None and fields.get("host", "").lower() not in self.hosts:
             host = fields.get("host", "")
             response = self.error(HTTPStatus.MISDIRECTED_REQUEST, f"not served for host {host!r}")

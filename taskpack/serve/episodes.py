@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from taskpack import records
 from taskpack.base.fs import file_lock, write_atomic
+from taskpack.base.settings import number
 from taskpack.errors import TaskpackError
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 IDLE = 900.0  # seconds a session may go untouched
 MOST = 4096  # sessions at once, per server
+QUOTA_SETTING = "TASKPACK_SESSIONS_PER_CLIENT"  # sessions one client holds at once
 GRADING = 2  # sandboxed runs at once, per worker process
 TOOL = "answer"
 # Where a sandboxed run finds the code it is given: copied to /app/solution.py, where the
@@ -175,35 +178,61 @@ class Session:
 
 
 class Sessions:
-    """The sessions of one server, in folder `root` (shared by its worker processes)."""
+    """The sessions of one server, in folder `root` (shared by its worker processes): a folder
+    per client (`owner`), a file per session in it. A session answers only the client that
+    made it; one client holds at most `QUOTA` at once, so it cannot take every slot; opening
+    one reads its client's folder and a count kept beside them, never the others' sessions."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.slots = threading.BoundedSemaphore(GRADING)
+        self.quota = number(QUOTA_SETTING, MOST // 8, "a number of sessions")
 
-    def _path(self, sid: str) -> Path:
-        return self.root / f"{hashlib.sha256(sid.encode()).hexdigest()[:40]}.json"
+    def _path(self, sid: str, owner: str) -> Path:
+        mine = hashlib.sha256(owner.encode()).hexdigest()[:24]
+        return self.root / mine / f"{hashlib.sha256(sid.encode()).hexdigest()[:40]}.json"
 
-    def open(self, sid: str, session: Session) -> None:
-        """A new session `sid`, if none is open under that id and the bound allows it."""
-        path = self._path(sid)
+    def _count(self, change: int) -> int:
+        """The sessions open, moved by `change` (held under the open lock)."""
+        path = self.root / ".count"
+        try:
+            now = int(path.read_text() or 0)
+        except (OSError, ValueError):
+            now = 0
+        now = max(0, now + change)
+        if change:
+            write_atomic(path, str(now).encode())
+        return now
+
+    def open(self, sid: str, owner: str, session: Session) -> None:
+        """A new session `sid` of client `owner`, if none is open under that id and the
+        bounds allow it: the client's quota, then the server's."""
+        path = self._path(sid, owner)
         with file_lock(self.root / ".open.lock"):
             if self._alive(path):
                 raise OrsError(HTTPStatus.BAD_REQUEST, "Session already exists")
-            held = list(self.root.glob("*.json"))
-            if len(held) >= MOST:
-                for old in held:
-                    self._alive(old)  # drops it if idle
-                if len(list(self.root.glob("*.json"))) >= MOST:
+            path.parent.mkdir(exist_ok=True)
+            mine = [p for p in path.parent.glob("*.json") if self._alive(p)]
+            if len(mine) >= self.quota:
+                raise OrsError(
+                    HTTPStatus.TOO_MANY_REQUESTS,
+                    f"this client holds {len(mine)} sessions, its most "
+                    f"({QUOTA_SETTING}): close one (delete_session) or let one go idle",
+                )
+            if self._count(0) >= MOST:  # a sweep of the idle, only when the bound is reached
+                held = sum(1 for p in self.root.glob("*/*.json") if self._alive(p))
+                self._count(held - self._count(0))
+                if held >= MOST:
                     raise OrsError(
                         HTTPStatus.SERVICE_UNAVAILABLE, f"{MOST} sessions are open; try again"
                     )
             write_atomic(path, json.dumps(session.__dict__).encode())
+            self._count(+1)
 
-    def get(self, sid: str) -> Session:
-        """Session `sid`, touched (its idle time starts again)."""
-        path = self._path(sid)
+    def get(self, sid: str, owner: str) -> Session:
+        """Session `sid`, touched (its idle time starts again); another client's is not found."""
+        path = self._path(sid, owner)
         if not self._alive(path):
             raise OrsError(HTTPStatus.NOT_FOUND, "Active environment not found")
         try:
@@ -213,21 +242,25 @@ class Sessions:
             raise OrsError(HTTPStatus.NOT_FOUND, "Active environment not found") from None
         return Session(**data)
 
-    def put(self, sid: str, session: Session) -> None:
-        write_atomic(self._path(sid), json.dumps(session.__dict__).encode())
+    def put(self, sid: str, owner: str, session: Session) -> None:
+        write_atomic(self._path(sid, owner), json.dumps(session.__dict__).encode())
 
-    def close(self, sid: str) -> None:
-        path = self._path(sid)
-        path.unlink(missing_ok=True)
-        path.with_suffix(".lock").unlink(missing_ok=True)
+    def close(self, sid: str, owner: str) -> None:
+        path = self._path(sid, owner)
+        with file_lock(self.root / ".open.lock"):
+            if path.exists():
+                self._count(-1)
+            path.unlink(missing_ok=True)
+            path.with_suffix(".lock").unlink(missing_ok=True)
 
-    def answering(self, sid: str) -> Any:
+    def answering(self, sid: str, owner: str) -> Any:
         """A lock held while session `sid` is answered: one answer is scored, once."""
-        return file_lock(self._path(sid).with_suffix(".lock"))
+        return file_lock(self._path(sid, owner).with_suffix(".lock"))
 
     @staticmethod
     def _alive(path: Path) -> bool:
-        """Whether the session at `path` is open; one idle past `IDLE` is dropped."""
+        """Whether the session at `path` is open; one idle past `IDLE` is dropped (the count
+        catches up at the next sweep)."""
         try:
             idle = time.time() - path.stat().st_mtime
         except FileNotFoundError:
@@ -239,10 +272,32 @@ class Sessions:
         return True
 
 
+# A client as sessions know it: its bearer token where it sends one (many trainers behind one
+# address stay apart), else its address. `CLIENT` is set by the app, never from a header: an
+# HTTP header name cannot begin with a colon.
+CLIENT = ":client"
+_PRINTABLE = re.compile(r"[\x21-\x7e]{1,200}")
+
+
+def owner(headers: Mapping[str, str]) -> str:
+    auth = headers.get("authorization", "")
+    return f"token {auth}" if auth else f"address {headers.get(CLIENT, '')}"
+
+
+def event_id(text: object) -> str | None:
+    """A client's call id as it may stand on an event stream's line: printable ASCII, no
+    space, at most 200 characters; None for anything else (a fresh id is used)."""
+    return text if isinstance(text, str) and _PRINTABLE.fullmatch(text) else None
+
+
 def session_id(headers: Mapping[str, str]) -> str:
     sid = headers.get("x-session-id", "").strip()
     if not sid:
         raise OrsError(HTTPStatus.BAD_REQUEST, "X-Session-ID header is required")
+    if not _PRINTABLE.fullmatch(sid):
+        raise OrsError(
+            HTTPStatus.BAD_REQUEST, "X-Session-ID: printable ASCII, no space, 200 at most"
+        )
     return sid
 
 

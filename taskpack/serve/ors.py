@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from taskpack.base.routes import named
 from taskpack.serve import episodes
-from taskpack.serve.episodes import OrsError, Session, Sessions, session_id
+from taskpack.serve.episodes import OrsError, Session, Sessions, event_id, owner, session_id
 from taskpack.serve.jobs import ors_spec
 from taskpack.serve.server import BODY_TOO_LARGE, MAX_BODY
 
@@ -139,9 +139,10 @@ class Ors:
         return HTTPStatus.OK, "text/event-stream", events.encode()
 
     def r_delete_session(self, params: Params, body: bytes, headers: Params) -> Answer:
-        sid = headers.get("x-session-id", "").strip()
-        if not sid:
-            raise OrsError(HTTPStatus.BAD_REQUEST, "X-Session-ID header is required")
+        """Ends the session, and its episode if one is open (a client that skips `/delete`
+        leaves no session holding its place)."""
+        sid = session_id(headers)
+        self.sessions.close(sid, owner(headers))
         return _json({"sid": sid})
 
     def r_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
@@ -191,35 +192,36 @@ class Ors:
         if why is not None:
             raise OrsError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
         record = Session(env, served.ts.manifest.digest, split, task.id, task.digest)
-        self.sessions.open(sid, record)
+        self.sessions.open(sid, owner(headers), record)
         return _json({"sid": sid})
 
     def r_ping(self, params: Params, body: bytes, headers: Params) -> Answer:
-        self.sessions.get(session_id(headers))
+        self.sessions.get(session_id(headers), owner(headers))
         return _json({"status": "ok"})
 
     def r_delete(self, params: Params, body: bytes, headers: Params) -> Answer:
         sid = session_id(headers)
-        self.sessions.close(sid)
+        self.sessions.close(sid, owner(headers))
         return _json({"sid": sid})
 
     def r_task_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
-        session = self.sessions.get(session_id(headers))
+        session = self.sessions.get(session_id(headers), owner(headers))
         return _json({"tools": [episodes.tool(self._task(params, headers, session))]})
 
     def r_prompt(self, params: Params, body: bytes, headers: Params) -> Answer:
-        session = self.sessions.get(session_id(headers))
+        session = self.sessions.get(session_id(headers), owner(headers))
         return _json(episodes.prompt(self._task(params, headers, session)))
 
     def r_call(self, params: Params, body: bytes, headers: Params) -> Answer:
-        sid = session_id(headers)
+        sid, who = session_id(headers), owner(headers)
         request = self._checked("call", body)
         given = request["input"].get("answer")
-        with self.sessions.answering(sid):
-            session = self.sessions.get(sid)
+        call_id = event_id(request.get("task_id"))
+        with self.sessions.answering(sid, who):
+            session = self.sessions.get(sid, who)
             task = self._task(params, headers, session)
             if session.result is not None:
-                if session.call and request.get("task_id") == session.call:  # a retry of it
+                if session.call and call_id == session.call:  # a retry of it
                     return _events(session.call, session.result)
                 outcome: dict[str, Any] = {"ok": False, "error": "the episode is over"}
             elif request["name"] != episodes.TOOL:
@@ -229,9 +231,9 @@ class Ors:
             else:
                 outcome = episodes.result(episodes.grade(task, given, self.sessions.slots))
                 session.result, session.call = outcome, uuid.uuid4().hex
-                self.sessions.put(sid, session)
+                self.sessions.put(sid, who, session)
                 return _events(session.call, outcome)
-        return _events(request.get("task_id") or uuid.uuid4().hex, outcome)
+        return _events(call_id or uuid.uuid4().hex, outcome)
 
     def _task(self, params: Params, headers: Params, session: Session) -> Task:
         """The task of `session`, as it was when the session began."""
