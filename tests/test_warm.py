@@ -99,3 +99,33 @@ def test_a_copy_changed_since_it_was_written_is_not_believed(published: Path) ->
     again = taskpack.load("w@1.0.0", split="train")  # the checked load wrote it anew
     assert isinstance(again, WarmSplit) and again[7].id == "t7"
     assert rows.read_bytes() == text
+
+
+def test_a_rewritten_copy_with_its_stamps_is_caught_by_validate_and_dropped(
+    published: Path,
+) -> None:
+    """An attacker with write access to the cache rewrites the copy's answers and its
+    stamps: `load` then reads the rewritten copy (its stamps hold), but `validate NAME@V`
+    chains the copy's rows to the split digest of the checked manifest, names the split and
+    drops the copy, and the next load reads the checked rows again."""
+    from click.testing import CliRunner
+
+    from taskpack.cli import main
+    from taskpack.storage.warm import FILES, _stamp
+
+    taskpack.load("w@1.0.0", split="train")
+    valid = CliRunner().invoke(main, ["validate", "w@1.0.0"])
+    assert valid.exit_code == 0, valid.output
+    (rows,) = (Path(os.environ["TASKPACK_CACHE"]) / "warm" / "data").glob("*/rows")
+    text = rows.read_bytes()
+    rows.write_bytes(text.replace(b'"answer":"8"', b'"answer":"9"', 1))  # t7's answer
+    stamps = rows.parent / "stamps"
+    stamps.write_text(json.dumps([_stamp(rows.parent / f) for f in FILES]))
+    forged = taskpack.load("w@1.0.0", split="train")
+    assert isinstance(forged, WarmSplit) and forged[7].answer == "9"  # the copy's trust
+    out = CliRunner().invoke(main, ["validate", "w@1.0.0"])
+    assert out.exit_code != 0
+    assert "split 'train': this machine's warm copy does not chain" in out.output
+    assert not rows.exists()
+    assert taskpack.load("w@1.0.0", split="train")[7].answer == "8"
+    assert CliRunner().invoke(main, ["validate", "w@1.0.0"]).exit_code == 0

@@ -40,6 +40,11 @@ def validate(target: str, registry: str | None, quiet: bool) -> None:
 
     ts = _open_any(target, registry)
     problems = verify(ts, quiet=quiet)
+    if not Path(target).exists():  # NAME@V: this machine's warm copies of it, checked too
+        from taskpack.storage.warm import verify_warm
+
+        splits = {n: s.digest for n, s in ts.manifest.splits.items()}
+        problems += verify_warm(ts.manifest.ref, registry, splits)
     if problems:
         for p in problems:
             click.echo(f"{target}: {p}", err=True)

@@ -263,6 +263,10 @@ def save_warm(ref: str, split: Split, registry: Any, manifest: Path, manifest_di
                         f"split {split.name!r}: its rows do not chain to its digest"
                     )
                 _write_copy(folder, split, json_columns(split.version))
+                if not _copy_chains(folder, split.digest):  # the copy's own bytes, read back
+                    raise TaskpackError(
+                        f"split {split.name!r}: its decoded copy does not chain to its digest"
+                    )
                 stamps = [_stamp(folder / f) for f in FILES]
                 write_atomic(folder / "stamps", json.dumps(stamps).encode())
             meta = {
@@ -277,6 +281,67 @@ def save_warm(ref: str, split: Split, registry: Any, manifest: Path, manifest_di
             write_atomic(entry, json.dumps(meta).encode())
     except BlockingIOError:
         return  # another process writes it
+
+
+def _copy_chains(folder: Path, digest: str) -> bool:
+    """Whether the copy's rows, each a task again (its inline bytes hashed against the sha256
+    its digest covers), chain to the split digest `digest`: what a rewritten copy, stamps and
+    all, cannot forge while the digest comes from a checked manifest."""
+    import hashlib
+
+    from taskpack.base.digests import chains_to
+
+    digests, ids, ends = [], [], [0]
+    try:
+        with (folder / "rows").open("rb") as lines:
+            for line in lines:
+                ends.append(ends[-1] + len(line))
+                row = json.loads(line)
+                ids.append(row["id"])
+                for f in row["files"]:
+                    if isinstance(f.get("data"), str):
+                        import base64
+
+                        data = base64.b64decode(f["data"])
+                        if hashlib.sha256(data).hexdigest() != f.get("sha256"):
+                            return False
+                        f["data"] = data
+                digests.append(stored_task(row).digest)
+        listed = json.loads((folder / "ids").read_bytes())
+        offsets = (folder / "offsets").read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    placed = b"".join(o.to_bytes(8, "little") for o in ends)
+    return listed == ids and offsets == placed and chains_to(digests, digest)
+
+
+def verify_warm(ref: str, registry: Any, splits: dict[str, str]) -> list[str]:
+    """`validate NAME@X.Y.Z`: each split's warm copy in this machine's cache (if any) checked
+    against the split digest of the version's checked manifest (`splits`: split -> digest); a
+    copy that does not chain is dropped, its index entry and files, and named."""
+    import shutil
+
+    name, _, version = ref.partition("@")
+    problems = []
+    for split, digest in splits.items():
+        entry = _entry(cache_root(), registry, name, version, split)
+        try:
+            meta = json.loads(entry.read_bytes())
+        except (OSError, ValueError):
+            continue
+        folder = Path(str(meta.get("folder", "")))
+        if meta.get("digest") == digest and _copy_chains(folder, digest):
+            continue
+        entry.unlink(missing_ok=True)
+        if folder.name == digest.removeprefix("sha256:") or folder.name == str(
+            meta.get("digest", "")
+        ).removeprefix("sha256:"):
+            shutil.rmtree(folder, ignore_errors=True)
+        problems.append(
+            f"split {split!r}: this machine's warm copy does not chain to the split digest "
+            f"{digest}: dropped (the next load writes it anew from checked rows)"
+        )
+    return problems
 
 
 def _write_copy(folder: Path, split: Split, json_columns: tuple[str, ...]) -> None:
