@@ -607,3 +607,44 @@ def _answers_ok(url: str) -> bool:
         return httpx.get(url, timeout=10).json()["task"]["id"] == "t3"
     except httpx.TransportError:
         return False
+
+
+@pytest.mark.slow
+def test_a_slow_reader_pipelining_64_mib_moves_memory_by_less_and_others_are_served(
+    tmp_path: Path,
+) -> None:
+    """Pipelined requests from a client that reads slowly: the server parses at most
+    MAX_PIPELINE ahead of its answers and stops reading, so what the client can push stays in
+    the kernel's buffers; the worker's memory moves by far less than 64 MiB (it grew 40x what
+    was sent before), another client is answered meanwhile, and the slow one is dropped once
+    it has taken nothing for IDLE seconds."""
+    import urllib.request
+
+    def rss_mib() -> float:
+        with open("/proc/self/status") as f:
+            return int(next(x for x in f if x.startswith("VmRSS")).split()[1]) / 1024
+
+    path = tmp_path / "ts"
+    taskpack.write(path, {"train": [make_task(i) for i in range(20)]}, name="h1")
+    with background(App(api=Api(Catalog(taskpack.open(path))))) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        request = _get("/api/v1/splits/train/tasks/0")
+        chunk = request * (65536 // len(request))
+        before, peak, sent, served = rss_mib(), 0.0, 0, 0
+        with socket.create_connection((host, int(port))) as sock:
+            sock.settimeout(0.2)
+            deadline = time.monotonic() + 3 * server.IDLE
+            while sent < (64 << 20) and time.monotonic() < deadline:
+                try:
+                    sent += sock.send(chunk)
+                    sock.recv(4096)
+                except TimeoutError:
+                    pass
+                except OSError:
+                    break  # dropped: it took nothing for IDLE seconds
+                peak = max(peak, rss_mib())
+                if served < 5:
+                    with urllib.request.urlopen(url + "/api/v1/splits/train/tasks/1") as r:
+                        served += r.status == 200
+    assert served == 5
+    assert peak - before < 64, (before, peak, sent)

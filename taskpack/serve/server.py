@@ -50,6 +50,9 @@ SLICE = 4 << 10  # bytes fed to the parser at a time
 SHUT = "taskpack.shut"  # the scope extension set when the client shuts its side (`eof_received`)
 MAX_BODY = 64 << 10  # bytes a request's body may take
 IDLE = 10.0  # seconds: to begin a request, to finish its head or body, to take an answer's bytes
+MAX_PIPELINE = 8  # requests parsed ahead of their answers; past them, bytes wait unparsed
+TRICKLE = 1024  # a read this small in the middle of a request...
+TRICKLE_PAUSE = 0.01  # ...stops reading this long, so the kernel gathers what follows
 MAX_CONNECTIONS = 2048  # open connections (and requests in progress) per worker; then 503
 BACKLOG = 2048  # connections the kernel queues before they are accepted
 MAX_RSS = 2048  # MiB a worker may hold before it is replaced (`taskpack serve --max-rss`)
@@ -72,6 +75,8 @@ class Bounded(HttpToolsProtocol):
         self._refusal: bytes | None = None  # what ends this connection, once written
         self._head_timer: asyncio.TimerHandle | None = None
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._held = bytearray()  # bytes read past MAX_PIPELINE unanswered requests
+        self._in_message = False  # between a request's first byte and its last
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -89,11 +94,32 @@ class Bounded(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         """`data` fed a SLICE at a time: the bytes of a head still unfinished after a slice
         are counted (the slice a head begins in counted whole: at most SLICE over), which
-        httptools, holding an unfinished header for us, does not bound."""
+        httptools, holding an unfinished header for us, does not bound. A worker's memory
+        does not grow with what a client sends: past MAX_PIPELINE requests waiting for their
+        answers the rest waits unparsed and reading stops (uvicorn reads again after every
+        answer, so a slow reader's pipeline grew without bound); a request arriving a few
+        bytes at a time is read a few times a second (TRICKLE), not once per byte."""
+        if self._held:
+            self._held += data
+            self.flow.pause_reading()
+            return
+        self._feed(memoryview(data))
+        if self._in_message and len(data) < TRICKLE and not self._held:
+            self.flow.pause_reading()
+            self.loop.call_later(TRICKLE_PAUSE, self._read_again)
+
+    def _read_again(self) -> None:
+        if not self._held and not self.transport.is_closing():
+            self.flow.resume_reading()
+
+    def _feed(self, view: memoryview) -> None:
         self._unset_keepalive_if_required()
-        view = memoryview(data)
         for start in range(0, len(view), SLICE):
             if self._refusal is not None:
+                return
+            if len(self.pipeline) >= MAX_PIPELINE:
+                self._held += view[start:]
+                self.flow.pause_reading()
                 return
             piece = view[start : start + SLICE]
             self._slice = len(piece)
@@ -110,6 +136,7 @@ class Bounded(HttpToolsProtocol):
                     self._refuse(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, HEAD_TOO_LARGE)
 
     def on_message_begin(self) -> None:
+        self._in_message = True
         super().on_message_begin()
         self._head = 0
         self._head_timer = self.loop.call_later(IDLE, self._drop)
@@ -140,6 +167,7 @@ class Bounded(HttpToolsProtocol):
             super().on_body(body)
 
     def on_message_complete(self) -> None:
+        self._in_message = False
         if self._refusal is None:
             super().on_message_complete()
 
@@ -153,7 +181,12 @@ class Bounded(HttpToolsProtocol):
         return self._answering()
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        super().on_response_complete()  # reads again, and starts the next request waiting
+        if self._held and len(self.pipeline) < MAX_PIPELINE and not self.transport.is_closing():
+            held, self._held = bytes(self._held), bytearray()
+            self._feed(memoryview(held))
+        if self._held:
+            self.flow.pause_reading()
         self._end_if_refused()
         if self._eof and not self._answering() and not self.transport.is_closing():
             self.transport.close()
