@@ -293,3 +293,30 @@ def test_control_characters_never_reach_an_event_stream(served: str) -> None:
     assert response.status_code == 400  # the HTTP parser refuses it before the app does
     spaced = Episode(served, headers={"X-Session-ID": "a b"}, split="train", index=0)
     assert spaced.created.status_code == 400 and "printable ASCII" in spaced.created.text
+
+
+def test_a_grading_past_its_deadline_is_an_error_and_costs_no_other_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers are graded in processes of their own, each call within TASKPACK_GRADE_DEADLINE:
+    one that overruns (here every one, the deadline being a microsecond) is killed, and the
+    answer is an error the client may send again, never a reward or a 500; the server answers
+    everything else meanwhile."""
+    monkeypatch.setenv(episodes.DEADLINE_SETTING, "0.000001")
+    folder = tmp_path / "math"
+    taskpack.write(folder, TASKS, name="math")
+    with background(App(api=Api(Catalog(taskpack.open(folder))))) as url:
+        episode = Episode(url, split="train", index=0)
+        for _ in range(2):  # the session stays open: not scored, not over
+            outcome = episode.call("1")
+            assert outcome["ok"] is False and "the grader took over" in outcome["error"]
+        other = Episode(url, split="test", index=0)
+        assert other.created.status_code == 200
+        assert other.get("prompt").status_code == 200
+    monkeypatch.setenv(episodes.DEADLINE_SETTING, "5")
+    graders = episodes.Graders()
+    try:
+        assert graders.score({"kind": "numeric_match", "answer": "2"}, "2") == 1.0
+        assert graders.score({"kind": "numeric_match", "answer": "2"}, "1e10000000") == 0.0
+    finally:
+        graders.close()

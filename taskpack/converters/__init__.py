@@ -32,8 +32,15 @@ from taskpack.errors import TaskpackError, unknown
 if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
     from taskpack.converters._columnar.template import Batch
     from taskpack.converters._folders import folder_name, task_folders
+    from taskpack.converters._grade import answer_score
     from taskpack.converters._sources.chunk import NotColumnar
-    from taskpack.converters._verifier import answer_reward, graded, run_image, tests_files
+    from taskpack.converters._verifier import (
+        answer_reward,
+        answer_spec,
+        graded,
+        run_image,
+        tests_files,
+    )
 
 # What the jobs (importer, exporter, check, the CLI...) use of this package: its face. The
 # modules behind it are the formats' own; an import-linter contract keeps the jobs off them.
@@ -48,6 +55,8 @@ __all__ = [
     "Target",
     "WriteOptions",
     "answer_reward",
+    "answer_score",
+    "answer_spec",
     "base_suffix",
     "export_splits",
     "folder_name",
@@ -72,6 +81,8 @@ _LAZY = {
     "folder_name": "_folders",
     "task_folders": "_folders",
     "answer_reward": "_verifier",
+    "answer_score": "_grade",
+    "answer_spec": "_verifier",
     "graded": "_verifier",
     "run_image": "_verifier",
     "tests_files": "_verifier",

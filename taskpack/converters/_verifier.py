@@ -87,14 +87,20 @@ def graded(task: Task) -> bool:
     return False
 
 
+def answer_spec(task: Task) -> dict[str, Any]:
+    """What `_grade.answer_score` compares an answer with, for a graded task of an answer
+    kind: the reference and its rule, plain data (a grader in another process takes it)."""
+    if not graded(task) or isinstance(task.reward, records.UnitTests):
+        raise TaskpackError(f"task {task.id!r}: its reward is not an answer compared as text")
+    return expected(task, "reward")
+
+
 def answer_reward(task: Task, answer: str) -> float:
     """The reward of `answer` to a graded task of an answer kind, as its exported grader gives
     it (`_grade.answer_score`): the text is compared, never run, so it is scored in process."""
     from taskpack.converters._grade import answer_score
 
-    if not graded(task) or isinstance(task.reward, records.UnitTests):
-        raise TaskpackError(f"task {task.id!r}: its reward is not an answer compared as text")
-    return answer_score(expected(task, "reward"), answer)
+    return answer_score(answer_spec(task), answer)
 
 
 def instruction_suffix(task: Task) -> str:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 IDLE = 900.0  # seconds a session may go untouched
 MOST = 4096  # sessions at once, per server
 QUOTA_SETTING = "TASKPACK_SESSIONS_PER_CLIENT"  # sessions one client holds at once
+DEADLINE_SETTING = "TASKPACK_GRADE_DEADLINE"  # seconds an answer's grading may take
 GRADING = 2  # sandboxed runs at once, per worker process
 TOOL = "answer"
 # Where a sandboxed run finds the code it is given: copied to /app/solution.py, where the
@@ -131,15 +132,16 @@ def prompt(task: Task) -> list[dict[str, Any]]:
     ]
 
 
-def grade(task: Task, answer: str, slots: threading.BoundedSemaphore) -> float:
-    """The reward the task's own verifier gives `answer`: 0 to 1."""
-    from taskpack.converters import answer_reward
+def grade(task: Task, answer: str, slots: threading.BoundedSemaphore, graders: Graders) -> float:
+    """The reward the task's own verifier gives `answer`: 0 to 1. A grading that overruns its
+    deadline is an error (GradingError), never a reward."""
+    from taskpack.converters import answer_spec
 
     why = ungraded(task)
     if why is not None:
         raise OrsError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
     if not isinstance(task.reward, records.UnitTests):
-        return answer_reward(task, answer)
+        return graders.score(answer_spec(task), answer)
     if not slots.acquire(timeout=1.0):
         raise OrsError(HTTPStatus.SERVICE_UNAVAILABLE, "every grader is busy; try again")
     try:
@@ -158,6 +160,80 @@ def _sandboxed(task: Task, code: str) -> float:
     except Refused:  # the verifier timed out, or wrote no reward it can stand behind
         return 0.0
     return 0.0 if reward is None else score(reward)
+
+
+class GradingError(TaskpackError):
+    """An answer the grader could not score in its time: an error, not a wrong answer."""
+
+
+class Graders:
+    """Answers of the answer kinds scored in processes of their own (`SIZE`, started on first
+    use), each call within `deadline` seconds. The graders bound their own work (a reply is
+    read only where its answer can be, no number past its bounds is built), so a call
+    overrunning is not expected; should one, its process is killed and replaced, the answer is
+    an error, and no other request waits on it: the server's threads are never held."""
+
+    SIZE = 2
+
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = (
+            deadline if deadline is not None else number(DEADLINE_SETTING, 2.0, "seconds")
+        )
+        self._free: list[Any] = []
+        self._lock = threading.Lock()
+        self._room = threading.BoundedSemaphore(self.SIZE)
+
+    def score(self, spec: dict[str, Any], answer: str) -> float:
+        if not self._room.acquire(timeout=self.deadline):
+            raise GradingError("every grader is busy; try again")
+        try:
+            with self._lock:
+                grader = self._free.pop() if self._free else _start_grader()
+            process, conn = grader
+            conn.send((spec, answer))
+            if conn.poll(self.deadline):
+                reward = float(conn.recv())
+                with self._lock:
+                    self._free.append(grader)
+                return reward
+            process.kill()  # overran: this one goes, the next call starts another
+            process.join()
+            conn.close()
+            raise GradingError(
+                f"the grader took over {self.deadline:g} s ({DEADLINE_SETTING}); not scored"
+            )
+        finally:
+            self._room.release()
+
+    def close(self) -> None:
+        with self._lock:
+            for process, conn in self._free:
+                process.kill()
+                conn.close()
+            self._free.clear()
+
+
+def _start_grader() -> tuple[Any, Any]:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    mine, theirs = ctx.Pipe()
+    process = ctx.Process(target=_grader, args=(theirs,), daemon=True)
+    process.start()
+    theirs.close()
+    return process, mine
+
+
+def _grader(conn: Any) -> None:
+    """A grader process: (spec, answer) in, the reward out, until its pipe closes."""
+    from taskpack.converters import answer_score
+
+    while True:
+        try:
+            spec, answer = conn.recv()
+        except EOFError:
+            return
+        conn.send(answer_score(spec, answer))
 
 
 # --- sessions ------------------------------------------------------------------------------
@@ -187,6 +263,7 @@ class Sessions:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.slots = threading.BoundedSemaphore(GRADING)
+        self.graders = Graders()
         self.quota = number(QUOTA_SETTING, MOST // 8, "a number of sessions")
 
     def _path(self, sid: str, owner: str) -> Path:

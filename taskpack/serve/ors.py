@@ -229,7 +229,11 @@ class Ors:
             elif not isinstance(given, str) or set(request["input"]) != {"answer"}:
                 outcome = {"ok": False, "error": "the input is {'answer': text}"}
             else:
-                outcome = episodes.result(episodes.grade(task, given, self.sessions.slots))
+                try:
+                    reward = episodes.grade(task, given, self.sessions.slots, self.sessions.graders)
+                except episodes.GradingError as e:  # an error, not a reward: may be sent again
+                    return _events(call_id or uuid.uuid4().hex, {"ok": False, "error": str(e)})
+                outcome = episodes.result(reward)
                 session.result, session.call = outcome, uuid.uuid4().hex
                 self.sessions.put(sid, who, session)
                 return _events(session.call, outcome)
