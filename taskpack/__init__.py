@@ -19,6 +19,7 @@ __all__ = [
     "TaskSetWriter",
     "TaskpackError",
     "diff",
+    "grade",
     "import_sharded",
     "listing",
     "load",
@@ -52,6 +53,7 @@ _LAZY = {
     "pull": "registry.client",
     "versions": "registry.client",
     "diff": "changes",
+    "grade": "grading",
     "import_sharded": "sharded",
     "merge": "merging",
     "verify": "storage.integrity",
@@ -64,6 +66,7 @@ __getattr__, __dir__ = lazy(__name__, _LAZY, __all__)
 if TYPE_CHECKING:
     from taskpack.changes import diff
     from taskpack.episode import load
+    from taskpack.grading import grade
     from taskpack.merging import merge
     from taskpack.model import Manifest, Message, Task, TaskFile
     from taskpack.registry.client import listing, open, publish, pull, versions

@@ -15,6 +15,7 @@ as "not run" with the reason, never as passed.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import math
 import os
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from taskpack import records
 from taskpack.base.nesting import parse_json, parse_toml
 from taskpack.base.sandbox import SandboxError, files, run
 from taskpack.converters import task_folders
@@ -547,6 +549,69 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
 }
 # Forgers whose only weapon is the code they hand in: no use where no code runs.
 _CODE_FORGERS = {n for n, (_, code, answer, _) in FORGERS.items() if code and answer == NO_ANSWER}
+
+
+# --- one reply, graded (`taskpack grade`, ORS sessions) -----------------------------------
+
+# Where a sandboxed run finds the code it is given: copied to /app/solution.py, where the
+# exported grader reads it.
+_COPY_SOLUTION = b"#!/bin/bash\ncp /solution/solution.py /app/solution.py\n"
+
+
+def unscorable(task: Task) -> str | None:
+    """Why a reply to `task` cannot be scored here, in one line; None when it can: answers
+    (exact, numeric, math, multiple choice) in process, Python unit tests in the sandbox."""
+    from taskpack.converters import graded
+
+    reward = task.reward
+    kind = reward.kind if reward is not None else None
+    if task.steps:
+        return "a multi-step task: taskpack scores replies to single-step tasks only"
+    if not graded(task):
+        if kind is None:
+            return "no reward and no reference answer to score against"
+        return (
+            f"its verifier ({kind}) needs what taskpack does not stand in for; it scores "
+            "answers (exact, numeric, math, multiple choice) and Python unit tests"
+        )
+    if isinstance(reward, records.UnitTests):
+        return _runnable(_task_image(task))
+    return None
+
+
+def _task_image(task: Task) -> str:
+    """The image a graded task runs in (taskpack's verifier's default where it names none)."""
+    from taskpack.converters import run_image
+
+    image = run_image(task)
+    assert image is not None  # a task taskpack grades always has one
+    return image
+
+
+@functools.lru_cache(maxsize=64)
+def _runnable(image: str) -> str | None:
+    """Why `image` cannot be stood in for here, or None (asked once per image: it looks the
+    toolchain up on disk)."""
+    try:
+        stand_in(image)
+    except NotRunnable as e:
+        return str(e)
+    return None
+
+
+def code_reward(task: Task, reply: str, limits: Bounds) -> Reward | None:
+    """A reply to a Python unit-test task, its code read by the field's rule
+    (`converters.extract_code`: the fenced block defining the entry point, a body joined to
+    the prompt), graded by the task's own verifier in the sandbox. Raises Refused when the
+    verifier timed out or wrote no reward it can stand behind, SandboxError when the sandbox
+    cannot start."""
+    from taskpack.converters import extract_code
+
+    assert isinstance(task.reward, records.UnitTests)
+    code = extract_code(reply, task.reward.entry_point, task.instruction)
+    like = Side({}, {}, {}, stand_in(_task_image(task)), "/app")
+    candidate = {"solve.sh": (_COPY_SOLUTION, 0o755), "solution.py": (code.encode(), 0o644)}
+    return attempt(task_side(task, like), candidate, limits)
 
 
 def forger(name: str, side: Side) -> bytes:

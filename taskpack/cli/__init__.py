@@ -27,6 +27,7 @@ COMMANDS = {
     "export": "convert:export_cmd",
     "filter": "curate:filter_command",
     "formats": "convert:formats",
+    "grade": "check:grade",
     "info": "inspect:info",
     "lineage": "curate:lineage",
     "lock": "registry:lock",

@@ -163,3 +163,45 @@ def _source_tasks(
     ts = _open_any(source, registry)
     for name in [split] if split else ts.splits:
         yield from ts.split(name)
+
+
+@click.command()
+@click.argument("target")
+@click.argument("completions", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON Lines out: each input line with `reward`, `status` (pass, fail, error) and "
+    "`reason`. One that exists is continued where it stopped.",
+)  # fmt: skip
+@click.option(
+    "--split", "-s", "split_name", help="The split of lines that name none (else found by id)."
+)
+@click.option("--jobs", "-j", type=int, help="Completions graded at once (default: one per CPU).")
+@click.option(
+    "--timeout", default=120.0, show_default=True, help="Seconds a unit-test verifier may run."
+)
+@registry_option
+@quiet_option
+@_user_errors
+def grade(
+    target: str,
+    completions: Path,
+    out: Path,
+    split_name: str | None,
+    jobs: int | None,
+    timeout: float,
+    registry: str | None,
+    quiet: bool,
+) -> None:
+    """Score COMPLETIONS (JSON Lines of {"id", "completion"}) with the verifiers of TARGET's
+    tasks (a folder or NAME@VERSION), as models write answers: reasoning dropped, the fenced
+    block that defines the entry point, the last \\boxed{} or Answer: line. Answers are scored
+    in process, Python unit tests in the sandbox; `error` (nothing could score it) is never a
+    0, and `annotate` leaves it out of pass rates."""
+    from taskpack.grading import grade as run
+
+    report = run(
+        target, completions, out, split=split_name, jobs=jobs, timeout=timeout,
+        registry=registry, quiet=quiet,
+    )  # fmt: skip
+    click.echo(report.summary())

@@ -227,6 +227,11 @@ def annotate(
             if strangers
             else ""
         )
+        + (
+            f"; {len(report.errors)} graded `error` left out (no reward, never a 0)"
+            if report.errors
+            else ""
+        )
     ]
     setup = (model, settings_key(report.record["options"]["settings"]))
     for split, rows in report.rows.items():

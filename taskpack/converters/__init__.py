@@ -32,7 +32,7 @@ from taskpack.errors import TaskpackError, unknown
 if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
     from taskpack.converters._columnar.template import Batch
     from taskpack.converters._folders import folder_name, task_folders
-    from taskpack.converters._grade import answer_score
+    from taskpack.converters._grade import answer_reply_score, answer_score, extract_code
     from taskpack.converters._sources.chunk import NotColumnar
     from taskpack.converters._verifier import (
         answer_reward,
@@ -54,11 +54,13 @@ __all__ = [
     "RowError",
     "Target",
     "WriteOptions",
+    "answer_reply_score",
     "answer_reward",
     "answer_score",
     "answer_spec",
     "base_suffix",
     "export_splits",
+    "extract_code",
     "folder_name",
     "get",
     "graded",
@@ -82,6 +84,8 @@ _LAZY = {
     "task_folders": "_folders",
     "answer_reward": "_verifier",
     "answer_score": "_grade",
+    "answer_reply_score": "_grade",
+    "extract_code": "_grade",
     "answer_spec": "_verifier",
     "graded": "_verifier",
     "run_image": "_verifier",

@@ -107,6 +107,8 @@ def _decimal(s: str) -> Fraction | str | None:
 
 def exact_number(text: str) -> Fraction | str | None:
     """`text` as an exact number if the whole of it is one, else None (see `_decimal`)."""
+    if len(text) > 4 * MAX_FORM:  # not one number, whatever spaces pad it
+        return None
     s = text.strip()
     if len(s) > MAX_FORM:
         return None
@@ -168,6 +170,8 @@ def same_number(got: str, expected: Any, tolerance: float) -> bool:
 
 def same_text(got: str, expected: Any, spec: dict[str, Any]) -> bool:
     want = expected if isinstance(expected, str) else json.dumps(expected)
+    if len(got) > 4 * len(want) + 4 * MAX_FORM:  # not the answer, whatever spaces pad it
+        return False
     if spec.get("strip", True):
         got, want = got.strip(), want.strip()
     if len(got) > 4 * len(want) + 16:  # lower-casing changes a length by less than that
@@ -178,7 +182,7 @@ def same_text(got: str, expected: Any, spec: dict[str, Any]) -> bool:
 
 
 def same_choice(got: str, expected: Any, labels: list[str]) -> bool:
-    match = re.match(r"\s*\(?([A-Za-z0-9]+)\)?(?:[.):]|\s|$)", got.lstrip()[:MAX_FORM])
+    match = re.match(r"\s*\(?([A-Za-z0-9]+)\)?(?:[.):]|\s|$)", got[:MAX_FORM].lstrip())
     return match is not None and match.group(1) == expected and expected in labels
 
 
@@ -635,32 +639,89 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
     return 1.0
 
 
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
-_CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
+# --- what a model wrote, read as the field reads it -------------------------------------------
+# One rule per kind, used by every grader taskpack ships, `taskpack grade` and ORS sessions:
+# reasoning (`<think>...</think>`) is dropped; code is the last fenced block that defines the
+# entry point, else the last fenced block, else the text, joined to the prompt when it only
+# continues it (HumanEval's harness runs prompt + completion); an answer is the last `\boxed{}`,
+# else a final `Answer:` line, else the text (a number is then its last number).
 ANSWER_KINDS = ("exact_match", "numeric_match", "math_match", "multiple_choice")
+_FENCE = re.compile(r"```[ \t]*[\w+#.-]*[^\n`]*\n(.*?)```", re.S)
+_ANSWER_LINE = re.compile(
+    r"^[ \t*#>_]*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\uff1a][\s*]*(.+?)[\s*]*$",
+    re.I | re.M,
+)
 
 
-def reply_score(reward: dict[str, Any], answer: Any, reply: str, tests: str = "") -> float:
+def visible(reply: str, window: int = TAIL) -> str:
+    """What a reply says once its reasoning is dropped, of its last `window` characters: what
+    follows the last `</think>`; nothing when it opened a `<think>` it never closed (it ran
+    out of tokens thinking). Only such a reply is read whole."""
+    tail = reply[-window:]
+    end = tail.rfind("</think>")
+    if end >= 0:
+        return tail[end + len("</think>") :]
+    if reply[:256].lstrip().startswith("<think>") and reply.rfind("</think>") < 0:
+        return ""
+    return tail
+
+
+def _defines(code: str, name: str) -> bool:
+    return (
+        re.search(r"^[ \t]*(?:async[ \t]+)?def[ \t]+" + re.escape(name) + r"[ \t]*\(", code, re.M)
+        is not None
+    )
+
+
+def extract_code(reply: str, entry_point: str | None = None, prompt: str = "") -> str:
+    """The code a reply gives (see the rule above); at most MAX_READ characters are read."""
+    text = visible(reply, MAX_READ)
+    blocks = _FENCE.findall(text)
+    named = [b for b in blocks if entry_point and _defines(b, entry_point)]
+    code = named[-1] if named else blocks[-1] if blocks else text
+    if entry_point and prompt and not _defines(code, entry_point) and _defines(prompt, entry_point):
+        code = prompt + code  # a body continuing the prompt's stub
+    return code
+
+
+def extract_answer(reply: str) -> str:
+    """The answer a reply gives (see the rule above), read in its last TAIL characters."""
+    text = visible(reply)
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return boxed
+    lines = _ANSWER_LINE.findall(text)
+    return lines[-1] if lines else text
+
+
+def answer_reply_score(spec: dict[str, Any], reply: str) -> float:
+    """A reply to an answer kind, its answer extracted by the rule, against `spec`."""
+    if not isinstance(reply, str):
+        reply = "" if reply is None else str(reply)
+    return answer_score(spec, extract_answer(reply))
+
+
+def reply_score(
+    reward: dict[str, Any], answer: Any, reply: str, tests: str = "", prompt: str = ""
+) -> float:
     """A chat reply (not files in /app) against its task's reward, as the Verifiers modules
-    taskpack exports score it: an answer is the reply's last `\\boxed{...}` if it has one,
-    else the whole reply (math_match finds its box itself); code is the reply's last fenced
-    block, run against `tests` as `unit_test_score` runs it. Kinds no reply can show: 0.0.
-    A reward function calls this on whatever a policy wrote: nothing raises out of it."""
+    taskpack exports score it, read by the rule above (`prompt`: the task's, which a code
+    reply may continue); code runs against `tests` as `unit_test_score` runs it. Kinds no
+    reply can show: 0.0. A reward function calls this on whatever a policy wrote: nothing
+    raises out of it."""
     if not isinstance(reply, str):
         reply = "" if reply is None else str(reply)
     kind = reward.get("kind")
     if kind == "unit_tests":
         import tempfile
 
-        blocks = _CODE.findall(reply)
+        code = extract_code(reply, reward.get("entry_point"), prompt)
         with tempfile.TemporaryDirectory() as tmp:
-            return unit_test_score(reward, blocks[-1] if blocks else reply, tests, tmp)
+            return unit_test_score(reward, code, tests, tmp)
     if kind not in ANSWER_KINDS:
         return 0.0
-    boxed = _BOXED.findall(reply[-TAIL:])
-    got = reply if kind == "math_match" or not boxed else boxed[-1]
     labels = [c["label"] for c in reward.get("choices", [])]
-    return answer_score({**reward, "answer": answer, "labels": labels}, got)
+    return answer_reply_score({**reward, "answer": answer, "labels": labels}, reply)
 
 
 def _log_file() -> Any:
@@ -682,7 +743,7 @@ def score_app(spec: dict[str, Any]) -> float:
             close_tests()
             solution = read_agent_file("solution.py").decode("utf-8")
             return unit_test_score(spec, solution, tests, APP)
-        return answer_score(spec, read_answer())
+        return answer_reply_score(spec, read_answer())
     except (OSError, UnicodeDecodeError):
         return 0.0
 

@@ -95,12 +95,13 @@ def answer_spec(task: Task) -> dict[str, Any]:
     return expected(task, "reward")
 
 
-def answer_reward(task: Task, answer: str) -> float:
-    """The reward of `answer` to a graded task of an answer kind, as its exported grader gives
-    it (`_grade.answer_score`): the text is compared, never run, so it is scored in process."""
-    from taskpack.converters._grade import answer_score
+def answer_reward(task: Task, reply: str) -> float:
+    """The reward of `reply` to a graded task of an answer kind, as its exported grader gives
+    it (`_grade.answer_reply_score`: its answer read by the field's rule, then compared): the
+    text is compared, never run, so it is scored in process."""
+    from taskpack.converters._grade import answer_reply_score
 
-    return answer_score(answer_spec(task), answer)
+    return answer_reply_score(answer_spec(task), reply)
 
 
 def instruction_suffix(task: Task) -> str:

@@ -28,6 +28,7 @@ class PassRates(Report):
 
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     unmatched: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # rollouts graded `error`: left out
 
     def annotations(self) -> dict[str, list[dict[str, Any]]] | None:
         return self.rows
@@ -61,8 +62,9 @@ def annotate(
     by_text: dict[str, list[Key]] | None = None  # built only if a record names a task by text
     found: dict[Key, list[float]] = {}
     unmatched: list[str] = []
+    errors: list[str] = []
     count = 0
-    for kind, label, values in rewards(rollouts, key):
+    for kind, label, values in rewards(rollouts, key, errors):
         count += len(values)
         if kind == "text" and by_text is None:
             by_text = {}
@@ -100,9 +102,10 @@ def annotate(
         rollouts=[
             located(u, file_sha256(Path(u)) if Path(u).is_file() else None) for u in rollouts
         ],
-        counted={"rollouts": count, "tasks": len(found), "unmatched": len(unmatched)},
+        counted={"rollouts": count, "tasks": len(found), "unmatched": len(unmatched)}
+        | ({"errors": len(errors)} if errors else {}),
     )
-    return PassRates(ts, {}, record, rows, unmatched)
+    return PassRates(ts, {}, record, rows, unmatched, errors)
 
 
 @dataclass

@@ -50,8 +50,13 @@ def _name(row: Mapping[str, Any], key: str | None, where: str) -> tuple[str, str
     )
 
 
-def rewards(uris: Sequence[str], key: str | None = None) -> Iterator[tuple[str, str, list[float]]]:
-    """(kind, name, rewards) per record of every file, kind being "id" or "text"."""
+def rewards(
+    uris: Sequence[str], key: str | None = None, errors: list[str] | None = None
+) -> Iterator[tuple[str, str, list[float]]]:
+    """(kind, name, rewards) per record of every file, kind being "id" or "text". A record
+    `taskpack grade` marked `"status": "error"` (its completion could not be scored: a sandbox
+    that did not start, a grader out of time) is no reward: it is left out, its name put in
+    `errors`, never counted as a 0."""
     for uri in uris:
         for record in iter_table_rows(uri):
             where = record.where
@@ -68,6 +73,10 @@ def rewards(uris: Sequence[str], key: str | None = None) -> Iterator[tuple[str, 
                 continue
             listed = next((f for f in REWARD_LISTS if isinstance(row.get(f), list)), None)
             kind, name = _name(row, key, where)
+            if row.get("status") == "error":
+                if errors is not None:
+                    errors.append(name)
+                continue
             if listed is not None:
                 yield kind, name, [_number(r, where) for r in row[listed]]
             elif "reward" in row:

@@ -18,7 +18,6 @@ request past them is told to come back, 503, which ORS's clients retry).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -45,9 +44,6 @@ QUOTA_SETTING = "TASKPACK_SESSIONS_PER_CLIENT"  # sessions one client holds at o
 DEADLINE_SETTING = "TASKPACK_GRADE_DEADLINE"  # seconds an answer's grading may take
 GRADING = 2  # sandboxed runs at once, per worker process
 TOOL = "answer"
-# Where a sandboxed run finds the code it is given: copied to /app/solution.py, where the
-# exported grader reads it.
-_SOLVE = b"#!/bin/bash\ncp /solution/solution.py /app/solution.py\n"
 
 
 class OrsError(TaskpackError):
@@ -63,45 +59,10 @@ class OrsError(TaskpackError):
 
 
 def ungraded(task: Task) -> str | None:
-    """Why a session cannot score `task` here, in one line; None when it can."""
-    from taskpack.converters import graded
+    """Why a session cannot score `task` here, in one line; None when it can (`trials`)."""
+    from taskpack.trials import unscorable
 
-    reward = task.reward
-    kind = reward.kind if reward is not None else None
-    if task.steps:
-        return "a multi-step task: taskpack serve scores single-step tasks only"
-    if not graded(task):
-        if kind is None:
-            return "no reward and no reference answer to score against"
-        return (
-            f"its verifier ({kind}) needs what taskpack serve does not stand in for; it scores "
-            "answers (exact, numeric, math, multiple choice) and Python unit tests"
-        )
-    if isinstance(reward, records.UnitTests):
-        return _runnable(_image(task))
-    return None
-
-
-def _image(task: Task) -> str:
-    """The image a graded task runs in (taskpack's verifier's default where it names none)."""
-    from taskpack.converters import run_image
-
-    image = run_image(task)
-    assert image is not None  # a task taskpack grades always has one
-    return image
-
-
-@functools.lru_cache(maxsize=64)
-def _runnable(image: str) -> str | None:
-    """Why `image` cannot be stood in for here, or None (asked once per image: it looks the
-    toolchain up on disk)."""
-    from taskpack.trials import NotRunnable, stand_in
-
-    try:
-        stand_in(image)
-    except NotRunnable as e:
-        return str(e)
-    return None
+    return unscorable(task)
 
 
 def tool(task: Task | None = None) -> dict[str, Any]:
@@ -150,13 +111,11 @@ def grade(task: Task, answer: str, slots: threading.BoundedSemaphore, graders: G
         slots.release()
 
 
-def _sandboxed(task: Task, code: str) -> float:
-    from taskpack.trials import Bounds, Refused, Side, attempt, score, stand_in, task_side
+def _sandboxed(task: Task, reply: str) -> float:
+    from taskpack.trials import Bounds, Refused, code_reward, score
 
-    like = Side({}, {}, {}, stand_in(_image(task)), "/app")
-    candidate = {"solve.sh": (_SOLVE, 0o755), "solution.py": (code.encode(), 0o644)}
     try:
-        reward = attempt(task_side(task, like), candidate, Bounds())
+        reward = code_reward(task, reply, Bounds())
     except Refused:  # the verifier timed out, or wrote no reward it can stand behind
         return 0.0
     return 0.0 if reward is None else score(reward)
@@ -226,14 +185,14 @@ def _start_grader() -> tuple[Any, Any]:
 
 def _grader(conn: Any) -> None:
     """A grader process: (spec, answer) in, the reward out, until its pipe closes."""
-    from taskpack.converters import answer_score
+    from taskpack.converters import answer_reply_score
 
     while True:
         try:
             spec, answer = conn.recv()
         except EOFError:
             return
-        conn.send(answer_score(spec, answer))
+        conn.send(answer_reply_score(spec, answer))
 
 
 # --- sessions ------------------------------------------------------------------------------

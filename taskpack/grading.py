@@ -1,0 +1,193 @@
+"""`taskpack grade`: completions a policy wrote, each scored by its task's own verifier, as
+`check`, ORS sessions and every exported grader score them.
+
+COMPLETIONS is JSON Lines, `{"id", "completion"}` a line (`"split"` where an id is in more than
+one split; any other key is carried through). Each output line is the input line with
+`reward` (a float, or null), `status` and `reason` added:
+
+- `pass`: the verifier gave full reward; `fail`: it gave less;
+- `error`: nothing scored it (the sandbox could not start, the verifier ran out of time or
+  wrote no reward, a reward kind nothing here scores). An error is never a 0: `annotate`
+  leaves it out of pass rates and counts it.
+
+A completion is read as the field reads a model's reply (`converters.extract_code`, the
+answer rule of `_grade`): reasoning dropped, the last fenced block defining the entry point,
+the last `\\boxed{}` or `Answer:` line. Answer kinds are scored in process; Python unit tests
+in the sandbox `check` uses. Lines are graded `jobs` at a time and written in their order as
+they come, so an output that exists is continued where it stopped, never redone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from taskpack import records
+from taskpack.base.nesting import parse_json
+from taskpack.errors import TaskpackError, unknown
+from taskpack.model import Task
+from taskpack.storage.taskset import TaskSet
+
+STATUSES = ("pass", "fail", "error")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    reward: float | None  # None: not scored (an error)
+    status: str
+    reason: str = ""
+
+
+@dataclass
+class Graded:
+    """What a `grade` run did: counts by status (this run's lines), lines already graded by
+    an earlier run, the output, the seconds it took."""
+
+    out: Path
+    counts: Counter[str] = field(default_factory=Counter)
+    resumed: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        done = sum(self.counts.values())
+        rate = done / self.seconds if self.seconds > 0 else 0.0
+        by = ", ".join(f"{self.counts[s]} {s}" for s in STATUSES)
+        again = f" (continued after {self.resumed} graded before)" if self.resumed else ""
+        return f"graded {done} completions{again}: {by}; {rate:.1f} completions/s -> {self.out}"
+
+
+def score(task: Task, completion: str, timeout: float = 120.0) -> Outcome:
+    """One completion against `task`'s own verifier (see the module's doc)."""
+    from taskpack.base.sandbox import SandboxError
+    from taskpack.converters import answer_reward
+    from taskpack.trials import Bounds, NotRunnable, Refused, code_reward, unscorable
+    from taskpack.trials import score as reward_of
+
+    why = unscorable(task)
+    if why is not None:
+        return Outcome(None, "error", f"not scored here: {why}")
+    if not isinstance(task.reward, records.UnitTests):
+        reward = answer_reward(task, completion)
+        return Outcome(reward, "pass" if reward >= 1.0 else "fail")
+    try:
+        found = code_reward(task, completion, Bounds(timeout=timeout))
+    except SandboxError as e:
+        return Outcome(None, "error", f"the sandbox cannot start: {e}")
+    except (Refused, NotRunnable) as e:
+        return Outcome(None, "error", str(e))
+    if found is None:
+        return Outcome(None, "error", "the verifier wrote no reward")
+    reward = reward_of(found)
+    return Outcome(
+        reward, "pass" if reward >= 1.0 else "fail", "" if reward >= 1.0 else "tests failed"
+    )
+
+
+def grade(
+    target: str | os.PathLike[str] | TaskSet,
+    completions: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    split: str | None = None,
+    jobs: int | None = None,
+    timeout: float = 120.0,
+    registry: Any = None,
+    quiet: bool = True,
+) -> Graded:
+    """Grade every line of `completions` against the tasks of `target` (a folder or
+    NAME@VERSION) into `out` (see the module's doc); `split` is the split of lines that name
+    none; `timeout`: seconds a verifier may run. Returns the counts; a line that names no
+    task, or has no completion, stops the run with one line naming it (what was graded
+    before it is kept, and a run again continues there)."""
+    from taskpack.base.progress import counted
+    from taskpack.curation.steps import open_target
+
+    ts = open_target(target, registry)
+    source, out = Path(completions), Path(out)
+    done = _resume(out)
+    total = sum(1 for _ in _lines(source))
+    report = Graded(out, resumed=done)
+    started = time.monotonic()
+    width = max(1, jobs or os.cpu_count() or 1)
+    pending: deque[tuple[dict[str, Any], Future[Outcome]]] = deque()
+    with ThreadPoolExecutor(width) as pool, out.open("a", encoding="utf-8") as sink:
+
+        def flush(keep: int) -> None:
+            while len(pending) > keep:
+                row, future = pending.popleft()
+                outcome = future.result()
+                row.update(reward=outcome.reward, status=outcome.status, reason=outcome.reason)
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                sink.flush()
+                report.counts[outcome.status] += 1
+
+        try:
+            for k, (n, text) in enumerate(counted(_lines(source), "graded", total, quiet), 1):
+                if k <= done:
+                    continue
+                row, task = _task(ts, text, f"{source}:{n}", split)
+                pending.append((row, pool.submit(score, task, row["completion"], timeout)))
+                flush(4 * width)
+        finally:  # a bad line stops the run: what was graded before it is written first
+            flush(0)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line that is not blank."""
+    with path.open(encoding="utf-8", errors="surrogateescape") as f:
+        for n, text in enumerate(f, 1):
+            if text.strip():
+                yield n, text
+
+
+def _resume(out: Path) -> int:
+    """How many lines an earlier run graded into `out` (one per input line, in order); a
+    line it was cut in the middle of is dropped, to be graded again."""
+    if not out.exists():
+        return 0
+    data = out.read_bytes()
+    whole = data[: data.rfind(b"\n") + 1]
+    if len(whole) != len(data):
+        with out.open("r+b") as f:
+            f.truncate(len(whole))
+    return whole.count(b"\n")
+
+
+def _task(ts: TaskSet, text: str, where: str, split: str | None) -> tuple[dict[str, Any], Any]:
+    """A completions line, checked: the row (with its line number) and the task it names."""
+    try:
+        row = parse_json(text)
+    except ValueError as e:
+        raise TaskpackError(f"{where}: {e}") from None
+    if not isinstance(row, dict):
+        raise TaskpackError(f"{where}: expected an object with `id` and `completion`")
+    if not isinstance(row.get("completion"), str):
+        have = ", ".join(sorted(map(str, row))) or "none"
+        raise TaskpackError(f"{where}: no `completion` text (its fields: {have})")
+    task_id, named = row.get("id"), row.get("split", split)
+    if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):
+        raise TaskpackError(f"{where}: no task `id`")
+    task_id = str(task_id)
+    candidates = [named] if named is not None else ts.splits
+    if named is not None and named not in ts.splits:
+        raise unknown("split", str(named), ts.splits, where)
+    found = [(s, ts.split(s)) for s in candidates if ts.split(s).position(task_id) is not None]
+    if not found:
+        ids = [i for s in candidates for i in ts.split(s).ids()]
+        raise unknown("task", task_id, ids, f"{where}: {ts.manifest.ref}")
+    if len(found) > 1:
+        raise TaskpackError(
+            f"{where}: task {task_id!r} is in splits {', '.join(s for s, _ in found)}: "
+            "give `split` on the line, or --split"
+        )
+    tasks = found[0][1]
+    return row, tasks[tasks.position(task_id) or 0]
