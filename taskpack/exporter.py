@@ -120,7 +120,7 @@ def _write_all(
             by_split[name] = [out.absolute() / p.relative_to(tmp) for p in files]
             written += [out / p.relative_to(tmp) for p in files]
         configs = target_format.trainer_configs
-        if (mixture or curriculum) and configs is not None:
+        if configs is not None:  # a format writes them only where it has something to say
             for file_name, text in configs(by_split, mixture or [], target).items():
                 (tmp / file_name).write_text(text, encoding="utf-8")
                 written.append(out / file_name)

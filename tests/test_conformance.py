@@ -431,6 +431,52 @@ def test_verl_rlhf_dataset_loads_and_default_compute_score_grades(
     assert result["disagree"] == []
 
 
+def test_verls_own_reward_loading_runs_the_shipped_reward_function(
+    gsm8k: taskpack.TaskSet, tmp_path: Path
+) -> None:
+    """verl 0.9.1 loads the reward function a verl export ships (`taskpack_reward.py`, named
+    in `verl_data.yaml` as `reward.custom_reward_function`) with its own loader, and scores
+    with it: on HumanEval rows (unit tests, which verl's own scorer lacks) the reference in a
+    fence, and its body alone, score 1, a wrong body and code that exits 0 score 0; a GSM8K
+    row of the same export goes to verl's own `default_compute_score` (1 and 0)."""
+    from taskpack.importer import import_sources
+
+    from .conftest import DATA
+
+    import_sources(tmp_path / "he", {"train": [str(DATA / "humaneval" / "HumanEval.jsonl.gz")]},
+                   "humaneval", name="he")  # fmt: skip
+    he = taskpack.open(tmp_path / "he").split("train")
+    mixed = [he[i].model_dump() for i in range(3)] + [gsm8k.split("test")[0].model_dump()]
+    taskpack.write(tmp_path / "set", {"train": mixed}, name="mixed")
+    result = export(taskpack.open(tmp_path / "set"), "verl", tmp_path / "v")
+    assert not any("unit_tests" in loss for loss in result.losses), result.losses
+    parquet = str((tmp_path / "v" / "train.parquet").absolute())
+    replies = []
+    for row in range(3):
+        task = he[row]
+        whole = task.instruction + (task.solution or "")
+        replies += [
+            {"file": parquet, "row": row, "reply": f"Sure.\n```python\n{whole}```"},
+            {"file": parquet, "row": row, "reply": f"```python\n{task.solution}```"},
+            {"file": parquet, "row": row, "reply": "```python\n    return None\n```"},
+            {
+                "file": parquet,
+                "row": row,
+                "reply": f"```python\nimport os\nos._exit(0)\n{whole}```",
+            },
+        ]
+    answer = str(gsm8k.split("test")[0].answer)
+    replies += [
+        {"file": parquet, "row": 3, "reply": f"So the answer is #### {answer}"},
+        {"file": parquet, "row": 3, "reply": "#### 123456789"},
+    ]
+    (tmp_path / "replies.json").write_text(json.dumps(replies))
+    config = tmp_path / "v" / "verl_data.yaml"
+    out = run_check("verl", "check_verl_reward.py", str(config), str(tmp_path / "replies.json"))
+    assert out["path"] == str((tmp_path / "v" / "taskpack_reward.py").absolute())
+    assert out["scores"] == [1.0, 1.0, 0.0, 0.0] * 3 + [1.0, 0.0]
+
+
 def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
     export(gsm8k, "gem", tmp_path / "gem", splits=("test",))
     result = run_check("gem", "check_gem.py", str(tmp_path / "gem" / "test.parquet"))

@@ -207,8 +207,9 @@ def test_the_answer_forgers_score_nothing_through_a_session(served: str) -> None
 
 @pytest.mark.slow
 def test_unit_tests_run_sandboxed_and_the_forgers_score_nothing(tmp_path: Path) -> None:
-    """HumanEval through sessions: each task's reference scores 1, no code 0, and every forger
-    that hands in code 0, as `taskpack check` finds them on the exported task."""
+    """HumanEval through sessions: each task's reference scores 1 (whole, in a fence, or its
+    body alone), no code 0, and every forger that hands in code 0, as `taskpack check` finds
+    them on the exported task."""
     from taskpack.importer import import_sources
 
     import_sources(
@@ -228,6 +229,11 @@ def test_unit_tests_run_sandboxed_and_the_forgers_score_nothing(tmp_path: Path) 
             assert task.reward.entry_point in tool["description"]  # type: ignore[union-attr]
             assert reward(first.call(solve_reference(task))) == 1.0, index
             assert reward(Episode(url, "humaneval", split="test", index=index).call("")) == 0.0
+            # as chat models answer: the module in a fence, or HumanEval's own body alone
+            fenced = f"Here you go:\n```python\n{solve_reference(task)}```\nDone."
+            for given in (fenced, f"```python\n{task.solution}```"):
+                episode = Episode(url, "humaneval", split="test", index=index)
+                assert reward(episode.call(given)) == 1.0, (index, given[:40])
             for name, code in coded.items():
                 forged = code.format(f=task.reward.entry_point)  # type: ignore[union-attr]
                 episode = Episode(url, "humaneval", split="test", index=index)

@@ -95,6 +95,20 @@ def answer_spec(task: Task) -> dict[str, Any]:
     return expected(task, "reward")
 
 
+def reply_fields(task: Task) -> dict[str, Any] | None:
+    """What `_grade.reply_score` needs to score a reply to `task` in a trainer's own reward
+    hook (the reward spec, the reference answer, a unit-test task's tests and prompt); None
+    for a task taskpack's grader does not score."""
+    reward = task.reward
+    if reward is None or not graded(task):
+        return None
+    fields: dict[str, Any] = {"reward": reward.model_dump(mode="json"), "answer": task.answer}
+    if isinstance(reward, records.UnitTests):
+        fields["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
+        fields["prompt"] = task.instruction
+    return fields
+
+
 def answer_reward(task: Task, reply: str) -> float:
     """The reward of `reply` to a graded task of an answer kind, as its exported grader gives
     it (`_grade.answer_reply_score`: its answer read by the field's rule, then compared): the

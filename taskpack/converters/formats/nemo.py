@@ -255,7 +255,7 @@ def trainer_configs(
             "processor": "nemo_gym_data_processor",
         }
 
-    if not files.get("train"):
+    if not files.get("train") or not (sources or target.curriculum is not None):
         return {}
     data: dict[str, Any] = {"train": [entry(p) for p in files["train"]]}
     held_out = files.get("eval") or files.get("test")

@@ -362,6 +362,8 @@ def trainer_configs(
     (by id). The 0.3 dataset form has no taskset config to limit, so none."""
     if target.options.form != "taskset" or not files.get("train"):
         return {}
+    if not sources and target.curriculum is None:
+        return {}
     name = package_name(target)
     curriculum = target.curriculum
 

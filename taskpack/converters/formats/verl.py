@@ -20,12 +20,15 @@ from, for a custom reward function, and are reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
+from taskpack.base.fs import write_atomic
 from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
@@ -33,7 +36,11 @@ from taskpack.converters._format import Format, FreeField, Target, WriteOptions,
 from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints
+from taskpack.converters._verifier import reply_fields
 from taskpack.model import Task
+
+HOOK = "taskpack_reward.py"  # the reward function shipped beside the Parquet (`_verl_reward`)
+HOOK_FIELD = "taskpack_reward"  # extra_info's field it reads a task's reward from
 
 # data_source -> the reward kind default_compute_score applies to it (verl 0.9).
 MATH_SOURCES = ("lighteval/MATH", "DigitalLearningGmbH/MATH-lighteval", "HuggingFaceH4/MATH-500")
@@ -109,13 +116,20 @@ def _question(task: Task) -> str:
     return text
 
 
+def _hooked(task: Task) -> dict[str, Any] | None:
+    """What the shipped reward function (`taskpack_reward.py`) scores a task by: for a reward
+    kind verl's own `default_compute_score` lacks and taskpack's grader scores."""
+    return reply_fields(task) if _kind(task) not in (*SOURCES, None) else None
+
+
 def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     kind = _kind(task)
     source = task.source.format if task.source is not None and task.source.format else None
-    if kind is not None and kind not in SOURCES:
+    hooked = _hooked(task)
+    if kind is not None and kind not in SOURCES and hooked is None:
         target.losses.lost(
-            f"reward kind {kind!r} (verl's default_compute_score has no scorer for it; "
-            "data_source names the task's origin for a custom reward function)",
+            f"reward kind {kind!r} (neither verl's default_compute_score nor taskpack's "
+            "reward function scores it; data_source names the task's origin)",
             task,
         )
     extra: dict[str, Any] = {}
@@ -130,6 +144,8 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     if task.solution is not None:
         extra["answer"] = task.solution
         extra["question"] = _question(task)
+    if hooked is not None:  # JSON text: one struct column could not hold every kind's spec
+        extra[HOOK_FIELD] = json.dumps(hooked, ensure_ascii=False)
     row = {
         "data_source": SOURCES.get(kind or "") or source or "taskpack",
         "prompt": _prompt(task, target),
@@ -151,7 +167,21 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
             # gets its place in this split.
             row["extra_info"] = {"split": split, "index": index} | extra
 
-    return write_native(FORMAT, tasks, to_row, target, out / f"{split}.parquet", placed)
+    hooked: list[bool] = []
+
+    def noted(tasks: Iterable[Task]) -> Iterator[Task]:
+        for task in tasks:
+            if not hooked and _hooked(task) is not None:
+                hooked.append(True)
+            yield task
+
+    written = write_native(FORMAT, noted(tasks), to_row, target, out / f"{split}.parquet", placed)
+    if not hooked:
+        return written
+    modules = resources.files("taskpack.converters")
+    for name, source in ((HOOK, "_verl_reward.py"), ("taskpack_grade.py", "_grade.py")):
+        write_atomic(out / name, modules.joinpath(source).read_bytes())
+    return [*written, out / HOOK, out / "taskpack_grade.py"]
 
 
 def trainer_configs(
@@ -164,21 +194,25 @@ def trainer_configs(
     validation files are a mixture's evaluation-only sources, else the test split."""
     import yaml
 
-    train = [str(p) for p in files.get("train", [])]
-    if not train:
+    train = [str(p) for p in files.get("train", []) if p.suffix == ".parquet"]
+    hook = next((p for paths in files.values() for p in paths if p.name == HOOK), None)
+    if not train or not (sources or target.curriculum is not None or hook is not None):
         return {}
     data: dict[str, Any] = {"train_files": train}
-    held_out = files.get("eval") or files.get("test")
+    held_out = [p for p in files.get("eval") or files.get("test") or [] if p.suffix == ".parquet"]
     if held_out:
         data["val_files"] = [str(p) for p in held_out]
     data["shuffle"] = False
+    verl: dict[str, Any] = {"data": data}
+    if hook is not None:  # where verl 0.9 reads it (`config.reward.custom_reward_function`)
+        verl["reward"] = {"custom_reward_function": {"path": str(hook), "name": "compute_score"}}
     note = config_note(sources, target)
     trl = {
         "datasets": [{"path": "parquet", "data_files": path, "split": "train"} for path in train],
         "shuffle_dataset": False,  # GRPOConfig's; on by default
     }
     return {
-        "verl_data.yaml": note + yaml.safe_dump({"data": data}, sort_keys=False),
+        "verl_data.yaml": note + yaml.safe_dump(verl, sort_keys=False),
         "trl_datasets.yaml": note + yaml.safe_dump(trl, sort_keys=False),
     }
 
