@@ -27,6 +27,7 @@ __all__ = [
     "open",
     "publish",
     "pull",
+    "trl",
     "verify",
     "versions",
     "write",
@@ -57,6 +58,7 @@ _LAZY = {
     "import_sharded": "sharded",
     "merge": "merging",
     "verify": "storage.integrity",
+    "trl": "trl",
 }
 
 
@@ -64,6 +66,7 @@ __getattr__, __dir__ = lazy(__name__, _LAZY, __all__)
 
 
 if TYPE_CHECKING:
+    from taskpack import trl
     from taskpack.changes import diff
     from taskpack.episode import load
     from taskpack.grading import grade

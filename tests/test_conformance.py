@@ -477,6 +477,40 @@ def test_verls_own_reward_loading_runs_the_shipped_reward_function(
     assert out["scores"] == [1.0, 1.0, 0.0, 0.0] * 3 + [1.0, 0.0]
 
 
+def test_trls_grpo_trainer_scores_with_taskpacks_reward_function(tmp_path: Path) -> None:
+    """TRL 1.16's GRPOTrainer takes `taskpack.trl.reward_func(split)` among its reward_funcs:
+    its own reward step scores a HumanEval reference 1 and a wrong body 0, a numeric answer 1
+    and a wrong one 0, and a task taskpack does not score None (TRL's "no reward"); a training
+    step on the CPU (a tiny model made in the venv) logs the function's reward."""
+    from taskpack.importer import import_sources
+
+    from .conftest import DATA
+
+    import_sources(tmp_path / "he", {"train": [str(DATA / "humaneval" / "HumanEval.jsonl.gz")]},
+                   "humaneval", name="he")  # fmt: skip
+    he = taskpack.open(tmp_path / "he").split("train")
+    judged = {"kind": "rubric", "criteria": [{"description": "It rhymes"}]}
+    tasks = [he[i].model_dump() for i in range(2)] + [
+        {"id": "q", "prompt": "2 + 2?", "answer": "4", "reward": {"kind": "numeric_match"}},
+        {"id": "j", "prompt": "A poem.", "reward": judged},
+    ]
+    taskpack.write(tmp_path / "set", {"train": tasks}, name="mixed")
+    first = he[0]
+    given = [
+        {"id": first.id, "completion": f"```python\n{first.instruction}{first.solution}```"},
+        {"id": first.id, "completion": "```python\n    return None\n```"},
+        {"id": "q", "completion": "<think>2 and 2</think> \\boxed{4}"},
+        {"id": "q", "completion": "5"},
+        {"id": "j", "completion": "Roses are red."},
+    ]
+    (tmp_path / "given.json").write_text(json.dumps(given))
+    root = str(Path(__file__).resolve().parents[1])
+    out = run_check("trl", "check_trl_reward.py", str(tmp_path / "set"), "train",
+                    str(tmp_path / "given.json"), env={"PYTHONPATH": root})  # fmt: skip
+    assert out["scores"] == [1.0, 0.0, 1.0, 0.0, None]
+    assert "rewards/taskpack_reward/mean" in out["logged"]
+
+
 def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
     export(gsm8k, "gem", tmp_path / "gem", splits=("test",))
     result = run_check("gem", "check_gem.py", str(tmp_path / "gem" / "test.parquet"))

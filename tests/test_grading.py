@@ -190,3 +190,23 @@ def test_humaneval_code_as_models_write_it_runs_in_the_sandbox(tmp_path: Path) -
     [row] = _read(tmp_path / "slow-out.jsonl")
     assert (row["status"], row["reward"]) == ("error", None), row
     assert row["reason"] == "the verifier timed out after 3 s"
+
+
+def test_trls_reward_function_scores_by_id_and_says_none_where_it_cannot(
+    answers: tuple[Path, Path],
+) -> None:
+    """`taskpack.trl.reward_func(split)` as TRL calls it (every dataset column by name, text
+    or conversational completions): the same scores as `grade`, None for a task taskpack does
+    not score, one line when the dataset has no `id` column."""
+    from taskpack.errors import TaskpackError
+
+    folder, _ = answers
+    reward = taskpack.trl.reward_func(taskpack.open(folder).split("test"))
+    texts = [c for _, c, _ in COMPLETIONS]
+    ids = [i for i, _, _ in COMPLETIONS]
+    want = [1.0 if s == "pass" else 0.0 if s == "fail" else None for _, _, s in COMPLETIONS]
+    assert reward(prompts=texts, completions=texts, id=ids, trainer_state=None) == want
+    chat = [[{"role": "assistant", "content": c}] for c in texts]
+    assert reward(prompts=texts, completions=chat, id=ids) == want
+    with pytest.raises(TaskpackError, match="needs an `id` column"):
+        reward(prompts=texts, completions=texts)

@@ -18,13 +18,15 @@ if TYPE_CHECKING:
 def lazy(
     package: str, names: Mapping[str, str], public: Iterable[str] = ()
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The package's `__getattr__` (a name of `names` imported from its module, then kept) and
-    its `__dir__` (what it holds, and its `public` names before they load)."""
+    """The package's `__getattr__` (a name of `names` imported from its module, then kept; a
+    name that is its module's own is the module) and its `__dir__` (what it holds, and its
+    `public` names before they load)."""
 
     def __getattr__(name: str) -> Any:
         if name not in names:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(f"{package}.{names[name]}"), name)
+        module = import_module(f"{package}.{names[name]}")
+        value = module if names[name] == name else getattr(module, name)
         setattr(sys.modules[package], name, value)
         return value
 

@@ -32,12 +32,18 @@ from taskpack.errors import TaskpackError, unknown
 if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
     from taskpack.converters._columnar.template import Batch
     from taskpack.converters._folders import folder_name, task_folders
-    from taskpack.converters._grade import answer_reply_score, answer_score, extract_code
+    from taskpack.converters._grade import (
+        answer_reply_score,
+        answer_score,
+        extract_code,
+        reply_score,
+    )
     from taskpack.converters._sources.chunk import NotColumnar
     from taskpack.converters._verifier import (
         answer_reward,
         answer_spec,
         graded,
+        reply_fields,
         run_image,
         tests_files,
     )
@@ -71,6 +77,8 @@ __all__ = [
     "options_file",
     "read_records",
     "reader",
+    "reply_fields",
+    "reply_score",
     "rows_hint",
     "run_image",
     "task_folders",
@@ -86,6 +94,8 @@ _LAZY = {
     "answer_score": "_grade",
     "answer_reply_score": "_grade",
     "extract_code": "_grade",
+    "reply_score": "_grade",
+    "reply_fields": "_verifier",
     "answer_spec": "_verifier",
     "graded": "_verifier",
     "run_image": "_verifier",
