@@ -16,6 +16,7 @@ from typing import Any
 from taskpack.converters._columnar.fieldmap import FieldMap, Flat, IdOf
 from taskpack.converters._columnar.kinds import FirstText, PerRow, Text, TextList, Values, Whole
 from taskpack.converters._format import Format
+from taskpack.converters._unit_tests import entry_point
 from taskpack.model import Task
 
 TEST_FILE = "test.py"
@@ -36,31 +37,6 @@ def _task(values: Values, split: str, row: int) -> dict[str, Any]:
         "source": {"format": "mbpp", "split": split, "row": row},
         "metadata": values.rest("code"),
     }
-
-
-def entry_point(tests: list[Any], code: str) -> str | None:
-    """The function the tests call: the first called name that the reference code defines;
-    without one, the first called name that is not a builtin."""
-    import ast
-    import builtins
-
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        tree = ast.Module(body=[], type_ignores=[])
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    defined = {node.name for node in tree.body if isinstance(node, kinds)}
-    called: list[str] = []
-    for test in tests:
-        try:
-            calls = [n for n in ast.walk(ast.parse(str(test))) if isinstance(n, ast.Call)]
-        except (SyntaxError, ValueError):
-            continue
-        calls.sort(key=lambda n: (n.lineno, n.col_offset))
-        called += [c.func.id for c in calls if isinstance(c.func, ast.Name)]
-    own = [name for name in called if name in defined]
-    others = [name for name in called if not hasattr(builtins, name)]
-    return next(iter(own or others), None)
 
 
 def test_file(imports: Any, setup: Any, tests: list[Any]) -> str:
