@@ -28,7 +28,7 @@ TEST_FILE = "test.py"
 _MAPPED = ("question_id", "question", "solution", "test_code", "test")
 _NOTE = "\n\nNote that the output function should be {names}."
 # What KodCode's tests use of pytest, for a grader that has no pytest to import.
-_PYTEST = '''class pytest:  # taskpack: the part of pytest KodCode's tests use
+_PYTEST = """class pytest:  # taskpack: the part of pytest KodCode's tests use
     class raises:
         def __init__(self, kind, match=None):
             self.kind, self.match = kind, match
@@ -57,14 +57,14 @@ _PYTEST = '''class pytest:  # taskpack: the part of pytest KodCode's tests use
                 return math.isclose(got, expected, rel_tol=rel, abs_tol=abs)
 
         return Approx()
-'''
-_CHECK = '''
+"""
+_CHECK = """
 
 def check(candidate):  # taskpack: every test function of KodCode's file, in order
     for _name, _test in list(globals().items()):
         if _name.startswith("test") and callable(_test):
             _test()
-'''
+"""
 
 
 def test_file(code: str, solution: str = "") -> tuple[str, list[str]]:
