@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def load(
     ref: str,
-    split: str = "train",
+    split: str | None = None,
     *,
     registry: Any = None,
     lockfile: str | os.PathLike[str] | None = None,
@@ -30,13 +30,35 @@ def load(
     """One split of a published version: `len`, `[i]`, `get(id)`, iteration, and everything
     else a `Split` has. An exact version (`NAME@X.Y.Z`) read before on this machine through the
     default cache answers from its decoded copy; a range, a tag, a digest, a lockfile or
-    another cache goes through the registry, checked."""
-
+    another cache goes through the registry, checked. `split` may be left out only for a set of
+    one split."""
+    if split is None:
+        split = _only_split(ref, registry, lockfile, cache, offline)
     if lockfile is None and cache is None and isinstance(ref, str):
         warm = open_warm(ref, split, registry, partial(_checked, ref, split, registry, offline))
         if warm is not None:
             return warm
     return _checked(ref, split, registry, offline, lockfile, cache)
+
+
+def _only_split(
+    ref: str,
+    registry: Any,
+    lockfile: str | os.PathLike[str] | None,
+    cache: Cache | None,
+    offline: bool | None,
+) -> str:
+    """The one split of the version `ref` names; a TaskpackError naming them when it has more."""
+    from taskpack.errors import TaskpackError
+    from taskpack.registry.client import resolve
+
+    ts = resolve(ref, registry=registry, lockfile=lockfile, cache=cache, offline=offline)
+    if len(ts.splits) == 1:
+        return ts.splits[0]
+    raise TaskpackError(
+        f"{ts.manifest.ref} has splits {', '.join(ts.splits)}: name one "
+        f"(taskpack.load({ref!r}, split={ts.splits[0]!r}))"
+    )
 
 
 def _checked(

@@ -303,7 +303,7 @@ def test_cached_pinned_load_imports_no_network_or_dataframe_library(
     pull("arith@1.0.0", ("train",), registry=bucket, cache=Cache(cache))
     probe = (
         "import json, sys, taskpack\n"
-        "split = taskpack.load('arith@1.0.0', registry=sys.argv[1])\n"
+        "split = taskpack.load('arith@1.0.0', split='train', registry=sys.argv[1])\n"
         "t = split[2]\n"
         "mods = [m for m in ('boto3', 'botocore', 'datasets', 'pandas') if m in sys.modules]\n"
         "print(json.dumps([t.id, mods]))\n"

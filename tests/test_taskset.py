@@ -273,3 +273,33 @@ def test_materialize_says_when_a_role_has_no_file(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a role with files: nothing said
         assert (stored.materialize(tmp_path / "t", role="tests") / "check.py").is_file()
+
+
+def test_a_task_by_its_id_and_a_split_by_its_only_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`split[id]` gives the task (a KeyError naming close ids when none has it); `get` is
+    `dict.get`; `taskpack.load` without `split=` takes a set's only split, and names the
+    splits of one that has several."""
+    from taskpack.errors import TaskpackError
+
+    monkeypatch.setenv("TASKPACK_REGISTRY", str(tmp_path / "registry"))
+    monkeypatch.setenv("TASKPACK_CACHE", str(tmp_path / "cache"))
+    tasks = [make_task(i) for i in range(12)]
+    taskpack.write(tmp_path / "two", {"train": tasks, "test": tasks[:3]}, name="two")
+    taskpack.write(tmp_path / "one", {"test": tasks[:3]}, name="one")
+    for folder in ("two", "one"):
+        taskpack.publish(tmp_path / folder)
+    split = taskpack.open(tmp_path / "two").split("train")
+    assert split["t10"].id == "t10" and split.get("t10") == split["t10"]
+    with pytest.raises(KeyError, match=r"no task 't1O' in split 'train'; did you mean .*'t10'"):
+        split["t1O"]
+    assert split.get("nope") is None and split.get("nope", split[0]) == split[0]
+    assert len(taskpack.load("one@0.1.0")) == 3
+    with pytest.raises(TaskpackError, match=r"two@0.1.0 has splits train, test: name one"):
+        taskpack.load("two@0.1.0")
+    warm = taskpack.load("two@0.1.0", split="train")
+    warm = taskpack.load("two@0.1.0", split="train")  # the second load reads the warm copy
+    assert warm["t3"].id == "t3"
+    with pytest.raises(KeyError, match="did you mean 't3'"):
+        warm["t3 "]

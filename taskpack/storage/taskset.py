@@ -261,10 +261,14 @@ class Split(Rows, ById):
             tmp.unlink(missing_ok=True)
 
     @overload
-    def __getitem__(self, i: int) -> Task: ...
+    def __getitem__(self, i: int | str) -> Task: ...
     @overload
     def __getitem__(self, i: slice) -> list[Task]: ...
-    def __getitem__(self, i: int | slice) -> Task | list[Task]:
+    def __getitem__(self, i: int | slice | str) -> Task | list[Task]:
+        """Task `i` (a position, negative from the end), a task by its id (`split["q1"]`: a
+        KeyError naming close ids when there is none), or a slice of tasks."""
+        if isinstance(i, str):
+            return self.by_id(i)
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         n = self.info.rows

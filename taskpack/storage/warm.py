@@ -138,8 +138,22 @@ class ById:
         return self._index.get(task_id)
 
     def get(self, task_id: str, default: Task | None = None) -> Task | None:
+        """The task with id `task_id`, or `default` (None) as `dict.get` gives it: a caller
+        who needs the task writes `split[task_id]`, which names close ids when there is none."""
         row = self.position(task_id)
         return default if row is None else self[row]
+
+    def by_id(self, task_id: str) -> Task:
+        """`split[task_id]`: the task with that id; a KeyError naming close ids if none."""
+        row = self.position(task_id)
+        if row is None:
+            from taskpack.errors import nearest
+
+            close = nearest(task_id, self.ids())
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            name = getattr(self, "name", "")
+            raise KeyError(f"no task {task_id!r} in split {name!r}{hint}")
+        return self[row]  # type: ignore[no-any-return]
 
 
 class WarmSplit(ById):
@@ -199,7 +213,9 @@ class WarmSplit(ById):
         # a stored task is read as the model's readers see it (as `rows.task_from_row` casts)
         return stored_task(row, self._fetch)  # type: ignore[return-value]
 
-    def __getitem__(self, i: int | slice) -> Any:
+    def __getitem__(self, i: int | slice | str) -> Any:
+        if isinstance(i, str):
+            return self.by_id(i)
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._rows))]
         if not -self._rows <= i < self._rows:
