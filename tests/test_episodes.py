@@ -125,10 +125,20 @@ def test_a_task_spec_names_a_stored_task_never_one_the_client_writes(served: str
     assert digest.created.status_code == 400 and "another digest" in digest.created.text
     nothing = Episode(served, task_spec={"id": "t9"})
     assert nothing.created.json() == {"detail": "task_spec: no task 't9' is served"}
-    # No split named: the first split holding the id (train's t0: 0 + 1) whose digest is given
-    assert reward(Episode(served, task_spec={"id": "t0"}).call("1")) == 1.0
-    unnamed = {k: v for k, v in spec.items() if k != "split"}
-    assert reward(Episode(served, task_spec=unnamed).call("10")) == 1.0  # test's t0: 5 + 5
+    # An id is in both splits (train's t0 is 0 + 1, test's 5 + 5): a spec names its split,
+    # or carries one holder's question; else it is refused, never guessed
+    assert reward(Episode(served, task_spec={"id": "t0", "split": "train"}).call("1")) == 1.0
+    unnamed = {k: v for k, v in spec.items() if k not in ("split", "digest")}
+    assert reward(Episode(served, task_spec=unnamed).call("10")) == 1.0  # test's question
+    refused = Episode(served, task_spec={"id": "t0", "question": "x"}).created
+    assert refused.status_code == 400
+    assert refused.json() == {
+        "detail": "task_spec names no split, and task 't0' is in splits train, test: give its "
+        "split, as the specs this server hands out do"
+    }
+    assert reward(Episode(served, task_spec=spec).call("10")) == 1.0
+    wrong = Episode(served, task_spec={**spec, "split": "tset"}).created
+    assert wrong.status_code == 400 and "did you mean 'test'" in wrong.text
 
 
 def test_sessions_refuse_what_ors_refuses(served: str) -> None:
@@ -143,10 +153,15 @@ def test_sessions_refuse_what_ors_refuses(served: str) -> None:
     assert both.created.status_code == 422
     half = Episode(served, split="train")
     assert half.created.status_code == 422
-    assert Episode(served, split="nope", index=0).created.json() == {"detail": "Invalid split"}
-    assert Episode(served, split="test", index=1).created.json() == {"detail": "Invalid index"}
+    assert Episode(served, split="tset", index=0).created.json() == {
+        "detail": "Invalid split 'tset'; did you mean 'test'? (splits: train, test)"
+    }
+    assert Episode(served, split="test", index=1).created.json() == {
+        "detail": "Invalid index 1: split 'test' has 1 tasks (0 to 0, or -1 to -1 from the end)"
+    }
     episode = Episode(served, split="train", index=0)
-    twice = episode.http.post("/create", headers=episode.headers, json={"task_spec": {"id": "t0"}})
+    again = {"task_spec": {"id": "t0", "split": "train"}}
+    twice = episode.http.post("/create", headers=episode.headers, json=again)
     assert twice.json() == {"detail": "Session already exists"}
     assert episode.call("1", name="submit")["error"] == "unknown tool 'submit'"
     assert episode.http.post("/ping", headers=episode.headers).json() == {"status": "ok"}
@@ -326,3 +341,25 @@ def test_a_grading_past_its_deadline_is_an_error_and_costs_no_other_request(
         assert graders.score({"kind": "numeric_match", "answer": "2"}, "1e10000000") == 0.0
     finally:
         graders.close()
+
+
+def test_a_served_set_names_its_tool_and_says_what_a_good_answer_is(tmp_path: Path) -> None:
+    """ORS leaves tool names to the environment (ors-sdk's own examples say `submit`): a
+    server given `tool_name` offers and answers that tool only; each task's description says
+    what its grader reads."""
+    folder = tmp_path / "math"
+    taskpack.write(folder, TASKS, name="math")
+    app = App(api=Api(Catalog(taskpack.open(folder))), tool_name="submit")
+    with background(app) as url:
+        episode = Episode(url, split="train", index=2)
+        [tool] = episode.get("task_tools").json()["tools"]
+        assert tool["name"] == "submit" and "the label of your choice (A, B)" in tool["description"]
+        refused = episode.call("B", name="answer")
+        assert (refused["ok"], refused["error"]) == (False, "unknown tool 'answer'")
+        assert reward(episode.call("B", name="submit")) == 1.0
+        numeric = Episode(url, split="train", index=0).get("task_tools").json()["tools"][0]
+        assert (
+            "a number (the last \\boxed{}, else the last number, is read)" in numeric["description"]
+        )
+        listed = httpx.get(f"{url}/math/tools").json()["tools"]
+        assert [t["name"] for t in listed] == ["submit"]

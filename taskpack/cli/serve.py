@@ -50,6 +50,13 @@ from taskpack.cli._common import _user_errors, registry_option
     type=click.IntRange(128),
     help="MiB a worker may hold; past it the worker is replaced.",
 )
+@click.option(
+    "--tool-name",
+    default="answer",
+    show_default=True,
+    help="The name of the one tool an ORS episode offers (ORS leaves tool names to the "
+    "environment: ors-sdk's own examples call it `submit`).",
+)
 @_user_errors
 def serve(
     target: str | None,
@@ -62,6 +69,7 @@ def serve(
     ttl: float,
     deadline: float,
     max_rss: int,
+    tool_name: str,
 ) -> None:
     """Serve one version (a folder or NAME@VERSION) over HTTP: a JSON API with an OpenAPI
     document at /openapi.json, and a read-only HTML view at /. Without a TARGET, serve the
@@ -91,6 +99,7 @@ def serve(
         hosts=tuple(sorted(hosts)) if hosts is not None else None,
         deadline=deadline,
         max_rss=max_rss,
+        tool_name=tool_name,
     )
     app = config.app()  # opens the version (or the upstream) here: errors are one line
     shown = f"[{host}]" if ":" in host else host

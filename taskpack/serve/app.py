@@ -52,7 +52,7 @@ from taskpack.errors import TaskpackError
 from taskpack.registry.mirror import Mirror, NotFound
 from taskpack.serve import jobs, lane, server, viewer
 from taskpack.serve.catalog import Shelf, count_pull
-from taskpack.serve.episodes import CLIENT, OrsError, Sessions
+from taskpack.serve.episodes import CLIENT, TOOL, OrsError, Sessions
 from taskpack.serve.jobs import task_json
 from taskpack.serve.lane import checked_ref
 from taskpack.serve.ors import FIXED, Listing, Ors
@@ -556,9 +556,11 @@ class App:
         hosts: frozenset[str] | None = None,
         deadline: float = lane.DEADLINE,
         sessions: Path | None = None,
+        tool_name: str = TOOL,
     ) -> None:
         """`sessions`: the folder ORS episodes are kept in, shared by a server's worker
-        processes; by default one of this application's own, removed when it closes."""
+        processes; by default one of this application's own, removed when it closes.
+        `tool_name`: what ORS episodes call their one tool."""
         self.api = api
         self.registered = registered
         self.hosts = hosts
@@ -575,7 +577,7 @@ class App:
         served_sets = api or registered
         self._own = None if sessions is not None else tempfile.TemporaryDirectory(prefix="tp-")
         kept = Sessions(sessions if sessions is not None else Path(self._own.name))  # type: ignore[union-attr]
-        self.ors = Ors(served_sets.environments if served_sets else dict, kept)
+        self.ors = Ors(served_sets.environments if served_sets else dict, kept, tool_name)
         # Each route's handler, found once from the table (a route naming none fails here)
         sides: dict[str, object] = {
             "api": api,
@@ -933,11 +935,17 @@ class Config:
     deadline: float = lane.DEADLINE  # seconds an answer of the lane may take
     max_rss: int = MAX_RSS  # MiB a worker may hold before it is replaced
     sessions: str | None = None  # the folder of ORS episodes, shared by the workers
+    tool_name: str = TOOL  # what ORS episodes call their one tool
 
     def app(self) -> App:
         hosts = frozenset(self.hosts) if self.hosts is not None else None
         kept = Path(self.sessions) if self.sessions is not None else None
-        shared: dict[str, Any] = {"hosts": hosts, "deadline": self.deadline, "sessions": kept}
+        shared: dict[str, Any] = {
+            "hosts": hosts,
+            "deadline": self.deadline,
+            "sessions": kept,
+            "tool_name": self.tool_name,
+        }
         if self.mirror is not None:
             from taskpack.registry import Location
             from taskpack.registry.mirror import mirror_cache

@@ -65,15 +65,27 @@ def ungraded(task: Task) -> str | None:
     return unscorable(task)
 
 
-def tool(task: Task | None = None) -> dict[str, Any]:
-    """The one tool, as ORS lists it; its description says what to give for `task`."""
+def tool(task: Task | None = None, name: str = TOOL) -> dict[str, Any]:
+    """The one tool, as ORS lists it (named `name`: ORS leaves tool names to the environment);
+    its description says what a good answer to `task` looks like, as the grader reads it."""
+    reward = task.reward if task is not None else None
     what = "your final answer"
-    if task is not None and isinstance(task.reward, records.UnitTests):
-        what = f"your code: a Python module that defines `{task.reward.entry_point}`"
-    elif task is not None and isinstance(task.reward, records.MultipleChoice):
-        what = "the label of your choice"
+    if isinstance(reward, records.UnitTests):
+        what = (
+            f"your code: a Python module that defines `{reward.entry_point}` (a fenced block "
+            "in your reply is read; a body continuing the given stub is joined to it)"
+        )
+    elif isinstance(reward, records.MultipleChoice):
+        labels = ", ".join(c.label for c in reward.choices)
+        what = f"the label of your choice ({labels})"
+    elif isinstance(reward, records.NumericMatch):
+        what = "your final answer: a number (the last \\boxed{}, else the last number, is read)"
+    elif isinstance(reward, records.MathMatch):
+        what = "your final answer, in \\boxed{} (else the whole answer is read as one formula)"
+    elif isinstance(reward, records.ExactMatch):
+        what = "your final answer, exactly (the last \\boxed{}, if any, is read)"
     return {
-        "name": TOOL,
+        "name": name,
         "description": f"Submit {what}. It is scored once, and the episode ends.",
         "input_schema": {
             "type": "object",

@@ -42,6 +42,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 
 from taskpack.base.routes import named
+from taskpack.errors import nearest
 from taskpack.serve import episodes
 from taskpack.serve.episodes import OrsError, Session, Sessions, event_id, owner, session_id
 from taskpack.serve.jobs import ors_spec
@@ -120,9 +121,11 @@ class Ors:
         self,
         environments: Callable[[], Mapping[str, Callable[[], OpenSet]]],
         sessions: Sessions,
+        tool_name: str = episodes.TOOL,
     ) -> None:
         self.environments = environments
         self.sessions = sessions
+        self.tool_name = tool_name
 
     # Each verb, as the route table names it (`routes.ORS`: handler): (status, content type,
     # bytes), or the `Listing` the server's lane computes.
@@ -147,7 +150,7 @@ class Ors:
 
     def r_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
         self._served(_env(params, headers))
-        return _json({"tools": [episodes.tool()]})
+        return _json({"tools": [episodes.tool(name=self.tool_name)]})
 
     def r_splits(self, params: Params, body: bytes, headers: Params) -> Answer:
         names = self._served(_env(params, headers)).ts.splits
@@ -206,7 +209,8 @@ class Ors:
 
     def r_task_tools(self, params: Params, body: bytes, headers: Params) -> Answer:
         session = self.sessions.get(session_id(headers), owner(headers))
-        return _json({"tools": [episodes.tool(self._task(params, headers, session))]})
+        task = self._task(params, headers, session)
+        return _json({"tools": [episodes.tool(task, self.tool_name)]})
 
     def r_prompt(self, params: Params, body: bytes, headers: Params) -> Answer:
         session = self.sessions.get(session_id(headers), owner(headers))
@@ -224,7 +228,7 @@ class Ors:
                 if session.call and call_id == session.call:  # a retry of it
                     return _events(session.call, session.result)
                 outcome: dict[str, Any] = {"ok": False, "error": "the episode is over"}
-            elif request["name"] != episodes.TOOL:
+            elif request["name"] != self.tool_name:
                 outcome = {"ok": False, "error": f"unknown tool {request['name']!r}"}
             elif not isinstance(given, str) or set(request["input"]) != {"answer"}:
                 outcome = {"ok": False, "error": "the input is {'answer': text}"}
@@ -252,27 +256,41 @@ class Ors:
         return task
 
     def _chosen(self, served: OpenSet, request: Mapping[str, Any]) -> tuple[Task, str]:
-        """The task a `create` names: a split and index, or a spec's id (and digest)."""
+        """The task a `create` names: a split and index, or a spec. A spec names a stored
+        task by its id in its split (as every spec this server hands out does), its digest
+        where it gives one; an id held by several splits, with no split named, is taken only
+        where the spec's question is one holder's own, else refused: never guessed."""
         names = served.ts.splits
         spec = request.get("task_spec")
         if spec is None:
             split = request["split"]
             return _indexed(_split_of(served, split), request["index"]), split
-        task_id, digest = str(spec.get("id")), spec.get("digest")
-        asked = spec.get("split")
+        task_id, digest, asked = str(spec.get("id")), spec.get("digest"), spec.get("split")
+        if asked is not None:
+            _split_of(served, asked)
         holding = []
-        for name in [asked] if asked in names else names:
+        for name in [asked] if asked is not None else names:
             position = served.split(name).position(task_id)
             if position is not None:
                 holding.append((served.split(name)[position], name))
         if not holding:
             raise OrsError(HTTPStatus.BAD_REQUEST, f"task_spec: no task {task_id!r} is served")
-        for task, name in holding:
-            if digest in (None, task.digest):
-                return task, name
-        raise OrsError(
-            HTTPStatus.BAD_REQUEST, f"task_spec: task {task_id!r} is served with another digest"
-        )
+        fitting = [(t, n) for t, n in holding if digest in (None, t.digest)]
+        if not fitting:
+            raise OrsError(
+                HTTPStatus.BAD_REQUEST, f"task_spec: task {task_id!r} is served with another digest"
+            )
+        if len(fitting) > 1:
+            question = spec.get("question")
+            fitting = [(t, n) for t, n in fitting if question == t.instruction]
+        if len(fitting) != 1:
+            held = ", ".join(n for _, n in holding)
+            raise OrsError(
+                HTTPStatus.BAD_REQUEST,
+                f"task_spec names no split, and task {task_id!r} is in splits {held}: give its "
+                "split, as the specs this server hands out do",
+            )
+        return fitting[0]
 
     def _checked(self, verb: str, body: bytes) -> dict[str, Any]:
         fields = named("ors_" + verb).body  # as the OpenAPI document gives them
@@ -309,16 +327,26 @@ def _env(params: Params, headers: Params) -> str:
 
 
 def _split_of(served: OpenSet, name: str) -> Split:
-    if name not in served.ts.splits:
-        raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid split")
+    names = served.ts.splits
+    if name not in names:
+        close = nearest(str(name), names)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise OrsError(
+            HTTPStatus.BAD_REQUEST, f"Invalid split {name!r}{hint} (splits: {', '.join(names)})"
+        )
     return served.split(name)
 
 
 def _indexed(split: Split, index: int) -> Task:
     """Task `index` of `split`, a Python list index (negatives count from the end)."""
-    if not -len(split) <= index < len(split):
-        raise OrsError(HTTPStatus.BAD_REQUEST, "Invalid index")
-    return split[index % len(split)]
+    n = len(split)
+    if not -n <= index < n:
+        raise OrsError(
+            HTTPStatus.BAD_REQUEST,
+            f"Invalid index {index}: split {split.name!r} has {n} tasks "
+            f"(0 to {n - 1}, or -{n} to -1 from the end)",
+        )
+    return split[index % n]
 
 
 def _events(call: str, outcome: Mapping[str, Any]) -> tuple[int, str, bytes]:
