@@ -30,9 +30,15 @@ _SPLIT_WORDS = ("train", "test", "validation", "valid", "dev")
 _SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
+_HF_SHARD = re.compile(r"(.*?)-\d+-of-\d+")  # the Hub's `test-00000-of-00001.parquet`
+
+
 def split_of(uri: str, default: str = "train") -> str:
-    """The split a file's name suggests (`gsm8k_test.jsonl` -> test), else `default`."""
+    """The split a file's name suggests (`gsm8k_test.jsonl`, `test-00000-of-00001.parquet`,
+    `swebench_lite_test.jsonl` -> test), else `default`."""
     stem = uri.rstrip("/").rsplit("/", 1)[-1].split(".")[0].lower()
+    shard = _HF_SHARD.fullmatch(stem)
+    stem = shard.group(1) if shard else stem
     for split in _SPLIT_WORDS:
         if stem == split or stem.endswith(("_" + split, "-" + split)):
             return split

@@ -464,3 +464,54 @@ def test_show_prints_swe_bench_prompts_as_they_read(tmp_path: Path) -> None:
     assert "\\r\\n" not in shown and "  content: |" in shown, shown[:400]
     exact = CliRunner().invoke(main, ["show", str(tmp_path / "s"), task.id, "--format", "json"])
     assert "\\r\\n" in exact.output
+
+
+def test_formats_says_what_each_option_does(tmp_path: Path) -> None:
+    """`taskpack formats` gives each option a sentence; `formats NAME` the whole of it; every
+    option of every format has one."""
+    from taskpack.converters import get, names
+
+    for name in names():
+        fmt = get(name)
+        for model in (
+            fmt.read_options if fmt.read else None,
+            fmt.write_options if fmt.write else None,
+        ):
+            for option, info in model.model_fields.items() if model else ():
+                assert info.description, (name, option)
+    listing = CliRunner().invoke(main, ["formats"])
+    assert listing.exit_code == 0
+    assert (
+        "-O prompt_column (default: None): The column used verbatim as the prompt" in listing.output
+    )
+    one = CliRunner().invoke(main, ["formats", "verl"])
+    assert one.output.startswith("verl ") and "'' adds nothing." in one.output
+    assert "kaggle" not in one.output
+    typo = CliRunner().invoke(main, ["formats", "vrel"])
+    assert typo.exit_code == 1 and "did you mean 'verl'" in typo.output
+
+
+def test_splits_and_columns_are_found_as_a_user_expects(tmp_path: Path) -> None:
+    """A table's `prompt` column is its prompt; the Hub's shard names and a benchmark's own
+    split name the split; a missing field is listed against the file's own fields only."""
+    table = tmp_path / "test-00000-of-00001.csv"
+    table.write_text("id,prompt,answer\n1,What is 2+2?,4\n")
+    args = ["convert", str(table), "--from", "kaggle", "-O", "answer_column=answer"]
+    out = CliRunner().invoke(main, [*args, "-o", str(tmp_path / "k")])
+    assert out.exit_code == 0 and "(test: 1)" in out.output, out.output
+    task = taskpack.open(tmp_path / "k").split("test")[0]
+    assert task.instruction == "What is 2+2?" and task.answer == "4"
+    from .conftest import DATA
+
+    swe = DATA / "swebench" / "swebench_verified_sample50.jsonl"
+    out = CliRunner().invoke(
+        main, ["convert", str(swe), "--from", "swebench", "-o", str(tmp_path / "s")]
+    )
+    assert out.exit_code == 0 and "(test: 50)" in out.output, out.output
+    gsm = tmp_path / "gsm.jsonl"
+    gsm.write_text('{"question": "q", "answer": "a\\n#### 1"}\n')
+    out = CliRunner().invoke(
+        main, ["convert", str(gsm), "--from", "swebench", "-o", str(tmp_path / "x")]
+    )
+    assert out.exit_code == 1
+    assert "field 'instance_id': missing (fields: question, answer)" in out.output, out.output

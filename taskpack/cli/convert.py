@@ -223,12 +223,15 @@ def convert(
 
 
 @click.command()
+@click.argument("name", required=False)
 @json_option
 @_user_errors
-def formats(as_json: bool) -> None:
-    """List the formats taskpack reads (--from) and writes (--to), with their options."""
+def formats(name: str | None, as_json: bool) -> None:
+    """List the formats taskpack reads (--from) and writes (--to), each option with what it
+    does; with NAME, that format and each of its options in full."""
     from taskpack.converters import get, names
 
+    chosen = [get(name).name] if name is not None else names()  # an unknown name: did you mean
     if as_json:
         _echo_json(
             [
@@ -236,29 +239,38 @@ def formats(as_json: bool) -> None:
                     "name": n,
                     "modes": get(n).modes,
                     "summary": get(n).summary,
-                    "read_options": list(get(n).read_options.model_fields) if get(n).read else [],
-                    "write_options": list(get(n).write_options.model_fields)
-                    if get(n).write
-                    else [],
+                    **{
+                        f"{kind}_options": {o: text for o, text, _ in _options_of(get(n), kind)}
+                        for kind in ("read", "write")
+                    },
                 }
-                for n in names()
+                for n in chosen
             ]
         )
         return
-    for name in names():
-        fmt = get(name)
-        click.echo(f"{name:<16}{fmt.modes:<12}{fmt.summary}")
-        for kind, model in (
-            ("-O", fmt.read_options if fmt.read else None),
-            ("-W", fmt.write_options if fmt.write else None),
-        ):
-            for option, info in model.model_fields.items() if model else ():
-                default = (
-                    ""
-                    if info.is_required()
-                    else f" (default: {info.get_default(call_default_factory=True)!r})"
-                )
-                click.echo(f"{'':<16}{kind} {option}{default}")
+    for n in chosen:
+        fmt = get(n)
+        click.echo(f"{n:<16}{fmt.modes:<12}{fmt.summary}")
+        for kind, flag in (("read", "-O"), ("write", "-W")):
+            for option, text, default in _options_of(fmt, kind):
+                said = text if name is not None else text.split(". ")[0].rstrip(".") + "."
+                click.echo(f"{'':<16}{flag} {option}{default}: {said}")
+
+
+def _options_of(fmt: Any, kind: str) -> list[tuple[str, str, str]]:
+    """(option, what it does, its default shown) of a format's read or write options."""
+    model = (fmt.read_options if fmt.read else None) if kind == "read" else None
+    if kind == "write":
+        model = fmt.write_options if fmt.write else None
+    found = []
+    for option, info in model.model_fields.items() if model else ():
+        default = (
+            ""
+            if info.is_required()
+            else f" (default: {info.get_default(call_default_factory=True)!r})"
+        )
+        found.append((option, info.description or "", default))
+    return found
 
 
 @click.group()

@@ -45,7 +45,12 @@ Shapes = dict[str, Hashable]
 
 class Values(dict[str, Any]):
     """A source row, its fields checked by their kinds, and the values the map derives (keys
-    starting with `#`, which no source field may have)."""
+    starting with `#`, which no source field may have). `source`: the row's own field names,
+    which an error about a missing field lists (not the defaults a kind filled in)."""
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        super().__init__(row)
+        self.source = list(row)
 
     def rest(self, *mapped: str) -> dict[str, Any]:
         """The row's own fields but `mapped`: what a format keeps in metadata."""

@@ -26,7 +26,8 @@ class RowError(ValueError):
 def need(row: dict[str, Any], key: str, kind: type = str) -> Any:
     """`row[key]`, which must be present and of `kind`, named in the error otherwise."""
     if key not in row:
-        raise RowError(f"field {key!r}: missing (fields: {', '.join(map(str, row)) or 'none'})")
+        own = getattr(row, "source", row)  # a row a field map checks: its source's fields
+        raise RowError(f"field {key!r}: missing (fields: {', '.join(map(str, own)) or 'none'})")
     value = row[key]
     if not isinstance(value, kind):
         raise RowError(f"field {key!r}: expected {kind.__name__}, got {type(value).__name__}")

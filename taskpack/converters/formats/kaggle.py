@@ -1,25 +1,11 @@
 """Any table (CSV, TSV, JSONL, Parquet, or one inside a .zip) mapped to tasks by column name.
 
-Options (also accepted as a YAML mapping file):
-  id_column        column holding the id; without it ids are `<split>-<row>`
-  prompt_column    column used verbatim as the prompt, or
-  prompt_template  a template over columns, e.g. "{prompt}\\n\\nA. {A}\\nB. {B}"
-  answer_column    reference answer; rows of a table without it (a test.csv) get no answer
-                   when answer_optional is true
-  choice_columns   columns holding the choices (comma-separated); their names are the labels
-                   unless choice_labels names them (AnswerAText.. -> A, B, ...)
-  choices_column   or one column holding the list of choices (MMLU's `choices`), labelled A,
-                   B, C, ... (or choice_labels) and listed under the prompt as "A. text"
-  choice_labels    the labels of the choices, in order
-                   A multiple-choice answer may be a label, a 0-based index (an integer, as
-                   MMLU's, or its digits) or a choice's text; the task's answer is its label,
-                   and a cell that was not the label stays in metadata as it was
-  reward           how an answer is scored: `auto` (the default: multiple choice with
-                   choice_columns, else numeric_match where the answer is a number, as 27.0 or
-                   025 or 1,080 or \frac{1}{2}, else exact_match), or one of exact_match,
-                   numeric_match, multiple_choice
-  strip_headers    strip stray spaces around header names before matching
-  member, delimiter  which file inside a .zip, and the CSV delimiter (default by suffix)
+Options (`taskpack formats kaggle` says each; also accepted as a YAML mapping file) name the
+columns: the id, the prompt (a column, `prompt` by default, or a template over columns), the
+answer, the choices. A multiple-choice answer may be a label, a 0-based index (an integer, as
+MMLU's, or its digits) or a choice's text; the task's answer is its label, and a cell that was
+not the label stays in metadata as it was. A number answer (27.0, 025, 1,080, \\frac{1}{2}) is
+scored as a number, others as exact text, unless `reward` says otherwise.
 
 Columns are matched by name, never by position. Every column not used verbatim stays in the
 task's metadata, so the source row can be rebuilt exactly.
@@ -63,18 +49,49 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class KaggleOptions(Options):
-    id_column: str | None = None
-    prompt_column: str | None = None
-    prompt_template: str | None = None
-    answer_column: str | None = None
-    answer_optional: bool = False
-    choice_columns: list[str] = Field(default_factory=list)
-    choices_column: str | None = None
-    choice_labels: list[str] = Field(default_factory=list)
-    reward: Literal["auto", "exact_match", "numeric_match", "multiple_choice"] = "auto"
-    strip_headers: bool = False
-    member: str | None = None
-    delimiter: str | None = None
+    id_column: str | None = Field(
+        default=None,
+        description="The column holding each row's id; without it, ids are <split>-<row>.",
+    )
+    prompt_column: str | None = Field(
+        default=None,
+        description="The column used verbatim as the prompt (a column named `prompt` is taken "
+        "when neither this nor prompt_template is given).",
+    )
+    prompt_template: str | None = Field(
+        default=None,
+        description='A template over columns making the prompt, as "{question}\\n\\nA. {A}".',
+    )
+    answer_column: str | None = Field(default=None, description="The column of reference answers.")
+    answer_optional: bool = Field(
+        default=False,
+        description="Rows of a table without the answer column (a Kaggle test.csv) get no answer.",
+    )
+    choice_columns: list[str] = Field(
+        default_factory=list,
+        description="The columns holding the choices (comma-separated); their names are the "
+        "labels unless choice_labels names them.",
+    )
+    choices_column: str | None = Field(
+        default=None,
+        description="Or one column holding the list of choices (MMLU's `choices`), labelled A, B, "
+        "C, ... and listed under the prompt.",
+    )
+    choice_labels: list[str] = Field(
+        default_factory=list, description="The labels of the choices, in order (comma-separated)."
+    )
+    reward: Literal["auto", "exact_match", "numeric_match", "multiple_choice"] = Field(
+        default="auto",
+        description="How an answer is scored: auto is multiple choice with choice columns, else "
+        "numeric_match where the answer is a number, else exact_match.",
+    )
+    strip_headers: bool = Field(
+        default=False, description="Strip stray spaces around header names before matching."
+    )
+    member: str | None = Field(default=None, description="Which file inside a .zip to read.")
+    delimiter: str | None = Field(
+        default=None, description="The CSV delimiter (by default, from the file's suffix)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -107,8 +124,10 @@ class KaggleOptions(Options):
 
     @model_validator(mode="after")
     def _one_prompt(self) -> KaggleOptions:
-        if (self.prompt_column is None) == (self.prompt_template is None):
-            raise ValueError("give exactly one of prompt_column or prompt_template")
+        if self.prompt_column is not None and self.prompt_template is not None:
+            raise ValueError("give one of prompt_column or prompt_template, not both")
+        if self.prompt_column is None and self.prompt_template is None:
+            self.prompt_column = "prompt"  # a table's own prompt column
         if self.choice_columns and self.choices_column:
             raise ValueError("give choice_columns or choices_column, not both")
         if (self.reward == "multiple_choice") != self.multiple_choice and self.reward != "auto":

@@ -28,6 +28,7 @@ FIELDS = FieldMap(_FIELDS, id=IdOf("instance_id"), mapping=Flat(to_task), rest=T
 FORMAT = Format(
     name="swebench",
     summary="SWE-bench instances (Lite, Verified, full): problem statement, patches, test lists.",
+    default_split="test",  # a benchmark: Lite and Verified are `test` splits on the Hub
     read=FIELDS.read,
     read_columns=FIELDS.read_columns,
 )
