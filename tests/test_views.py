@@ -213,19 +213,43 @@ def _run(split: Any, world: int, steps: int, state: Any = None) -> tuple[list[st
 def test_a_state_from_any_world_size_resumes_any_other(split: Any) -> None:
     """24 ranks draw 5 each, rank 0's state resumes 16 ranks that draw 5 each: 200 distinct
     tasks, the first 200 of the one-worker order; then 24 -> 48 -> 16 across an epoch's end:
-    every task of the epoch exactly once, and the next epoch begun in its own order."""
+    every task of the epoch once, the 48 ranks' epoch padded to 336 places by repeating its
+    first ones, and the next epoch begun in its own order."""
     one = _draw(Sampler(split, seed=9), 600)
     first, state = _run(split, 24, 5)
     second, _ = _run(split, 16, 5, state)
     assert first + second == one[:200] and len(set(first + second)) == 200
     a, state = _run(split, 24, 5)
-    b, state = _run(split, 48, 4, state)  # 120 + 192: past the epoch's 300
-    c, state = _run(split, 16, 5, state)
-    stream = a + b + c
-    assert stream == one[:392] and sorted(stream[:300]) == sorted(split.ids())
-    assert state["position"] == 392 and state["epoch"] == 1
+    b, state = _run(split, 48, 4, state)  # places 120 to 311 of an epoch padded to 336
+    c, state = _run(split, 16, 5, state)  # 312 is past 16 ranks' epoch of 304: the next
+    stream = a + b
+    assert stream[:300] == one[:300] and sorted(stream[:300]) == sorted(split.ids())
+    assert stream[300:] == one[:12]  # the padding: the epoch's first places again
+    assert c == one[300:380]
+    assert (state["position"], state["epoch"], state["offset"]) == (384, 1, 80)
     with pytest.raises(TaskpackError, match="sampler state is for"):
         Sampler(split, seed=10).load_state_dict(state)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_every_rank_takes_the_same_number_of_steps(split: Any, drop_last: bool) -> None:
+    """300 tasks over 8 ranks: 38 each (the epoch padded by repeating its first 4 places, as
+    DistributedSampler pads) or 37 (the last 4 dropped), every task in some rank's share; a
+    data-parallel loop takes as many steps on every rank, epoch after epoch and resumed."""
+    ranks = [Sampler(split, seed=2, num_workers=8, worker=k, drop_last=drop_last) for k in range(8)]
+    shares = [[t.id for t in r] for r in ranks]
+    assert {len(s) for s in shares} == {37 if drop_last else 38}
+    seen = {i for share in shares for i in share}
+    assert len(seen) == (296 if drop_last else 300)
+    again = [[t.id for t in r] for r in ranks]  # the next epoch: as many again
+    assert {len(s) for s in again} == {len(shares[0])} and again != shares
+    state = ranks[0].state_dict()
+    resumed = [
+        Sampler(split, seed=2, num_workers=6, worker=k, drop_last=drop_last) for k in range(6)
+    ]
+    for r in resumed:
+        r.load_state_dict(state)
+    assert {len(list(r)) for r in resumed} == {50}  # 300 over 6: no padding, nothing dropped
 
 
 def test_the_mixture_stream_is_one_whatever_the_world_size(tmp_path: Path) -> None:

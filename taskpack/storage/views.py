@@ -180,12 +180,14 @@ class Rows:
         rank: int = 0,
         world_size: int = 1,
         batch_size: int = 1,
+        drop_last: bool = False,
     ) -> Any:
         """A torch dataset of tasks as plain data (`Task.model_dump(mode="json")`), map-style
         by default (a DataLoader's sampler picks the order). `iterable=True` streams rank
         `rank`'s share of one global order (`Sampler(seed=...)`'s, the same at any
-        `world_size`), a DataLoader's workers taking its batches of `batch_size` in turn; its
-        `state_dict(taken)` resumes streams of any world size."""
+        `world_size`), a DataLoader's workers taking its batches of `batch_size` in turn, every
+        rank as many (`drop_last`: see `Sampler`); its `state_dict(taken)` resumes streams of
+        any world size."""
         from taskpack.errors import require
 
         require("torch", "torch")
@@ -193,7 +195,7 @@ class Rows:
 
         if not iterable:
             return TaskDataset(self)
-        sampler = Sampler(self, seed=seed, num_workers=world_size, worker=rank)
+        sampler = Sampler(self, seed=seed, num_workers=world_size, worker=rank, drop_last=drop_last)
         return TaskStream(sampler, batch_size)
 
     def to_ray(self) -> Any:
@@ -537,28 +539,50 @@ class Sampler:
     order, and the epochs follow one another. Worker `k` of `n` takes the stream's places
     `start + k`, `start + k + n`, ...: the workers' shares are disjoint, and while they draw in
     step (one task each per step, as data-parallel trainers do) they have handed out exactly
-    the stream's first places. A worker's `state_dict()` says where the stream stands: taken
-    at a step boundary on any worker of `n`, it resumes samplers of any `m` workers
-    (`load_state_dict`), which go on with the next place, none repeated and none skipped,
-    across epoch boundaries too. Iterating yields this worker's places in the current epoch,
-    then moves to the next.
+    the stream's first places. Every worker's share of an epoch is the same size, so ranks
+    take the same number of steps (a collective never waits on a rank with one more): as
+    torch's `DistributedSampler` does, the epoch is padded to a multiple of `n` by repeating
+    its first places (`drop_last=False`, the default) or cut to one (`drop_last=True`). A
+    worker's `state_dict()` says where the stream stands: taken at a step boundary on any
+    worker of `n`, it resumes samplers of any `m` workers (`load_state_dict`), which go on
+    with the next place of the epoch, none repeated and none skipped, across epoch boundaries
+    too. Iterating yields this worker's places in the current epoch, then moves to the next.
     """
 
     def __init__(
-        self, rows: Rows, *, seed: int | str = 0, num_workers: int = 1, worker: int = 0
+        self,
+        rows: Rows,
+        *,
+        seed: int | str = 0,
+        num_workers: int = 1,
+        worker: int = 0,
+        drop_last: bool = False,
     ) -> None:
         check_worker(worker, num_workers)
         self.rows = rows
         self.seed = seed
         self.num_workers = num_workers
         self.worker = worker
+        self.drop_last = drop_last
         self.start = 0  # the stream's place where this sampler's share begins
         self.drawn = 0  # tasks this worker has handed out since `start`
         self._orders: dict[int, np.ndarray] = {}
 
+    @property
+    def epoch_length(self) -> int:
+        """Places in an epoch: the rows, padded (or cut) to a multiple of the workers."""
+        n, w = len(self.rows), self.num_workers
+        return (n // w) * w if self.drop_last else -(-n // w) * w
+
     def _order(self, epoch: int) -> np.ndarray:
         if epoch not in self._orders:
-            self._orders = {epoch: permutation(len(self.rows), json.dumps([self.seed, epoch]))}
+            order = permutation(len(self.rows), json.dumps([self.seed, epoch]))
+            length = self.epoch_length
+            if length > len(order) and len(order):  # padded with the epoch's first places
+                import numpy
+
+                order = numpy.resize(order, length)
+            self._orders = {epoch: order[:length]}
         return self._orders[epoch]
 
     @property
@@ -569,11 +593,11 @@ class Sampler:
     @property
     def epoch(self) -> int:
         """The epoch this worker's next task is in."""
-        return self.place // max(len(self.rows), 1)
+        return self.place // max(self.epoch_length, 1)
 
     def order(self, epoch: int) -> np.ndarray:
         """This worker's positions (in `rows`) for `epoch`: its places that fall in it."""
-        n = len(self.rows)
+        n = self.epoch_length
         first = epoch * n
         # this worker's first place at or after the epoch's first (and after `start`)
         own = self.start + self.worker
@@ -585,7 +609,7 @@ class Sampler:
         return len(self.order(self.epoch))
 
     def __iter__(self) -> Iterator[Task]:
-        n = len(self.rows)
+        n = self.epoch_length
         if not n:
             return
         epoch = self.epoch
@@ -600,16 +624,21 @@ class Sampler:
 
     def state_dict(self) -> dict[str, Any]:
         """Where the stream stands: `position`, the places handed out when every worker has
-        drawn as many as this one (at a step boundary), with the epoch it is in."""
+        drawn as many as this one (at a step boundary), with the epoch it is in and the place
+        in that epoch (`offset`, which a sampler of another world size resumes from)."""
         position = self.start + self.drawn * self.num_workers
-        epoch = position // max(len(self.rows), 1)
-        return {"seed": self.seed, "position": position, "epoch": epoch, **self._identity()}
+        epoch = position // max(self.epoch_length, 1)
+        offset = position - epoch * self.epoch_length
+        state = {"seed": self.seed, "position": position, "epoch": epoch, "offset": offset}
+        return {**state, **self._identity()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from any worker's `state_dict()`, whatever the number of workers then and
-        now; refused if it was taken over other rows or with another seed. (A state written
-        before the stream was global, with `num_workers` and a position in its worker's share
-        of an epoch, is read as the place its step boundary stood at.)"""
+        now; refused if it was taken over other rows or with another seed. The epoch and the
+        place in it carry over (an epoch's length depends on the world size); a place past
+        this world size's epoch starts the next. (A state written before the stream was
+        global, with `num_workers` and a position in its worker's share of an epoch, is read
+        as the place its step boundary stood at.)"""
         mine = {**self._identity(), "seed": self.seed}
         theirs = {k: state.get(k) for k in mine}
         if theirs != mine:
@@ -617,6 +646,9 @@ class Sampler:
         position = int(state["position"])
         if "num_workers" in state:  # per-worker: a position in its share of its epoch
             position = int(state["epoch"]) * len(self.rows) + position * int(state["num_workers"])
+        elif "offset" in state:
+            epoch, offset = int(state["epoch"]), int(state["offset"])
+            position = epoch * self.epoch_length + min(offset, self.epoch_length)
         self.start, self.drawn = position, 0
 
 
