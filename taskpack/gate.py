@@ -47,11 +47,7 @@ def checked(
         everything = planned(root)
         chosen = _spread(everything, sample)
         results = check_export(root, limits, jobs, progress, ids={i for i, _ in chosen})
-        bad = [
-            f"{r.folder.parent.name}/{r.folder.name}: {r.status}: {r.reason}"
-            for r in results
-            if r.status != "ok"
-        ]
+        bad = [f"{r.named}: {r.status}: {r.reason}" for r in results if r.status != "ok"]
     if bad:
         raise TaskpackError(
             f"{m.ref}: not published: {len(bad)} of {len(results)} tasks checked do not work\n"

@@ -83,6 +83,12 @@ class TaskCheck:
     forged: dict[str, float] = field(default_factory=dict)  # forgers that scored above 0
     parity: list[str] = field(default_factory=list)  # candidates scored otherwise by the source
     source_null: float | None = None
+    task_id: str | None = None  # the task's own id (its folder's name may be it, made safe)
+
+    @property
+    def named(self) -> str:
+        """How a line names the task: its split and id (`test/HumanEval/2`), else its folder."""
+        return f"{self.folder.parent.name}/{self.task_id or self.folder.name}"
 
 
 @dataclass
@@ -779,7 +785,9 @@ def check_export(
     def one(n: int, item: tuple[str, Path]) -> TaskCheck:
         deep = n % max(1, sample) == 0
         source = by_id[item[0]] if by_id is not None and deep else None
-        return check_task(item[1], limits, adversarial=adversarial and deep, source=source)
+        checked = check_task(item[1], limits, adversarial=adversarial and deep, source=source)
+        checked.task_id = item[0]
+        return checked
 
     with ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
         results = pool.map(one, range(len(folders)), folders)

@@ -43,7 +43,7 @@ def test_a_set_whose_tasks_work_is_published_with_its_check_recorded(tmp_path: P
 def test_a_failing_task_is_named_and_nothing_is_published(tmp_path: Path) -> None:
     folder, reg = tmp_path / "bad", tmp_path / "reg"
     wrong = {
-        "id": "wrong",
+        "id": "Set/wrong",  # a folder is named `Set__wrong`: refusals name the task's id
         "prompt": "2 + 3?",
         "answer": "five",
         "reward": {"kind": "numeric_match"},
@@ -54,7 +54,7 @@ def test_a_failing_task_is_named_and_nothing_is_published(tmp_path: Path) -> Non
     out = CliRunner().invoke(main, ["publish", str(folder), "--registry", str(reg), "--check"])
     assert out.exit_code != 0
     lines = [line for line in out.output.splitlines() if line.startswith("test/")]
-    assert len(lines) == 1 and lines[0].startswith("test/wrong: failed: oracle scored 0")
+    assert len(lines) == 1 and lines[0].startswith("test/Set/wrong: failed: oracle scored 0")
     assert "1 of 3 tasks checked do not work" in out.output
     assert not reg.exists() or taskpack.listing(str(reg)) == {}
     assert (folder / "manifest.json").read_text() == before

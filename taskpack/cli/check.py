@@ -132,12 +132,15 @@ def check(
     for r in results:
         if as_json:
             task = str(r.folder.relative_to(export_dir))
-            entry: dict[str, Any] = {"task": task, "status": r.status, "oracle": r.oracle}
+            entry: dict[str, Any] = {"task": task, "id": r.task_id, "status": r.status}
+            entry["oracle"] = r.oracle
             entry |= {"null": r.null, "forged": r.forged, "parity": r.parity}
             entry["source_null"] = r.source_null
             click.echo(json.dumps({**entry, "reason": r.reason}))
         elif r.status == "failed":
-            click.echo(f"failed: {r.folder.relative_to(export_dir)}: {r.reason}", err=True)
+            where = r.folder.relative_to(export_dir)
+            named = "" if r.task_id == where.name else f" ({r.task_id})"
+            click.echo(f"failed: {where}{named}: {r.reason}", err=True)
     if not as_json:
         from taskpack.base.sandbox import memory_scope
 
