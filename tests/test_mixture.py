@@ -128,7 +128,13 @@ def test_the_cli_mixes_publishes_and_exports_verls_config(sets: Path, tmp_path: 
     exported = runner.invoke(main, ["export", "arith@1", "--to", "verl", "-o", str(tmp_path / "v")])
     assert exported.exit_code == 0, exported.output
     config = (tmp_path / "v" / "verl_data.yaml").read_text()
-    assert '"gsm8k" 0.7, "humaneval" 0.3' in config
+    drawn = Counter(i.split("/")[0] for i in ts.split("train").ids())
+    total = sum(drawn.values())
+    assert (
+        f'"gsm8k" 0.7 (drawn: {drawn["gsm8k"]} tasks, {drawn["gsm8k"] / total:.0%}), '
+        f'"humaneval" 0.3 (drawn: {drawn["humaneval"]} tasks, {drawn["humaneval"] / total:.0%})'
+    ) in config
+    assert [e.get("drawn") for e in sources(ts)] == [drawn["gsm8k"], drawn["humaneval"], None]
     assert str((tmp_path / "v" / "train.parquet").absolute()) in config
 
 

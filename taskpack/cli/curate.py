@@ -378,8 +378,12 @@ def mix(
         from taskpack.registry.client import publish as publish_taskset
 
         publish_taskset(output, registry=registry)
+    mixed = [e for e in m.mixture() if not e["evaluation_only"]]
+    total = sum(int(e.get("drawn") or 0) for e in mixed) or 1
     for entry in m.mixture():
         use = "evaluation only" if entry["evaluation_only"] else f"weight {entry['weight']:g}"
+        if "drawn" in entry:  # what the draw holds: a source that runs out ends it
+            use += f", drawn {entry['drawn']} ({entry['drawn'] / total:.0%})"
         click.echo(
             f"{entry['label']}: {entry['ref']} {entry['split']}, {entry['tasks']} tasks, {use}"
         )

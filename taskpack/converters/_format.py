@@ -277,12 +277,20 @@ def config_note(sources: list[dict[str, Any]], target: Target) -> str:
     from taskpack.converters._scripts import quoted
 
     lines = []
-    weights = ", ".join(
-        f"{quoted(s['label'])} {s['weight']:g}" for s in sources if not s.get("evaluation_only")
-    )
+    mixed = [s for s in sources if not s.get("evaluation_only")]
+    total = sum(int(s.get("drawn") or 0) for s in mixed)
+
+    def held(s: dict[str, Any]) -> str:
+        drawn = s.get("drawn")
+        if not isinstance(drawn, int) or not total:  # a mixture written before `drawn`
+            return ""
+        return f" (drawn: {drawn} tasks, {drawn / total:.0%})"
+
+    weights = ", ".join(f"{quoted(s['label'])} {s['weight']:g}{held(s)}" for s in mixed)
     if weights:
         lines.append(
-            f"# taskpack mix: the train files hold the sources in these proportions: {weights}"
+            "# taskpack mix: the train files hold the sources drawn by these weights until one "
+            f"ran out: {weights}"
         )
     if (c := target.curriculum) is not None:
         lines.append(

@@ -101,6 +101,9 @@ def mix(
 
     sizes = [len(opened[i].split(parts[i].split)) for i in mixed]
     order = draws(sizes, [parts[i].weight for i in mixed], seed, size)
+    from collections import Counter
+
+    drawn = Counter(mixed[source] for source, _, _ in order)  # what each source gave
     entries = [
         {
             "label": label,
@@ -110,8 +113,9 @@ def mix(
             "env": part.env,
             "evaluation_only": part.evaluation_only,
             "tasks": len(ts.split(part.split)),
+            **({} if part.evaluation_only else {"drawn": drawn[i]}),
         }
-        for label, part, ts in zip(labels, parts, opened, strict=True)
+        for i, (label, part, ts) in enumerate(zip(labels, parts, opened, strict=True))
     ]
 
     def renamed(i: int, task: Any, repeat: int = 0) -> dict[str, Any]:
