@@ -193,3 +193,21 @@ def _checkout_state() -> str:
         text=True,
         check=True,
     ).stdout
+
+
+def test_every_command_the_readme_shows_inline_is_one_a_block_runs() -> None:
+    """A command a user copies from the README's prose (`taskpack export ...` in a bullet)
+    was never run: the whole-page test runs code blocks only, and `taskpack export gsm8k@1
+    --to verl` failed as written. Every inline `taskpack ...` of the README that names no
+    placeholder (NAME, OUT, ...) now begins a line of some bash block the tests run."""
+    lines = [
+        line.strip()
+        for block in re.findall(r"```bash\n(.*?)```", PAGE, re.S)
+        for line in block.splitlines()
+    ]
+    shown = re.findall(r"`(taskpack [^`]*)`", README)
+    assert shown
+    for command in shown:
+        if re.search(r"\b[A-Z]{2,}\b", command):  # a synopsis, with placeholders
+            continue
+        assert any(line.startswith(command) for line in lines), command
