@@ -41,9 +41,19 @@ def require(module: str, extra: str) -> None:
     except (ImportError, ValueError):  # a module hidden or half-installed
         found = False
     if not found:
-        raise TaskpackError(
-            f"this needs {module}, which is not installed: pip install 'taskpack[{extra}]'"
-        )
+        raise TaskpackError(f"this needs {module}, which is not installed: {install_line(extra)}")
+
+
+def install_line(extra: str) -> str:
+    """The pip line that installs `extra` where this taskpack came from: a checkout installed
+    in place (`pip install -e`) gets its own folder, named whole so the line works from any
+    folder; an installed package, its name. `all` installs every job's extras at once."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / "taskpack").is_dir():
+        return f"pip install -e '{root}[{extra}]' (or [all], every job's)"
+    return f"pip install 'taskpack[{extra}]' (or taskpack[all], every job's)"
 
 
 def unknown(

@@ -27,18 +27,34 @@ if [ ${#missing[@]} -gt 0 ]; then
         }
         sudo="sudo"
     fi
-    $sudo apt-get update -qq && $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    echo "apt-get update (about 1 minute)..." >&2
+    $sudo apt-get update -qq
+    echo "apt-get install ${missing[*]} (about 2 minutes)..." >&2
+    $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
     echo "taskpack needs Python 3.10 or later; python3 is $(python3 -V)" >&2
     exit 1
 }
+echo "making .venv and installing taskpack with its test extras (about 5 minutes the first" \
+    "time; pip's own lines follow)..." >&2
 python3 -m venv .venv
 # shellcheck disable=SC1091
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[test]'
+# pip's "Collecting ..." lines as they come (minutes of them), all it says kept in a log
+set +e
+python -m pip install --progress-bar off -e '.[test]' 2>&1 | tee .venv/pip-install.log |
+    grep --line-buffered -E '^(Collecting|Successfully installed)' >&2
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+    echo "pip install failed; its last lines (all of them: .venv/pip-install.log):" >&2
+    tail -20 .venv/pip-install.log >&2
+    exit "$status"
+fi
+echo "ruff, mypy, lint-imports, then pytest..." >&2
 ruff check .
 ruff format --check .
 mypy

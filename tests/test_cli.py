@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import taskpack
 from taskpack.cli import main
-from taskpack.errors import TaskpackError
+from taskpack.errors import TaskpackError, install_line
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def test_optional_adapters_name_their_extra(example: Path, monkeypatch: pytest.M
     )
     split = taskpack.open(example).split("test")
     for call, extra in ((split.to_pandas, "pandas"), (split.to_torch, "torch")):
-        with pytest.raises(TaskpackError, match=re.escape(f"pip install 'taskpack[{extra}]'")):
+        with pytest.raises(TaskpackError, match=re.escape(install_line(extra))):
             call()
 
 

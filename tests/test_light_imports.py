@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import taskpack
+from taskpack.errors import install_line
 
 from .conftest import make_task
 
@@ -127,7 +128,10 @@ def test_a_missing_extra_is_named(tmp_path: Path, hidden: str, code: str, extra:
     proc = subprocess.run(
         [sys.executable, "-c", probe, str(tmp_path / "ts")], capture_output=True, text=True
     )
-    assert f"pip install 'taskpack[{extra}]'" in proc.stdout, proc.stdout + proc.stderr
+    assert install_line(extra) in proc.stdout, proc.stdout + proc.stderr
+    # from a checkout installed in place, the line names the checkout: it works from anywhere
+    root = Path(taskpack.__file__).resolve().parents[1]
+    assert install_line(extra).startswith(f"pip install -e '{root}[{extra}]'")
 
 
 @pytest.mark.parametrize("hidden", ["httptools", "markdown_it"])
@@ -140,7 +144,7 @@ def test_serve_without_its_extra_is_one_line(tmp_path: Path, hidden: str) -> Non
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"Error: this needs {hidden}, which is not installed: pip install 'taskpack[serve]'"
+        f"Error: this needs {hidden}, which is not installed: {install_line('serve')}"
     ]
 
 

@@ -67,7 +67,7 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     test_command = first_block.group(1).strip().splitlines()[1]
     script = (ROOT / test_command.split()[-1]).read_text(encoding="utf-8")
     assert test_command == "bash tests/run.sh" and "python -m pytest" in script
-    assert "apt-get install" in script and "pip install -q -e '.[test]'" in script
+    assert "apt-get install" in script and "pip install --progress-bar off -e '.[test]'" in script
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     commands = [line for line in ci if line.strip() and not line.startswith("#")]
     assert commands == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', test_command]

@@ -161,12 +161,11 @@ def near_duplicates(
 ) -> list[list[Any]]:
     """Clusters (of two or more keys, in the order of `texts`) of texts whose word-3-gram sets
     are estimated to have Jaccard similarity `threshold` or more, linked transitively."""
-    try:
-        from datasketch import MinHash, MinHashLSH
-    except ImportError:
-        raise TaskpackError(
-            "near duplicates need datasketch: pip install 'taskpack[curate]'"
-        ) from None
+    from taskpack.errors import require
+
+    require("datasketch", "curate")  # near duplicates: MinHash LSH
+    from datasketch import MinHash, MinHashLSH
+
     keys = list(texts)
     shingles = []
     for text in texts.values():
