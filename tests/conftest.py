@@ -58,6 +58,21 @@ def harbor_folder(
     return folder
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any fixture of any scope (a module's server is built before a test's own
+    fixtures run): the session's registry and cache are its own, never the user's. A user
+    who ran the README's first line has `example` in the default registry, which a module's
+    server read before this."""
+    import os
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="taskpack-tests-"))
+    os.environ["TASKPACK_REGISTRY"] = str(home / "registry")
+    os.environ["TASKPACK_CACHE"] = str(home / "cache")
+    for name in ("TASKPACK_OFFLINE", "TASKPACK_LOCKFILE", "TASKPACK_CHECK_KEY"):
+        os.environ.pop(name, None)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_registry_and_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

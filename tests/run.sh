@@ -33,6 +33,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The conformance tests run Harbor and OpenEnv on Python 3.12 and NeMo Gym on 3.13: found in
+# pyenv's versions (or as python3.12 / python3.13 on PATH), else the tests that need them fail.
+for version in 3.12 3.13; do
+    root=$( (command -v pyenv >/dev/null && pyenv root) || echo "${PYENV_ROOT:-$HOME/.pyenv}")
+    if ! ls -d "$root"/versions/"$version".*/bin/python3 >/dev/null 2>&1 &&
+        ! command -v "python$version" >/dev/null 2>&1; then
+        echo "no Python $version here (pyenv install $version, or python$version on PATH):" \
+            "the framework tests that run on it will fail" >&2
+    fi
+done
+
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
     echo "taskpack needs Python 3.10 or later; python3 is $(python3 -V)" >&2
     exit 1
