@@ -27,17 +27,21 @@ Reward = Callable[..., list["float | None"]]
 
 def reward_func(split: Split) -> Reward:
     """A reward function for TRL's `GRPOTrainer` over the tasks of `split` (see the module's
-    doc). What a task is scored by is read once per task, when it is first asked for."""
-    from taskpack.converters import reply_fields, reply_score
+    doc): the one a `trl` export ships, each row's reward read from its task (once per task)
+    instead of the export's `taskpack_reward` column."""
+    import json
 
-    held: dict[str, dict[str, Any] | None] = {}
+    from taskpack.converters import reply_fields, trl_reward
 
-    def fields(task_id: str) -> dict[str, Any] | None:
+    held: dict[str, str] = {}
+
+    def fields(task_id: str) -> str:
         if task_id not in held:
             task = split.get(task_id)
             if task is None:
                 raise TaskpackError(f"taskpack_reward: no task {task_id!r} in split {split.name!r}")
-            held[task_id] = reply_fields(task)
+            found = reply_fields(task)
+            held[task_id] = json.dumps(found) if found is not None else ""
         return held[task_id]
 
     def taskpack_reward(
@@ -51,36 +55,6 @@ def reward_func(split: Split) -> Reward:
                 "taskpack_reward: the dataset needs an `id` column naming each row's task "
                 "(split.to_hf() has one)"
             )
-        out: list[float | None] = []
-        for completion, task_id in zip(completions, id, strict=True):
-            held_fields = fields(str(task_id))
-            if held_fields is None:
-                out.append(None)
-                continue
-            out.append(
-                float(
-                    reply_score(
-                        held_fields["reward"],
-                        held_fields.get("answer"),
-                        _text(completion),
-                        held_fields.get("tests") or "",
-                        held_fields.get("prompt") or "",
-                    )
-                )
-            )
-        return out
+        return trl_reward(completions, [fields(str(i)) for i in id])
 
     return taskpack_reward
-
-
-def _text(completion: Any) -> str:
-    """A completion as TRL hands it: text, or (conversational) the assistant's messages."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list):
-        return "".join(
-            str(m.get("content") or "")
-            for m in completion
-            if isinstance(m, dict) and m.get("role", "assistant") == "assistant"
-        )
-    return str(completion)

@@ -511,6 +511,46 @@ def test_trls_grpo_trainer_scores_with_taskpacks_reward_function(tmp_path: Path)
     assert "rewards/taskpack_reward/mean" in out["logged"]
 
 
+def test_a_trl_export_is_what_trls_trainers_load_and_step_on(tmp_path: Path) -> None:
+    """`export --to trl`: `load_dataset("json")` reads its files as TRL's conversational
+    datasets; GRPOTrainer with the reward function the export ships scores a HumanEval
+    reference 1 and a wrong body 0, a numeric answer 1 and a wrong one 0, a rubric task None,
+    and steps on the CPU; SFTTrainer steps on the rows' prompt and completion."""
+    from taskpack.importer import import_sources
+
+    from .conftest import DATA
+
+    import_sources(tmp_path / "he", {"train": [str(DATA / "humaneval" / "HumanEval.jsonl.gz")]},
+                   "humaneval", name="he")  # fmt: skip
+    he = taskpack.open(tmp_path / "he").split("train")
+    judged = {"kind": "rubric", "criteria": [{"description": "It rhymes"}]}
+    tasks = [he[i].model_dump() for i in range(2)] + [
+        {"id": "q", "prompt": "2 + 2?", "answer": "4", "reward": {"kind": "numeric_match"}},
+        {"id": "j", "prompt": "A poem.", "reward": judged},
+    ]
+    taskpack.write(tmp_path / "set", {"train": tasks}, name="mixed")
+    export(taskpack.open(tmp_path / "set"), "trl", tmp_path / "trl")
+    rows = [
+        json.loads(line) for line in (tmp_path / "trl" / "train.jsonl").read_text().splitlines()
+    ]
+    assert all(set(m) == {"role", "content"} for r in rows for m in r["prompt"])  # no null keys
+    first = he[0]
+    given = [
+        {"row": 0, "completion": f"```python\n{first.instruction}{first.solution}```"},
+        {"row": 0, "completion": "```python\n    return None\n```"},
+        {"row": 2, "completion": "\\boxed{4}"},
+        {"row": 2, "completion": "5"},
+        {"row": 3, "completion": "Roses are red."},
+    ]
+    (tmp_path / "given.json").write_text(json.dumps(given))
+    root = str(Path(__file__).resolve().parents[1])
+    out = run_check("trl", "check_trl_export.py", str(tmp_path / "trl"),
+                    str(tmp_path / "given.json"), env={"PYTHONPATH": root})  # fmt: skip
+    assert out["columns"] == ["answer", "completion", "id", "prompt", "taskpack_reward"]
+    assert out["scores"] == [1.0, 0.0, 1.0, 0.0, None]
+    assert "rewards/taskpack_reward/mean" in out["grpo"] and "train_loss" in out["sft"]
+
+
 def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
     export(gsm8k, "gem", tmp_path / "gem", splits=("test",))
     result = run_check("gem", "check_gem.py", str(tmp_path / "gem" / "test.parquet"))

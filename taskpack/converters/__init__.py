@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr
         reply_score,
     )
     from taskpack.converters._sources.chunk import NotColumnar
+    from taskpack.converters._trl_reward import trl_reward
     from taskpack.converters._verifier import (
         answer_reward,
         answer_spec,
@@ -83,6 +84,7 @@ __all__ = [
     "run_image",
     "task_folders",
     "tests_files",
+    "trl_reward",
     "writer",
 ]
 _LAZY = {
@@ -96,6 +98,7 @@ _LAZY = {
     "extract_code": "_grade",
     "reply_score": "_grade",
     "reply_fields": "_verifier",
+    "trl_reward": "_trl_reward",
     "answer_spec": "_verifier",
     "graded": "_verifier",
     "run_image": "_verifier",

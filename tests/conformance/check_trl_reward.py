@@ -13,11 +13,9 @@ import json
 import sys
 import tempfile
 
-import torch
 from datasets import Dataset
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 from trl import GRPOConfig, GRPOTrainer
+from trl_tiny import tiny
 
 import taskpack
 
@@ -26,32 +24,7 @@ split = taskpack.open(folder).split(split_name)
 with open(given) as f:
     completions = json.load(f)
 
-# A byte-level tokenizer with no merges and a one-layer model: enough for a step on the CPU.
-alphabet = pre_tokenizers.ByteLevel.alphabet()
-vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
-vocab.update({"<eos>": len(vocab), "<pad>": len(vocab) + 1})
-core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-core.decoder = decoders.ByteLevel()
-tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<eos>", pad_token="<pad>")
-tokenizer.chat_template = (
-    "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}assistant: {% endif %}"
-)
-torch.manual_seed(0)
-model = LlamaForCausalLM(
-    LlamaConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        eos_token_id=vocab["<eos>"],
-        pad_token_id=vocab["<pad>"],
-    )
-)
+model, tokenizer = tiny()
 rows = [{"prompt": [{"role": "user", "content": t.instruction[:200]}], "id": t.id} for t in split]
 reward = taskpack.trl.reward_func(split)
 with tempfile.TemporaryDirectory() as out:
