@@ -255,6 +255,10 @@ def test_an_interrupted_export_ends_and_leaves_nothing(tmp_path: Path) -> None:
             start_new_session=True,
             stderr=subprocess.PIPE,
             text=True,
+            # as a terminal's command: a test run in the background (`cmd &` in a script)
+            # ignores SIGINT, and Python keeps a SIGINT ignored at its start ignored, so the
+            # export never heard it and wrote every task (a failure in the test, not the code)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         for _ in range(600):  # until its writers have begun
             if any(p.name.startswith(".h.tmp") for p in tmp_path.iterdir()):

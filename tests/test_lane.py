@@ -180,3 +180,16 @@ def test_a_question_asked_again_after_its_client_left_is_not_stopped(
 
     (out,) = asyncio.run(leave_then_ask())
     assert out.read_text() == "done" and not log.exists() and lane.computed == 1
+
+
+def test_a_job_past_its_deadline_says_what_the_waiting_side_says(tmp_path: Path) -> None:
+    """Under load the job may notice its deadline before the request's own timer does: the
+    client then reads the job's line, which is the deadline's, not 'nobody waits' (the race
+    that failed the test above on a loaded machine)."""
+    late = Work(tmp_path / "a", time.time() - 1, 3)
+    with pytest.raises(Stopped, match="no answer within 3 s"):
+        late.check()
+    left = Work(tmp_path / "b", time.time() + 60, 3)
+    left.stop.touch()
+    with pytest.raises(Stopped, match="nobody waits"):
+        left.check()

@@ -114,14 +114,19 @@ class Work:
 
     stem: Path
     until: float  # time.time() past which the answer is not wanted
+    deadline: float = DEADLINE  # the seconds `until` was set from, for the line that says it
 
     @property
     def stop(self) -> Path:
         return self.stem.with_suffix(".stop")
 
     def check(self) -> None:
-        """Raise Stopped when the answer is no longer wanted: called between batches."""
-        if time.time() > self.until or self.stop.exists():
+        """Raise Stopped when the answer is no longer wanted: called between batches. Past its
+        deadline the job says what the waiting side says (whichever of the two notices first,
+        the client reads the same line); told to stop, that nobody waits any more."""
+        if time.time() > self.until:
+            raise Stopped(f"no answer within {self.deadline:.0f} s; stopped")
+        if self.stop.exists():
             raise Stopped("stopped: nobody waits for this answer any more")
 
 
@@ -179,7 +184,7 @@ class Lane:
                     raise Busy(f"{WAITING} answers are being computed; try again later")
                 pool, folder = self._workers()
                 name = hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()[:32]
-                work = Work(folder / name, time.time() + self.deadline)
+                work = Work(folder / name, time.time() + self.deadline, self.deadline)
                 work.stop.unlink(missing_ok=True)
                 pending = _Pending(pool.submit(job, work, *args), work)
                 self._pending[key] = pending
