@@ -551,6 +551,50 @@ def test_a_trl_export_is_what_trls_trainers_load_and_step_on(tmp_path: Path) -> 
     assert "rewards/taskpack_reward/mean" in out["grpo"] and "train_loss" in out["sft"]
 
 
+# Replies as models write them, and whether taskpack's reading of each agrees with verl's own
+# (math_dapo's answer, prime_code's code): where they part, the reason, by class.
+REPLIES = [
+    ("The sum is 12.\nAnswer: 12", "12", None),
+    ("so the total is \\boxed{12}.", "12", None),
+    ("<think>maybe 13</think>The total is \\boxed{12}", "12", None),
+    # both an Answer: line and a box: math_dapo prefers the line, taskpack the box
+    ("Answer: 13\nCorrection: \\boxed{12}", "12", "box over Answer: line"),
+    # an answer more than 300 characters before the end: math_dapo reads the last 300 only
+    ("\\boxed{12}" + " and so on" * 40, "12", "beyond verl's last 300 characters"),
+    # reasoning that ends with no answer: math_dapo still reads the think's Answer: line
+    ("<think>Answer: 12", "", "an unclosed <think> answers nothing"),
+]
+CODE_REPLIES = [
+    ("```python\ndef f(x):\n    return x\n```", None),
+    ("Here:\n```python\ndef f(x):\n    return x\n```\nDone.", None),
+    # a test block after the solution: prime_code runs the last block, taskpack the one
+    # defining the entry point
+    ("```python\ndef f(x):\n    return x\n```\n```python\nprint(f(1))\n```",
+     "the block defining the entry point"),
+    ("```py\ndef f(x):\n    return x\n```", "a ```py fence"),
+]  # fmt: skip
+
+
+def test_replies_are_read_as_verls_own_code_reads_them_or_the_difference_is_named(
+    tmp_path: Path,
+) -> None:
+    """taskpack's reading of replies against verl 0.9.1's own functions on the same replies
+    (run in its venv): they agree except on the classes named, each a choice taskpack makes."""
+    from taskpack.converters import _grade
+
+    replies = [r for r, _, _ in REPLIES] + [r for r, _ in CODE_REPLIES]
+    (tmp_path / "replies.json").write_text(json.dumps(replies))
+    theirs = run_check("verl", "check_verl_extraction.py", str(tmp_path / "replies.json"))["read"]
+    for (reply, ours, differs), verl in zip(REPLIES, theirs[: len(REPLIES)], strict=True):
+        mine = _grade.extract_answer(reply).strip().rstrip(".")
+        assert mine == ours, reply
+        same = _grade.math_form(mine) == _grade.math_form(str(verl["dapo"] or ""))
+        assert same == (differs is None), (reply, mine, verl["dapo"], differs)
+    for (reply, differs), verl in zip(CODE_REPLIES, theirs[len(REPLIES) :], strict=True):
+        same = _grade.extract_code(reply, "f").strip() == verl["prime_code"].strip()
+        assert same == (differs is None), (reply, verl["prime_code"], differs)
+
+
 def test_gem_math_env_scores_the_reference_answer(gsm8k: taskpack.TaskSet, tmp_path: Path) -> None:
     export(gsm8k, "gem", tmp_path / "gem", splits=("test",))
     result = run_check("gem", "check_gem.py", str(tmp_path / "gem" / "test.parquet"))
