@@ -477,11 +477,9 @@ def test_verls_own_reward_loading_runs_the_shipped_reward_function(
     assert out["scores"] == [1.0, 1.0, 0.0, 0.0] * 3 + [1.0, 0.0]
 
 
-def test_trls_grpo_trainer_scores_with_taskpacks_reward_function(tmp_path: Path) -> None:
-    """TRL 1.16's GRPOTrainer takes `taskpack.trl.reward_func(split)` among its reward_funcs:
-    its own reward step scores a HumanEval reference 1 and a wrong body 0, a numeric answer 1
-    and a wrong one 0, and a task taskpack does not score None (TRL's "no reward"); a training
-    step on the CPU (a tiny model made in the venv) logs the function's reward."""
+def _trl_set(tmp_path: Path) -> Any:
+    """`tmp_path/set`: HumanEval's first two tasks, a numeric one (`q`) and a rubric one
+    (`j`, which taskpack does not score); HumanEval's split returned."""
     from taskpack.importer import import_sources
 
     from .conftest import DATA
@@ -495,6 +493,15 @@ def test_trls_grpo_trainer_scores_with_taskpacks_reward_function(tmp_path: Path)
         {"id": "j", "prompt": "A poem.", "reward": judged},
     ]
     taskpack.write(tmp_path / "set", {"train": tasks}, name="mixed")
+    return he
+
+
+def test_trls_grpo_trainer_scores_with_taskpacks_reward_function(tmp_path: Path) -> None:
+    """TRL 1.16's GRPOTrainer takes `taskpack.trl.reward_func(split)` among its reward_funcs:
+    its own reward step scores a HumanEval reference 1 and a wrong body 0, a numeric answer 1
+    and a wrong one 0, and a task taskpack does not score None (TRL's "no reward"); a training
+    step on the CPU (a tiny model made in the venv) logs the function's reward."""
+    he = _trl_set(tmp_path)
     first = he[0]
     given = [
         {"id": first.id, "completion": f"```python\n{first.instruction}{first.solution}```"},
@@ -516,19 +523,7 @@ def test_a_trl_export_is_what_trls_trainers_load_and_step_on(tmp_path: Path) -> 
     datasets; GRPOTrainer with the reward function the export ships scores a HumanEval
     reference 1 and a wrong body 0, a numeric answer 1 and a wrong one 0, a rubric task None,
     and steps on the CPU; SFTTrainer steps on the rows' prompt and completion."""
-    from taskpack.importer import import_sources
-
-    from .conftest import DATA
-
-    import_sources(tmp_path / "he", {"train": [str(DATA / "humaneval" / "HumanEval.jsonl.gz")]},
-                   "humaneval", name="he")  # fmt: skip
-    he = taskpack.open(tmp_path / "he").split("train")
-    judged = {"kind": "rubric", "criteria": [{"description": "It rhymes"}]}
-    tasks = [he[i].model_dump() for i in range(2)] + [
-        {"id": "q", "prompt": "2 + 2?", "answer": "4", "reward": {"kind": "numeric_match"}},
-        {"id": "j", "prompt": "A poem.", "reward": judged},
-    ]
-    taskpack.write(tmp_path / "set", {"train": tasks}, name="mixed")
+    he = _trl_set(tmp_path)
     export(taskpack.open(tmp_path / "set"), "trl", tmp_path / "trl")
     rows = [
         json.loads(line) for line in (tmp_path / "trl" / "train.jsonl").read_text().splitlines()
