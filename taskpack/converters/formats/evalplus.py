@@ -49,7 +49,14 @@ plus inputs, the candidate's output must match the reference solution's ({how}).
 
 import copy
 import json
+import time
 
+# Each input's call may take the reference's own time on it, LIMIT_FACTOR over, at least
+# MIN_LIMIT seconds (EvalPlus's defaults); the whole run, references included, up to
+# TASKPACK_TIMEOUT_SEC, so a slow machine slows the reference without failing the candidate.
+MIN_LIMIT = 1.0
+LIMIT_FACTOR = 4.0
+TASKPACK_TIMEOUT_SEC = 900
 ENTRY = {entry!r}
 ATOL = {atol!r}
 RULE = {rule!r}
@@ -133,8 +140,12 @@ def check(candidate):
     reference = scope[ENTRY]
     for raw in INPUTS:
         args = [_shaped(a, SHAPES[i] if i < len(SHAPES) else None) for i, a in enumerate(raw)]
+        start = time.perf_counter()
         expected = reference(*copy.deepcopy(args))
-        got = candidate(*copy.deepcopy(args))
+        # EvalPlus's limit for this input: its reference's own time, a factor over, a floor
+        limit = max(MIN_LIMIT, LIMIT_FACTOR * (time.perf_counter() - start))
+        call = candidate.within(limit) if hasattr(candidate, "within") else candidate
+        got = call(*copy.deepcopy(args))
         assert _same(got, expected, args), "input " + repr(raw)[:200]
 '''
 
