@@ -11,7 +11,7 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -107,16 +107,16 @@ def _write_all(
     by_split: dict[str, list[Path]] = {}
     with staged_output(out, overwrite) as tmp:
         for name, tasks in splits.items():
-            target.pass_rates = pass_rates.get(name, {})
+            # the split's own target: its pass rates and progress, the loss report shared
+            mine = replace(target, pass_rates=pass_rates.get(name, {}))
             if target_format.write_later is not None and isinstance(tasks, Split):
-                target.written = ticks(len(tasks), name)
+                mine = replace(mine, written=ticks(len(tasks), name))
                 later = counted(tasks.later(), name, None)  # built by the processes writing them
-                files = target_format.write_later(later, tmp, name, target)
-                if target.written is not None:
-                    target.written(len(tasks))  # whatever is left: the bar ends, and closes
-                    target.written = None
+                files = target_format.write_later(later, tmp, name, mine)
+                if mine.written is not None:
+                    mine.written(len(tasks))  # whatever is left: the bar ends, and closes
             else:
-                files = target_format.write(counted(tasks, name), tmp, name, target)
+                files = target_format.write(counted(tasks, name), tmp, name, mine)
             by_split[name] = [out.absolute() / p.relative_to(tmp) for p in files]
             written += [out / p.relative_to(tmp) for p in files]
         configs = target_format.trainer_configs
