@@ -234,10 +234,10 @@ def test_every_humaneval_reference_passes_and_no_solution_fails(data_dir: Path) 
 
 def test_evalplus_gives_each_input_a_limit_from_its_reference(tmp_path: Path) -> None:
     """EvalPlus's rule: an input's call may take its reference's own time, 4 times over, at
-    least 1 s; the whole run (references included) has 900 s, so a machine slow enough to
-    slow the reference never fails a candidate as fast. A candidate much slower than the
-    reference fails on its limit, where the old whole-test 60 s let it pass; a call past its
-    limit leaves no stale reply for the next call to read."""
+    least 5 s (the process boundary's floor); the whole run (references included) has 900 s,
+    so a machine slow enough to slow the reference never fails a candidate as fast. A
+    candidate much slower than the reference fails on its limit, where the old whole-test
+    60 s let it pass; a call past its limit leaves no stale reply for the next call."""
     from taskpack.converters.formats.evalplus import to_task
 
     row = {
@@ -249,7 +249,7 @@ def test_evalplus_gives_each_input_a_limit_from_its_reference(tmp_path: Path) ->
     tests = task["files"][0]["data"].decode()
     spec = task["reward"]
     fast = "import time\ndef f(x):\n    time.sleep(0.05)\n    return x * 2\n"
-    slow = "import time\ndef f(x):\n    time.sleep(5)\n    return x * 2\n"
+    slow = "import time\ndef f(x):\n    time.sleep(30)\n    return x * 2\n"
     assert _grade.reply_score(spec, None, fast, tests) == 1.0
     assert _grade.reply_score(spec, None, slow, tests) == 0.0
     assert _grade._declared_budget(tests) == 900

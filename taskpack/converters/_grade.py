@@ -75,7 +75,8 @@ def read_answer() -> str:
 # graded in bounded time and memory, and no number literal is ever built past these bounds.
 MAX_DIGITS = 1000  # significant digits and exponent of a number compared exactly
 MAX_FORM = 1 << 14  # characters of an answer read as one number or formula
-TAIL = 1 << 16  # a reply's last characters, where its last number or box is looked for
+TAIL = 1 << 16  # a reply's last characters, where its answer (a box, a line) is looked for
+NUMBER_TAIL = 1 << 12  # of an answer's text, where its last number is looked for
 _UNWRAP = 8  # \boxed{$...$} layers taken off an answer
 _PARTS = re.compile(r"([-+]?)(\d*)(?:\.(\d*))?(?:[eE]([-+]?)(\d+))?")
 
@@ -143,12 +144,12 @@ def exact_number(text: str) -> Fraction | str | None:
 def as_number(text: str) -> Fraction | str | None:
     """The number an answer gives: the whole text if it is one, else the last number in it
     (a worked answer ends with its result, as GSM8K's grader reads it), looked for in its
-    last TAIL characters, cut where no number is."""
+    last NUMBER_TAIL characters, cut where no number is."""
     whole = exact_number(text)
     if whole is not None:
         return whole
-    if len(text) > TAIL:
-        text = text[-TAIL:]
+    if len(text) > NUMBER_TAIL:
+        text = text[-NUMBER_TAIL:]
         text = text[next((i for i, c in enumerate(text) if c.isspace()), len(text)) :]
     found = _NUMBER.findall(text)
     return exact_number(found[-1]) if found else None

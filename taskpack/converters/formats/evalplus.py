@@ -51,10 +51,12 @@ import copy
 import json
 import time
 
-# Each input's call may take the reference's own time on it, LIMIT_FACTOR over, at least
-# MIN_LIMIT seconds (EvalPlus's defaults); the whole run, references included, up to
-# TASKPACK_TIMEOUT_SEC, so a slow machine slows the reference without failing the candidate.
-MIN_LIMIT = 1.0
+# Each input's call may take the reference's own time on it, LIMIT_FACTOR over (EvalPlus's
+# factor), at least MIN_LIMIT seconds: above EvalPlus's 1 s floor, as the candidate's result
+# crosses a process boundary here (pickled back), which on a loaded machine takes seconds for
+# a large one. The whole run, references included, has TASKPACK_TIMEOUT_SEC, so a slow machine
+# slows the reference without failing the candidate.
+MIN_LIMIT = 5.0
 LIMIT_FACTOR = 4.0
 TASKPACK_TIMEOUT_SEC = 900
 ENTRY = {entry!r}
