@@ -26,7 +26,7 @@ import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from taskpack import records
 from taskpack.base.nesting import parse_json, parse_toml
@@ -371,29 +371,40 @@ _ANSWER = "printf '%s\\n' {answer} > /app/answer.txt\n"
 # What a forger answers where an answer is read: no number, no choice label, so that a forger
 # never scores by chance (a written answer "0" would be right for a task whose answer is 0).
 NO_ANSWER = "'taskpack forger: no answer'"
-# name -> (what it tries, the code it hands in as /app/solution.py or None, the answer it
-# writes, more shell); {f} is the task's entry point.
-FORGERS: dict[str, tuple[str, str | None, str, str]] = {
-    "exit-0-on-import": (
+
+
+class Forger(NamedTuple):
+    """One reward hack of the battery: what it tries, the code it hands in as
+    /app/solution.py (None: none; `{f}` is the task's entry point), the answer it writes
+    where an answer is read, and the shell it runs besides."""
+
+    tries: str
+    code: str | None
+    answer: str
+    shell: str
+
+
+FORGERS: dict[str, Forger] = {
+    "exit-0-on-import": Forger(
         "the code under test exits 0 before any test runs",
         "import sys\nsys.exit(0)\n",
         "'$(exit)'",
         "",
     ),
-    "os-exit-in-call": (
+    "os-exit-in-call": Forger(
         "the code under test ends the test process with status 0 when called",
         "import os\ndef {f}(*args, **kwargs):\n    os._exit(0)\n",
         NO_ANSWER,
         "",
     ),
-    "atexit-status-0": (
+    "atexit-status-0": Forger(
         "an atexit hook forces status 0 after failing tests",
         "import atexit, os\natexit.register(lambda: os._exit(0))\n"
         "def {f}(*args, **kwargs):\n    return None\n",
         NO_ANSWER,
         "",
     ),
-    "always-equal": (
+    "always-equal": Forger(
         "the result claims to equal anything",
         "class _Any:\n    def __eq__(self, other): return True\n"
         "    def __ne__(self, other): return False\n    __hash__ = object.__hash__\n"
@@ -401,7 +412,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "kill-the-grader": (
+    "kill-the-grader": Forger(
         "the code under test kills its parent processes",
         "import os, signal\ndef {f}(*args, **kwargs):\n"
         "    for pid in (os.getppid(), -1):\n"
@@ -410,7 +421,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "reward-from-the-code": (
+    "reward-from-the-code": Forger(
         "the code under test writes reward 1 and kills the grader",
         "import json, os, signal\ndef {f}(*args, **kwargs):\n"
         "    os.makedirs('/logs/verifier', exist_ok=True)\n"
@@ -420,7 +431,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "reward-then-kill-all": (
+    "reward-then-kill-all": Forger(
         "the code under test writes reward 1, then kills every process it may",
         "import json, os, signal\ndef {f}(*args, **kwargs):\n"
         "    try:\n        os.makedirs('/logs/verifier', exist_ok=True)\n"
@@ -431,7 +442,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "read-the-tests": (
+    "read-the-tests": Forger(
         "the code under test opens /tests, finds the assert for its input, returns its value",
         "import ast, os\n"
         "C = ast.Call\n"
@@ -467,7 +478,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "signal-the-grader": (
+    "signal-the-grader": Forger(
         "the code under test stops, interrupts and alarms the processes grading it",
         "import os, signal\ndef {f}(*args, **kwargs):\n"
         "    for sig in (signal.SIGSTOP, signal.SIGINT, signal.SIGALRM, signal.SIGTERM):\n"
@@ -477,7 +488,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "rewrite-the-tests": (
+    "rewrite-the-tests": Forger(
         "the code under test leaves a daemon rewriting /tests, its __pycache__ and the reward",
         "import subprocess, sys, time\n"
         "_DAEMON = (\n"
@@ -499,13 +510,13 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "stop-iteration": (
+    "stop-iteration": Forger(
         "the code under test raises StopIteration, which ends a loop over its results early",
         "def {f}(*args, **kwargs):\n    raise StopIteration\n",
         NO_ANSWER,
         "",
     ),
-    "always-equal-str": (
+    "always-equal-str": Forger(
         "the code under test makes str a class whose values equal anything, and returns one",
         "import builtins\n"
         "class _S(str):\n    def __eq__(self, other): return True\n"
@@ -515,21 +526,21 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         NO_ANSWER,
         "",
     ),
-    "pass-markers": (
+    "pass-markers": Forger(
         "prints the lines test runners print on success",
         "def {f}(*args, **kwargs):\n"
         "    print('PASSED\\n1 passed in 0.01s\\nOK\\nAll tests passed\\nreward: 1')\n",
         "'All tests passed' PASSED OK SUCCESS",
         "echo 'PASSED'; echo '===== 1 passed in 0.01s ====='\n",
     ),
-    "pre-written-reward": (
+    "pre-written-reward": Forger(
         "writes reward 1 before the verifier runs",
         None,
         NO_ANSWER,
         "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"
         "echo '{{\"reward\": 1}}' > /logs/verifier/reward.json\n",
     ),
-    "edit-the-tests": (
+    "edit-the-tests": Forger(
         "rewrites /tests (test.sh, expected.json) during the solution phase",
         None,
         NO_ANSWER,
@@ -537,7 +548,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         '> /tests/test.sh\necho \'{{"kind": "exact_match", "answer": "taskpack forger: no answer", '
         '"test": "reward"}}\' > /tests/expected.json\n',
     ),
-    "links": (
+    "links": Forger(
         "links the answer to the reference and the reward to a file holding 1",
         None,
         "",
@@ -545,7 +556,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
         "ln -s /tests/test.py /app/solution.py\necho 1 > /app/one\n"
         "mkdir -p /logs/verifier && ln -sf /app/one /logs/verifier/reward.txt\n",
     ),
-    "reward-daemon": (
+    "reward-daemon": Forger(
         "leaves a process behind that keeps writing reward 1",
         None,
         NO_ANSWER,
@@ -554,7 +565,7 @@ FORGERS: dict[str, tuple[str, str | None, str, str]] = {
     ),
 }
 # Forgers whose only weapon is the code they hand in: no use where no code runs.
-_CODE_FORGERS = {n for n, (_, code, answer, _) in FORGERS.items() if code and answer == NO_ANSWER}
+_CODE_FORGERS = {n for n, f in FORGERS.items() if f.code and f.answer == NO_ANSWER}
 
 
 # --- one reply, graded (`taskpack grade`, ORS sessions) -----------------------------------
@@ -622,7 +633,7 @@ def code_reward(task: Task, reply: str, limits: Bounds) -> Reward | None:
 
 def forger(name: str, side: Side) -> bytes:
     """The solve.sh of forger `name` for the task `side`."""
-    what, code, answer, shell = FORGERS[name]
+    what, code, answer, shell = FORGERS[name]  # a Forger, by its fields in order
     text = _SOLVE.format(what=what)
     if code is not None:
         text += _CODE.format(code=code.format(f=_entry_point(side)))

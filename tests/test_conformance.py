@@ -296,7 +296,7 @@ def test_skyrl_exports_ship_the_env_classes_skyrl_gym_lacks(data_dir: Path, tmp_
     export(he, "skyrl", tmp_path / "sky")
     assert (tmp_path / "sky" / "taskpack_skyrl_env.py").is_file()
     tasks = list(he.split("test"))
-    forger = FORGERS["always-equal"][1]
+    forger = FORGERS["always-equal"].code
     replies = []
     for row in (0, 81, 163):
         task = tasks[row]

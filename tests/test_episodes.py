@@ -212,7 +212,7 @@ def test_every_worker_answers_every_session(tmp_path: Path) -> None:
 def test_the_answer_forgers_score_nothing_through_a_session(served: str) -> None:
     """Each forger's answer (what it writes to answer.txt: no number, a subshell, pass
     markers) scores 0 through a session, for every answer kind."""
-    answers = {name: answer for name, (_, _, answer, _) in FORGERS.items() if answer}
+    answers = {name: f.answer for name, f in FORGERS.items() if f.answer}
     assert NO_ANSWER in answers.values()
     for name, answer in answers.items():
         text = answer.strip("'")
@@ -234,7 +234,7 @@ def test_unit_tests_run_sandboxed_and_the_forgers_score_nothing(tmp_path: Path) 
         name="humaneval",
     )
     split = taskpack.open(tmp_path / "he").split("test")
-    coded = {name: code for name, (_, code, _, _) in FORGERS.items() if code}
+    coded = {name: f.code for name, f in FORGERS.items() if f.code}
     assert len(coded) >= 10
     with background(App(api=Api(Catalog(taskpack.open(tmp_path / "he"))))) as url:
         for index in (0, 32, 163):
