@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from taskpack.storage.writer import TaskSetWriter
 if TYPE_CHECKING:
     from taskpack.model import Manifest
     from taskpack.registry.client import RegistryArg
+    from taskpack.storage.taskset import TaskSet
 
 
 @dataclass(frozen=True)
@@ -65,44 +67,15 @@ def mix(
     prefixed by its source's label, and keeps its pass rates. Each source is pinned by digest
     in the manifest. A source with no task is an error, never silently left out or
     repeated."""
-    if not parts:
-        raise TaskpackError("mix: no sources given")
-    bad = [p.ref for p in parts if not 0 <= p.weight < math.inf]
-    if bad:
-        raise TaskpackError(f"mix: {bad[0]}: a weight must be finite and 0 or more")
-    opened = [open_target(part.ref, registry) for part in parts]
-    named: dict[tuple[str, str, str], int] = {}  # one version's split, however it is named
-    for k, (part, ts) in enumerate(zip(parts, opened, strict=True)):
-        first = named.setdefault((ts.manifest.name, ts.manifest.digest, part.split), k)
-        if first != k:
-            raise TaskpackError(
-                f"mix: {part.ref} split {part.split!r} is named twice (also as "
-                f"{parts[first].ref}): give each source once, with the weight it should have"
-            )
-    labels: list[str] = []
-    for part, ts in zip(parts, opened, strict=True):
-        label = (
-            ts.manifest.name
-            if ts.manifest.name not in labels
-            else f"{ts.manifest.name}-{part.split}"
-        )
-        while label in labels:
-            label += "+"
-        labels.append(label)
-    for part, ts in zip(parts, opened, strict=True):
-        if part.split not in ts.splits:
-            raise TaskpackError(f"{ts.manifest.ref} has no split {part.split!r} ({ts.splits})")
-        if not len(ts.split(part.split)):
-            raise TaskpackError(f"mix: {ts.manifest.ref} split {part.split!r} has no task")
+    from taskpack.curation.mixture import draws
+
+    opened = _opened(parts, registry)
+    labels = _labels(parts, opened)
     mixed = [i for i, part in enumerate(parts) if not part.evaluation_only]
     if not mixed or not sum(parts[i].weight for i in mixed):
         raise TaskpackError("mix: no source to train on with a weight above 0")
-    from taskpack.curation.mixture import draws
-
     sizes = [len(opened[i].split(parts[i].split)) for i in mixed]
     order = draws(sizes, [parts[i].weight for i in mixed], seed, size)
-    from collections import Counter
-
     drawn = Counter(mixed[source] for source, _, _ in order)  # what each source gave
     entries = [
         {
@@ -117,23 +90,6 @@ def mix(
         }
         for i, (label, part, ts) in enumerate(zip(labels, parts, opened, strict=True))
     ]
-
-    def renamed(i: int, task: Any, repeat: int = 0) -> dict[str, Any]:
-        row: dict[str, Any] = task.model_dump()
-        row["id"] = f"{labels[i]}/{task.id}" + (f"~{repeat + 1}" if repeat else "")
-        return row
-
-    def by_id(i: int) -> dict[str, list[dict[str, Any]]]:
-        """Source `i`'s pass rates, per task id: they come with its tasks (a curriculum orders
-        a mixture by them, `export -W order=...`)."""
-        rows: dict[str, list[dict[str, Any]]] = {}
-        for row in opened[i].annotations(parts[i].split):
-            rows.setdefault(row["id"], []).append(row)
-        return rows
-
-    def carried(rates: dict[str, list[dict[str, Any]]], was: str, now: str) -> list[dict[str, Any]]:
-        return [{**row, "id": now} for row in rates.get(was, [])]
-
     with TaskSetWriter(
         target, name=name, version=version, description=description, overwrite=overwrite
     ) as writer:
@@ -143,26 +99,77 @@ def mix(
             options={"seed": seed, "size": size},
             mixture=entries,
         )
-        splits = [opened[i].split(parts[i].split) for i in mixed]
-        measured = [by_id(i) for i in mixed]
-        ids = [split.ids() for split in splits]
-        notes: list[dict[str, Any]] = []
+        sources = [_Source(labels[i], opened[i], parts[i].split) for i in range(len(parts))]
         with writer.split("train") as out:
+            notes: list[dict[str, Any]] = []
             for source, position, repeat in order:
-                row = renamed(mixed[source], splits[source][position], repeat)
-                out.add(row)
-                notes += carried(measured[source], ids[source][position], row["id"])
+                notes += sources[mixed[source]].add(out, position, repeat)
         writer.annotate("train", notes)
-        evaluation = [i for i, part in enumerate(parts) if part.evaluation_only]
+        evaluation = [sources[i] for i, part in enumerate(parts) if part.evaluation_only]
         if evaluation:
-            notes = []
             with writer.split("eval") as out:
-                for i in evaluation:
-                    rates = by_id(i)
-                    for task in opened[i].split(parts[i].split):
-                        row = renamed(i, task)
-                        out.add(row)
-                        notes += carried(rates, task.id, row["id"])
+                notes = []
+                for held in evaluation:
+                    for position in range(len(held.tasks)):
+                        notes += held.add(out, position)
             writer.annotate("eval", notes)
     assert writer.manifest is not None
     return writer.manifest
+
+
+def _opened(parts: Sequence[Part], registry: RegistryArg) -> list[TaskSet]:
+    """Each part's set, opened and checked: weights finite and 0 or more, no version's split
+    named twice, each split there and holding a task."""
+    if not parts:
+        raise TaskpackError("mix: no sources given")
+    bad = [p.ref for p in parts if not 0 <= p.weight < math.inf]
+    if bad:
+        raise TaskpackError(f"mix: {bad[0]}: a weight must be finite and 0 or more")
+    opened = [open_target(part.ref, registry) for part in parts]
+    named: dict[tuple[str, str, str], int] = {}  # one version's split, however it is named
+    for k, (part, ts) in enumerate(zip(parts, opened, strict=True)):
+        first = named.setdefault((ts.manifest.name, ts.manifest.digest, part.split), k)
+        if first != k:
+            raise TaskpackError(
+                f"mix: {part.ref} split {part.split!r} is named twice (also as "
+                f"{parts[first].ref}): give each source once, with the weight it should have"
+            )
+    for part, ts in zip(parts, opened, strict=True):
+        if part.split not in ts.splits:
+            raise TaskpackError(f"{ts.manifest.ref} has no split {part.split!r} ({ts.splits})")
+        if not len(ts.split(part.split)):
+            raise TaskpackError(f"mix: {ts.manifest.ref} split {part.split!r} has no task")
+    return opened
+
+
+def _labels(parts: Sequence[Part], opened: Sequence[TaskSet]) -> list[str]:
+    """Each source's label, which prefixes its tasks' ids: its set's name, `-split` where a
+    set gives two sources, and a `+` for each further repeat."""
+    labels: list[str] = []
+    for part, ts in zip(parts, opened, strict=True):
+        name = ts.manifest.name
+        label = name if name not in labels else f"{name}-{part.split}"
+        while label in labels:
+            label += "+"
+        labels.append(label)
+    return labels
+
+
+class _Source:
+    """One source's split as the mixture writes it: its tasks renamed by its label, each with
+    its pass rates (a curriculum orders a mixture by them, `export -W order=...`)."""
+
+    def __init__(self, label: str, ts: TaskSet, split: str) -> None:
+        self.label, self.tasks = label, ts.split(split)
+        self.ids = self.tasks.ids()
+        self.rates: dict[str, list[dict[str, Any]]] = {}
+        for row in ts.annotations(split):
+            self.rates.setdefault(row["id"], []).append(row)
+
+    def add(self, out: Any, position: int, repeat: int = 0) -> list[dict[str, Any]]:
+        """Task `position` written to `out` under its new id (`~2` marks its second time);
+        its pass rates, under that id."""
+        row: dict[str, Any] = self.tasks[position].model_dump()
+        row["id"] = f"{self.label}/{row['id']}" + (f"~{repeat + 1}" if repeat else "")
+        out.add(row)
+        return [{**rate, "id": row["id"]} for rate in self.rates.get(self.ids[position], [])]
