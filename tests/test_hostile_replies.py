@@ -61,9 +61,10 @@ FIXED = [
 
 
 def _cpu(call: Callable[[], float]) -> tuple[float, float]:
-    """(the result, the least CPU time of three calls): a reply's own cost, not a GC's."""
+    """(the result, the least CPU time of five calls): a reply's own cost, not a GC's or a
+    neighbour's on a loaded machine."""
     best, out = float("inf"), 0.0
-    for _ in range(3):
+    for _ in range(5):
         start = time.process_time()
         out = call()
         best = min(best, time.process_time() - start)
