@@ -54,7 +54,7 @@ _LAZY = {
     "pull": "registry.client",
     "versions": "registry.client",
     "diff": "changes",
-    "grade": "grading",
+    "grade": "rewards.grading",
     "import_sharded": "sharded",
     "merge": "merging",
     "verify": "storage.integrity",
@@ -69,10 +69,10 @@ if TYPE_CHECKING:
     from taskpack import trl
     from taskpack.changes import diff
     from taskpack.episode import load
-    from taskpack.grading import grade
     from taskpack.merging import merge
     from taskpack.model import Manifest, Message, Task, TaskFile
     from taskpack.registry.client import listing, open, publish, pull, versions
+    from taskpack.rewards.grading import grade
     from taskpack.sharded import import_sharded
     from taskpack.storage.integrity import verify
     from taskpack.storage.taskset import Split, TaskSet

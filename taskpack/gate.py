@@ -22,8 +22,8 @@ from taskpack.base.digests import PINS_SOURCE, version_digest
 from taskpack.base.provenance import CHECK_KEY, SANDBOX_CHECK, check_signature
 from taskpack.errors import TaskpackError
 from taskpack.exporter import export
+from taskpack.rewards.trials import FORGERS, Bounds, TaskCheck, check_export, planned
 from taskpack.storage.taskset import TaskSet
-from taskpack.trials import FORGERS, Bounds, TaskCheck, check_export, planned
 
 
 def checked(

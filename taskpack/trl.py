@@ -31,7 +31,8 @@ def reward_func(split: Split) -> Reward:
     instead of the export's `taskpack_reward` column."""
     import json
 
-    from taskpack.converters import reply_fields, trl_reward
+    from taskpack.converters import reply_fields
+    from taskpack.rewards.trl_hook import trl_reward
 
     held: dict[str, str] = {}
 

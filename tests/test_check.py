@@ -19,7 +19,7 @@ import taskpack
 from taskpack.cli import main
 from taskpack.exporter import convert_format, export
 from taskpack.importer import read_source
-from taskpack.trials import check_export, summary
+from taskpack.rewards.trials import check_export, summary
 
 from .conftest import REAL_SETS
 

@@ -415,8 +415,8 @@ def test_check_estimates_a_long_run_and_takes_limit_and_ids(
 ) -> None:
     """Before all forgers on 164 tasks it says how long, and how to sample; --limit and --ids
     pick the tasks (the checks themselves are stubbed: this is about what is asked)."""
-    import taskpack.trials
-    from taskpack.trials import FORGERS, planned, runs
+    import taskpack.rewards.trials
+    from taskpack.rewards.trials import FORGERS, planned, runs
 
     out = tmp_path / "h"
     convert = [
@@ -437,7 +437,7 @@ def test_check_estimates_a_long_run_and_takes_limit_and_ids(
         asked.update(kwargs)
         return []
 
-    monkeypatch.setattr(taskpack.trials, "check_export", stub)
+    monkeypatch.setattr(taskpack.rewards.trials, "check_export", stub)
     result = CliRunner().invoke(main, ["check", str(out), "-j", "2"])
     assert f"164 tasks: about {164 * (2 + len(FORGERS))} sandbox runs" in result.stderr
     assert "--sample K" in result.stderr

@@ -286,7 +286,7 @@ def test_skyrl_exports_ship_the_env_classes_skyrl_gym_lacks(data_dir: Path, tmp_
     each row's env class scores the reference code 1, no code 0 and a forger 0, as do
     multiple-choice and exact-match rows."""
     from taskpack.converters._verifier import solve_reference
-    from taskpack.trials import FORGERS
+    from taskpack.rewards.trials import FORGERS
 
     from .conftest import make_task
 
@@ -413,7 +413,7 @@ def test_verl_rlhf_dataset_loads_and_default_compute_score_grades(
     data_source, gives each reference 1 and each wrong answer 0: GSM8K from its source files,
     MATH-style tasks made here, and MATH files verl's script wrote, through a task set. On the
     MATH rows taskpack's math_match grader agrees with verl's scorer on every candidate."""
-    from taskpack.converters import _grade
+    from taskpack.rewards import grader
 
     export(gsm8k, "verl", tmp_path / "g", splits=("test",))
     taskpack.write(tmp_path / "m", {"test": MATH_TASKS}, name="m")
@@ -423,7 +423,7 @@ def test_verl_rlhf_dataset_loads_and_default_compute_score_grades(
     export(taskpack.open(tmp_path / "f"), "verl", tmp_path / "fo")
     files = [tmp_path / "g" / "test.parquet", tmp_path / "mo" / "test.parquet"]
     files.append(tmp_path / "fo" / "train.parquet")
-    env = {"TASKPACK_GRADE": str(Path(_grade.__file__))}
+    env = {"TASKPACK_GRADE": str(Path(grader.__file__))}
     result = run_check("verl", "check_verl.py", *map(str, files), env=env)
     assert result["rows"] == 1319 + len(MATH_TASKS) + 8
     assert result["data_sources"] == ["DigitalLearningGmbH/MATH-lighteval", "openai/gsm8k"]
@@ -575,18 +575,18 @@ def test_replies_are_read_as_verls_own_code_reads_them_or_the_difference_is_name
 ) -> None:
     """taskpack's reading of replies against verl 0.9.1's own functions on the same replies
     (run in its venv): they agree except on the classes named, each a choice taskpack makes."""
-    from taskpack.converters import _grade
+    from taskpack.rewards import grader
 
     replies = [r for r, _, _ in REPLIES] + [r for r, _ in CODE_REPLIES]
     (tmp_path / "replies.json").write_text(json.dumps(replies))
     theirs = run_check("verl", "check_verl_extraction.py", str(tmp_path / "replies.json"))["read"]
     for (reply, ours, differs), verl in zip(REPLIES, theirs[: len(REPLIES)], strict=True):
-        mine = _grade.extract_answer(reply).strip().rstrip(".")
+        mine = grader.extract_answer(reply).strip().rstrip(".")
         assert mine == ours, reply
-        same = _grade.math_form(mine) == _grade.math_form(str(verl["dapo"] or ""))
+        same = grader.math_form(mine) == grader.math_form(str(verl["dapo"] or ""))
         assert same == (differs is None), (reply, mine, verl["dapo"], differs)
     for (reply, differs), verl in zip(CODE_REPLIES, theirs[len(REPLIES) :], strict=True):
-        same = _grade.extract_code(reply, "f").strip() == verl["prime_code"].strip()
+        same = grader.extract_code(reply, "f").strip() == verl["prime_code"].strip()
         assert same == (differs is None), (reply, verl["prime_code"], differs)
 
 

@@ -15,9 +15,9 @@ import pytest
 
 import taskpack
 from taskpack.converters._verifier import solve_reference
+from taskpack.rewards.trials import FORGERS, NO_ANSWER
 from taskpack.serve import episodes
 from taskpack.serve.app import Api, App, Catalog, background
-from taskpack.trials import FORGERS, NO_ANSWER
 
 from .conftest import DATA, make_task
 

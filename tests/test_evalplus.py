@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taskpack.converters import _grade
 from taskpack.converters._verifier import solve_reference
 from taskpack.converters.formats.evalplus import argument_shapes
 from taskpack.exporter import convert_format
 from taskpack.importer import read_source
-from taskpack.trials import Bounds, check_task
+from taskpack.rewards import grader
+from taskpack.rewards.trials import Bounds, check_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evalplus"
 TASKS = {
@@ -74,7 +74,7 @@ def score(task: Any, code: str, tmp_path: Path) -> float:
     reward = task.reward
     spec = {"entry_point": reward.entry_point, "test_file": reward.test_file}
     tests = task.file(reward.test_file).read_bytes().decode()
-    return _grade.unit_test_score(spec, code, tests, str(tmp_path))
+    return grader.unit_test_score(spec, code, tests, str(tmp_path))
 
 
 def test_rows_map_to_unit_test_tasks() -> None:

@@ -1,4 +1,4 @@
-"""The graders taskpack writes into exported tasks (`_grade.py`), run in-process: numbers are
+"""The graders taskpack writes into exported tasks (`grader.py`), run in-process: numbers are
 compared as numbers, and code under test cannot make a failing test pass.
 
 The same graders run in the sandbox in tests/test_reward_integrity.py; these are the fast
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import taskpack
-from taskpack.converters import _grade
 from taskpack.converters._verifier import expected, solve_reference
 from taskpack.importer import import_sources, read_source
+from taskpack.rewards import grader
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ from taskpack.importer import import_sources, read_source
     ],
 )
 def test_numbers_compare_as_numbers(got: str, want: str, same: bool) -> None:
-    assert _grade.same_number(got, want, 0.0) is same
+    assert grader.same_number(got, want, 0.0) is same
 
 
 @pytest.mark.parametrize(
@@ -63,16 +63,16 @@ def test_numbers_compare_as_numbers(got: str, want: str, same: bool) -> None:
     ],
 )
 def test_math_answers_compare_as_mathematics(got: str, want: str, same: bool) -> None:
-    assert _grade.same_math(got, want) is same
+    assert grader.same_math(got, want) is same
     spec = {"kind": "math_match", "answer": want}
-    assert _grade.answer_score(spec, got) == (1.0 if same else 0.0)
+    assert grader.answer_score(spec, got) == (1.0 if same else 0.0)
 
 
 def test_a_number_is_read_whole_or_not_at_all() -> None:
-    assert _grade.exact_number("27.0") == 27
-    assert _grade.exact_number("1,080") == 1080
-    assert _grade.exact_number("The answer is 3") is None
-    assert _grade.exact_number("1/0") is None
+    assert grader.exact_number("27.0") == 27
+    assert grader.exact_number("1,080") == 1080
+    assert grader.exact_number("The answer is 3") is None
+    assert grader.exact_number("1/0") is None
 
 
 ADD = {"kind": "unit_tests", "entry_point": "add", "test_file": "test.py", "test": "t"}
@@ -99,8 +99,8 @@ CHEATS = {
 @pytest.mark.parametrize("case", sorted(CHEATS))
 def test_code_under_test_cannot_pass_failing_tests(case: str) -> None:
     spec = {**ADD, "timeout_sec": 5}
-    assert _grade.unit_test_score(spec, CHEATS[case], TESTS, "/tmp") == 0.0
-    assert _grade.unit_test_score(spec, "def add(a, b):\n    return a + b\n", TESTS, "/tmp") == 1.0
+    assert grader.unit_test_score(spec, CHEATS[case], TESTS, "/tmp") == 0.0
+    assert grader.unit_test_score(spec, "def add(a, b):\n    return a + b\n", TESTS, "/tmp") == 1.0
 
 
 def test_tests_see_the_results_as_data_and_the_solutions_standard_imports() -> None:
@@ -119,7 +119,7 @@ def test_tests_see_the_results_as_data_and_the_solutions_standard_imports() -> N
         "assert area(Pair(2, 3)) == 6\n"
     )
     spec = {**ADD, "entry_point": "f", "timeout_sec": 10}
-    assert _grade.unit_test_score(spec, solution, tests, "/tmp") == 1.0
+    assert grader.unit_test_score(spec, solution, tests, "/tmp") == 1.0
 
 
 # Sanitized MBPP's shape (Google's sanitized-mbpp.json: prompt, test_imports, a test that wraps
@@ -214,8 +214,8 @@ def test_every_mbpp_reference_passes_its_exported_tests(tmp_path: Path, columnar
         tests = task.file("test.py").read_bytes().decode()
         reference = solve_reference(task)
         assert reference is not None
-        assert _grade.unit_test_score(spec, reference, tests, "/tmp") == 1.0, task.id
-        assert _grade.unit_test_score(spec, "", tests, "/tmp") == 0.0, task.id
+        assert grader.unit_test_score(spec, reference, tests, "/tmp") == 1.0, task.id
+        assert grader.unit_test_score(spec, "", tests, "/tmp") == 0.0, task.id
 
 
 @pytest.mark.slow
@@ -227,7 +227,7 @@ def test_every_humaneval_reference_passes_and_no_solution_fails(data_dir: Path) 
         tests = task.file("test.py").read_bytes().decode()
         reference = solve_reference(task)
         assert reference is not None
-        if _grade.unit_test_score(spec, reference, tests, "/tmp") != 1.0:
+        if grader.unit_test_score(spec, reference, tests, "/tmp") != 1.0:
             failed.append(task.id)
     assert len(tasks) == 164 and failed == []
 
@@ -250,6 +250,6 @@ def test_evalplus_gives_each_input_a_limit_from_its_reference(tmp_path: Path) ->
     spec = task["reward"]
     fast = "import time\ndef f(x):\n    time.sleep(0.05)\n    return x * 2\n"
     slow = "import time\ndef f(x):\n    time.sleep(30)\n    return x * 2\n"
-    assert _grade.reply_score(spec, None, fast, tests) == 1.0
-    assert _grade.reply_score(spec, None, slow, tests) == 0.0
-    assert _grade._declared_budget(tests) == 900
+    assert grader.reply_score(spec, None, fast, tests) == 1.0
+    assert grader.reply_score(spec, None, slow, tests) == 0.0
+    assert grader._declared_budget(tests) == 900

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 import taskpack
 from taskpack.cli import main
-from taskpack.converters import _grade
 from taskpack.curation import annotate
+from taskpack.rewards import grader
 
 from .conftest import DATA
 
@@ -136,7 +136,7 @@ def test_annotate_reads_the_output_and_leaves_errors_out(
     ],
 )  # fmt: skip
 def test_code_is_read_as_the_field_reads_it(reply: str, code: str) -> None:
-    assert _grade.extract_code(reply, "f", 'def f(x):\n    """doc"""\n') == code
+    assert grader.extract_code(reply, "f", 'def f(x):\n    """doc"""\n') == code
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ def test_code_is_read_as_the_field_reads_it(reply: str, code: str) -> None:
     ],
 )
 def test_answers_are_read_as_the_field_reads_them(reply: str, answer: str) -> None:
-    assert _grade.extract_answer(reply) == answer
+    assert grader.extract_answer(reply) == answer
 
 
 @pytest.mark.slow

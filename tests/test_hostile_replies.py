@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import taskpack
-from taskpack.converters import _grade
 from taskpack.exporter import export
+from taskpack.rewards import grader
 
 CPU_BOUND = 0.010  # seconds of CPU a reply, the worst of every kind (the issue's bound)
 
@@ -108,7 +108,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> list[ModuleType]:
     ]
     modules = []
     for n, path in enumerate(found):
-        assert path.read_bytes() == Path(_grade.__file__).read_bytes()
+        assert path.read_bytes() == Path(grader.__file__).read_bytes()
         spec = importlib.util.spec_from_file_location(f"shipped_grade_{n}", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -119,7 +119,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> list[ModuleType]:
 
 def test_the_issues_replies_are_scored_in_bounds(shipped: list[ModuleType]) -> None:
     worst = {reply[:24]: 0.0 for reply in FIXED}
-    for grade in [_grade, *shipped]:
+    for grade in [grader, *shipped]:
         for reply in FIXED:
             worst[reply[:24]] = max(worst[reply[:24]], _check(grade, reply))
     slow = {k: round(v * 1000, 2) for k, v in worst.items() if v > CPU_BOUND}
@@ -144,9 +144,9 @@ def test_the_issues_replies_are_scored_in_bounds(shipped: list[ModuleType]) -> N
     ],
 )
 def test_numbers_past_the_bounds_compare_by_value_spelled(got: str, want: str, same: bool) -> None:
-    assert _grade.same_number(got, want, 0.0) is same
-    assert _grade.same_number(got, want, 1e-6) is same
-    score = _grade.answer_score({"kind": "math_match", "answer": want}, f"\\boxed{{{got}}}")
+    assert grader.same_number(got, want, 0.0) is same
+    assert grader.same_number(got, want, 1e-6) is same
+    score = grader.answer_score({"kind": "math_match", "answer": want}, f"\\boxed{{{got}}}")
     assert score == (1.0 if same else 0.0)
 
 
@@ -167,7 +167,7 @@ _TOKENS = [
 )
 def test_any_reply_of_the_fields_tokens_is_scored_in_bounds(parts: list[tuple[str, int]]) -> None:
     reply = "".join(token * n for token, n in parts)
-    assert _check(_grade, reply) <= CPU_BOUND, [(t, n) for t, n in parts]
+    assert _check(grader, reply) <= CPU_BOUND, [(t, n) for t, n in parts]
 
 
 def test_code_replies_that_cannot_compile_score_zero() -> None:
@@ -175,5 +175,5 @@ def test_code_replies_that_cannot_compile_score_zero() -> None:
     tests = "def check(f):\n    assert f(1) == 2\n"
     huge = "def f(x):\n" + " " * 10 + "x" * BIG
     for reply in ("def f(x):\x00 return x + 1", "(" * 200_000, huge):
-        assert _grade.reply_score(spec, None, reply, tests) == 0.0
-    assert _grade.reply_score(spec, None, "```python\ndef f(x):\n    return x + 1\n```", tests) == 1
+        assert grader.reply_score(spec, None, reply, tests) == 0.0
+    assert grader.reply_score(spec, None, "```python\ndef f(x):\n    return x + 1\n```", tests) == 1

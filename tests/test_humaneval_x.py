@@ -13,7 +13,7 @@ import pytest
 
 from taskpack.exporter import convert_format
 from taskpack.importer import read_source
-from taskpack.trials import Bounds, attempt, check_task, folder_side
+from taskpack.rewards.trials import Bounds, attempt, check_task, folder_side
 
 FIXTURES = Path(__file__).parent / "fixtures" / "humaneval_x"
 LANGS = ["cpp", "go", "java", "js", "python", "rust"]

@@ -22,7 +22,7 @@ from taskpack.cli import main
 from taskpack.converters._verifier import REWARD_FILES, with_exit_reward
 from taskpack.exporter import convert_format, export
 from taskpack.importer import read_source
-from taskpack.trials import FORGERS, Bounds, check_export, summary
+from taskpack.rewards.trials import FORGERS, Bounds, check_export, summary
 
 from .conftest import PYTHON_IMAGE, REAL_SETS, harbor_folder
 
@@ -248,7 +248,7 @@ def test_the_code_under_test_cannot_read_its_tests(tmp_path: Path) -> None:
     /tests/test.py, finds the assert for its input and returns the expected value) scores 0.
     With /tests left open to it, as the grader left it before, it scores 1 on all 5 tasks:
     the forger is real, and the battery would catch a grader that let it read."""
-    from taskpack.trials import attempt, folder_side, forger, score
+    from taskpack.rewards.trials import attempt, folder_side, forger, score
 
     reader, source, options = REAL_SETS["humaneval"]
     tasks = list(islice(read_source(source, reader, split="test", **options), 5))

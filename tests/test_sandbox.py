@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from taskpack.cli import main
-from taskpack.trials import Bounds, check_task
+from taskpack.rewards.trials import Bounds, check_task
 
 from .conftest import harbor_folder
 
@@ -141,8 +141,8 @@ def _peak_rss_of_a_check(folder: Path, limits: Bounds) -> tuple[int, int]:
     it waited for (the sandbox's), measured in a fresh process so that no earlier test's child
     counts."""
     code = (
-        "import resource, sys\nfrom pathlib import Path\nfrom taskpack.trials import Bounds, "
-        "check_task\n"
+        "import resource, sys\nfrom pathlib import Path\n"
+        "from taskpack.rewards.trials import Bounds, check_task\n"
         f"r = check_task(Path({str(folder)!r}), Bounds(**{vars(limits)!r}), adversarial=False)\n"
         "assert (r.oracle, r.null) == (0.0, 0.0), r\n"
         # VmHWM, not RUSAGE_SELF: Linux carries ru_maxrss across exec, so it would count the

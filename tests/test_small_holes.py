@@ -12,7 +12,7 @@ from click.testing import CliRunner
 import taskpack
 from taskpack.cli import main
 from taskpack.exporter import export
-from taskpack.trials import Bounds, Refused, check_task, parse_reward
+from taskpack.rewards.trials import Bounds, Refused, check_task, parse_reward
 
 from .conftest import harbor_folder, make_task
 

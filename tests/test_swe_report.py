@@ -18,6 +18,7 @@ from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
 from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
 
 from taskpack.converters import _swe_harness
+from taskpack.rewards import shipped
 
 pytestmark = pytest.mark.slow  # the real test runners, as subprocesses
 
@@ -132,11 +133,10 @@ def export(root: Path, repo: str) -> Path:
     (tests / "swe_report").mkdir(parents=True)
     logs.mkdir()
     script = _swe_harness._TEST.format(report=_swe_harness._REPORT.format(runner=runner))
-    here = Path(_swe_harness.__file__).parent
     for name, text in (
         ("test.sh", script),
-        ("grade_swebench.py", (here / "_swe_grade.py").read_text()),
-        ("swe_report/taskpack_swe_report.py", (here / "_swe_report.py").read_text()),
+        ("grade_swebench.py", shipped("swe").decode()),
+        ("swe_report/taskpack_swe_report.py", shipped("swe_report").decode()),
         ("swe_report/sitecustomize.py", _swe_harness._SITECUSTOMIZE.decode()),
         (
             "eval.sh",
@@ -249,5 +249,5 @@ def test_runs_nested_inside_the_tests_are_not_counted(tmp_path: Path) -> None:
 
 def test_the_report_module_is_python_3_5_syntax() -> None:
     """The oldest Python a SWE-bench image runs its tests with."""
-    source = (Path(_swe_harness.__file__).parent / "_swe_report.py").read_text()
+    source = shipped("swe_report").decode()
     ast.parse(source, feature_version=(3, 5))

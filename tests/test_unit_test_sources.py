@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import taskpack
-from taskpack.converters import _grade, reply_fields
+from taskpack.converters import reply_fields
 from taskpack.importer import import_sources
+from taskpack.rewards import grader
 
 from .conftest import DATA
 
@@ -36,7 +37,7 @@ def kodcode(tmp_path_factory: pytest.TempPathFactory) -> taskpack.TaskSet:
 def _score(task: taskpack.Task, reply: str) -> float:
     fields = reply_fields(task)  # type: ignore[arg-type]
     assert fields is not None
-    return _grade.reply_score(fields["reward"], None, reply, fields["tests"], fields["prompt"])
+    return grader.reply_score(fields["reward"], None, reply, fields["tests"], fields["prompt"])
 
 
 def test_kodcode_imports_every_row_with_its_tests_made_runnable(kodcode: taskpack.TaskSet) -> None:
@@ -107,7 +108,7 @@ def test_kodcode_in_check_every_reference_but_the_known_ones_scores_and_no_forge
     kodcode: taskpack.TaskSet, tmp_path: Path
 ) -> None:
     from taskpack.exporter import export
-    from taskpack.trials import check_export
+    from taskpack.rewards.trials import check_export
 
     export(kodcode, "harbor", tmp_path / "h")
     results = check_export(tmp_path / "h", None, 2, None, adversarial=True, sample=8)

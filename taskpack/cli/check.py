@@ -87,7 +87,7 @@ def check(
     import os
 
     from taskpack.base.progress import counted
-    from taskpack.trials import (
+    from taskpack.rewards.trials import (
         SECONDS_PER_RUN,
         Bounds,
         TaskCheck,
@@ -142,7 +142,7 @@ def check(
             named = "" if r.task_id == where.name else f" ({r.task_id})"
             click.echo(f"failed: {where}{named}: {r.reason}", err=True)
     if not as_json:
-        from taskpack.base.sandbox import memory_scope
+        from taskpack.rewards.sandbox import memory_scope
 
         click.echo("\n".join(summary(results)))
         click.echo(f"bounds: {memory} MiB of memory {memory_scope()}, {disk} MiB of disk")
@@ -201,7 +201,7 @@ def grade(
     block that defines the entry point, the last \\boxed{} or Answer: line. Answers are scored
     in process, Python unit tests in the sandbox; `error` (nothing could score it) is never a
     0, and `annotate` leaves it out of pass rates."""
-    from taskpack.grading import grade as run
+    from taskpack.rewards.grading import grade as run
 
     report = run(
         target, completions, out, split=split_name, jobs=jobs, timeout=timeout,

@@ -32,14 +32,7 @@ from taskpack.errors import TaskpackError, unknown
 if TYPE_CHECKING:  # the face's heavier parts, imported on first use (`__getattr__` below)
     from taskpack.converters._columnar.template import Batch
     from taskpack.converters._folders import folder_name, task_folders
-    from taskpack.converters._grade import (
-        answer_reply_score,
-        answer_score,
-        extract_code,
-        reply_score,
-    )
     from taskpack.converters._sources.chunk import NotColumnar
-    from taskpack.converters._trl_reward import trl_reward
     from taskpack.converters._verifier import (
         answer_reward,
         answer_spec,
@@ -61,13 +54,10 @@ __all__ = [
     "RowError",
     "Target",
     "WriteOptions",
-    "answer_reply_score",
     "answer_reward",
-    "answer_score",
     "answer_spec",
     "base_suffix",
     "export_splits",
-    "extract_code",
     "folder_name",
     "get",
     "graded",
@@ -79,12 +69,10 @@ __all__ = [
     "read_records",
     "reader",
     "reply_fields",
-    "reply_score",
     "rows_hint",
     "run_image",
     "task_folders",
     "tests_files",
-    "trl_reward",
     "writer",
 ]
 _LAZY = {
@@ -93,12 +81,7 @@ _LAZY = {
     "folder_name": "_folders",
     "task_folders": "_folders",
     "answer_reward": "_verifier",
-    "answer_score": "_grade",
-    "answer_reply_score": "_grade",
-    "extract_code": "_grade",
-    "reply_score": "_grade",
     "reply_fields": "_verifier",
-    "trl_reward": "_trl_reward",
     "answer_spec": "_verifier",
     "graded": "_verifier",
     "run_image": "_verifier",

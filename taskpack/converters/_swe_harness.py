@@ -18,11 +18,11 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from taskpack.converters._scripts import dockerfile, heredoc, quoted
 from taskpack.model import Task
+from taskpack.rewards import shipped
 
 NAMESPACE = "swebench"  # the harness's images on Docker Hub: swebench/sweb.eval.x86_64.<id>
 REPO_DIR = "/testbed"
@@ -78,7 +78,7 @@ class Plan:
 
     image: str
     eval_script: str
-    runner: str | None  # whose report `_swe_report` reads; None: the printed log
+    runner: str | None  # whose report `rewards/swe_report.py` reads; None: the printed log
     generic: bool  # graded by the harness's pytest parser, not the repository's own
     fail_to_pass: list[str]
     pass_to_pass: list[str]
@@ -201,7 +201,7 @@ def _generic_eval_script(record: dict[str, Any], names: list[str]) -> str:
 
 
 def runner(repo: str) -> str | None:
-    """Which runner's report `_swe_report` reads for `repo`; None for the harness's other
+    """Which runner's report `rewards/swe_report.py` reads for `repo`; None for the harness's other
     languages, whose runners it does not hook and whose printed log is all there is."""
     from swebench.harness.log_parsers import MAP_REPO_TO_PARSER_PY
 
@@ -221,7 +221,6 @@ def files(task: Task) -> dict[str, tuple[bytes, int]]:
         return _multi_files(task)
     record = instance(task)
     how = plan(task)
-    package = resources.files("taskpack.converters")
     graded: dict[str, Any] = {"FAIL_TO_PASS": how.fail_to_pass, "PASS_TO_PASS": how.pass_to_pass}
     graded.update({k: record[k] for k in ("instance_id", "repo", "version") if k in record})
     graded["runner"] = how.runner
@@ -235,10 +234,10 @@ def files(task: Task) -> dict[str, tuple[bytes, int]]:
         ),
         "tests/eval.sh": (how.eval_script.encode("utf-8"), 0o755),
         "tests/instance.json": ((json.dumps(graded, indent=2) + "\n").encode(), 0o644),
-        "tests/grade_swebench.py": (package.joinpath("_swe_grade.py").read_bytes(), 0o644),
+        "tests/grade_swebench.py": (shipped("swe"), 0o644),
     }
     if how.runner is not None:
-        report = package.joinpath("_swe_report.py").read_bytes()
+        report = shipped("swe_report")
         out["tests/swe_report/taskpack_swe_report.py"] = (report, 0o644)
         out["tests/swe_report/sitecustomize.py"] = (_SITECUSTOMIZE, 0o644)
     if task.solution is not None:
@@ -297,13 +296,12 @@ def _multi_files(task: Task) -> dict[str, tuple[bytes, int]]:
     workdir = (task.environment.workdir if task.environment else None) or REPO_DIR
     end, _ = heredoc("TASKPACK_TEST_PATCH", patch)
     test = _MULTI_TEST.format(end=end, test_patch=patch.rstrip("\n"))
-    package = resources.files("taskpack.converters")
     out = {
         "environment/Dockerfile": (dockerfile(image(task), workdir), 0o644),
         "tests/test.sh": (test.encode("utf-8"), 0o755),
         "tests/instance.json": ((json.dumps(graded, indent=2) + "\n").encode(), 0o644),
         "tests/grade_multi_swebench.py": (
-            package.joinpath("_multi_swe_grade.py").read_bytes(),
+            shipped("multi_swe"),
             0o644,
         ),
     }

@@ -1,6 +1,6 @@
 """What the formats whose reward is Python unit tests share (MBPP, KodCode, AceCode): which
 function the tests call, and test files written so that taskpack's grader runs them with the
-code under test in a child process (`_grade.unit_test_score`)."""
+code under test in a child process (`grader.unit_test_score`)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 verifier in `tests/` that writes /logs/verifier/reward.txt, an oracle `solution/solve.sh`, and
 the line of the instruction that says where the agent's work goes.
 
-Answers (exact, numeric, multiple choice) and Python unit tests are graded by `_grade.py`
+Answers (exact, numeric, multiple choice) and Python unit tests are graded by `rewards/grader.py`
 (standard library only) against `tests/expected.json`; the oracle writes the reference answer
 to /app/answer.txt or the reference code to /app/solution.py. A test command runs as it is and
 scores its exit code. What no script here can check (rubrics, judges) is a reported loss.
@@ -11,9 +11,7 @@ scores its exit code. What no script here can check (rubrics, judges) is a repor
 from __future__ import annotations
 
 import base64
-import functools
 import json
-from importlib import resources
 from typing import Any
 
 from taskpack import records
@@ -25,6 +23,7 @@ from taskpack.errors import TaskpackError
 from taskpack.model import (
     Task,
 )
+from taskpack.rewards import shipped
 
 ANSWER_FILE = "/app/answer.txt"
 CODE_FILE = "/app/solution.py"
@@ -72,7 +71,7 @@ cd /app && {command}
 
 
 def graded(task: Task) -> bool:
-    """Whether `_grade.py` checks this task's reward."""
+    """Whether `rewards/grader.py` checks this task's reward."""
     reward = task.reward
     if isinstance(reward, records.UnitTests):
         return reward.language == "python"
@@ -88,7 +87,7 @@ def graded(task: Task) -> bool:
 
 
 def answer_spec(task: Task) -> dict[str, Any]:
-    """What `_grade.answer_score` compares an answer with, for a graded task of an answer
+    """What `grader.answer_score` compares an answer with, for a graded task of an answer
     kind: the reference and its rule, plain data (a grader in another process takes it)."""
     if not graded(task) or isinstance(task.reward, records.UnitTests):
         raise TaskpackError(f"task {task.id!r}: its reward is not an answer compared as text")
@@ -96,7 +95,7 @@ def answer_spec(task: Task) -> dict[str, Any]:
 
 
 def reply_fields(task: Task) -> dict[str, Any] | None:
-    """What `_grade.reply_score` needs to score a reply to `task` in a trainer's own reward
+    """What `grader.reply_score` needs to score a reply to `task` in a trainer's own reward
     hook (the reward spec, the reference answer, a unit-test task's tests and prompt); None
     for a task taskpack's grader does not score."""
     reward = task.reward
@@ -111,9 +110,9 @@ def reply_fields(task: Task) -> dict[str, Any] | None:
 
 def answer_reward(task: Task, reply: str) -> float:
     """The reward of `reply` to a graded task of an answer kind, as its exported grader gives
-    it (`_grade.answer_reply_score`: its answer read by the field's rule, then compared): the
+    it (`grader.answer_reply_score`: its answer read by the field's rule, then compared): the
     text is compared, never run, so it is scored in process."""
-    from taskpack.converters._grade import answer_reply_score
+    from taskpack.rewards.grader import answer_reply_score
 
     return answer_reply_score(answer_spec(task), reply)
 
@@ -163,7 +162,7 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
     """The verifier files (name in tests/ -> bytes, mode) for a task from elsewhere."""
     reward = task.reward
     if graded(task):
-        grader = _grader()
+        grader = shipped("grader")
         # one line: json's C encoder (an indented dump is its Python one, 3x slower)
         spec = json.dumps(expected(task, test_name), ensure_ascii=False) + "\n"
         return {
@@ -175,11 +174,6 @@ def tests_files(task: Task, test_name: str, target: Target) -> dict[str, tuple[b
         return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command=reward.command)), 0o755)}
     target.losses.lost("reward (no check a folder export can run)", task)
     return {"test.sh": (with_exit_reward(_COMMAND_TEST.format(command="false")), 0o755)}
-
-
-@functools.cache
-def _grader() -> bytes:
-    return resources.files("taskpack.converters").joinpath("_grade.py").read_bytes()
 
 
 def is_wrapped(script: bytes) -> bool:

@@ -60,7 +60,7 @@ class OrsError(TaskpackError):
 
 def ungraded(task: Task) -> str | None:
     """Why a session cannot score `task` here, in one line; None when it can (`trials`)."""
-    from taskpack.trials import unscorable
+    from taskpack.rewards.trials import unscorable
 
     return unscorable(task)
 
@@ -124,7 +124,7 @@ def grade(task: Task, answer: str, slots: threading.BoundedSemaphore, graders: G
 
 
 def _sandboxed(task: Task, reply: str) -> float:
-    from taskpack.trials import Bounds, Refused, code_reward, score
+    from taskpack.rewards.trials import Bounds, Refused, code_reward, score
 
     try:
         reward = code_reward(task, reply, Bounds())
@@ -197,7 +197,7 @@ def _start_grader() -> tuple[Any, Any]:
 
 def _grader(conn: Any) -> None:
     """A grader process: (spec, answer) in, the reward out, until its pipe closes."""
-    from taskpack.converters import answer_reply_score
+    from taskpack.rewards.grader import answer_reply_score
 
     while True:
         try:

@@ -5,7 +5,7 @@ a wrong answer 0.0, for every row.
 
     python check_verl.py FILE.parquet [FILE.parquet ...]  ->  JSON on stdout
 
-With TASKPACK_GRADE set to taskpack's grader (`_grade.py`, standard library only), the MATH
+With TASKPACK_GRADE set to taskpack's grader (`grader.py`, standard library only), the MATH
 rows' candidates are also graded by its math_match rule, which must agree with verl's scorer
 on every one (`disagree` lists those that do not).
 """

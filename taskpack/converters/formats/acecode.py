@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from taskpack.converters._format import Format, Options
-from taskpack.converters._grade import extract_code
 from taskpack.converters._sources.records import Record, RowError, map_rows, need
 from taskpack.converters._sources.tables import iter_table_rows
 from taskpack.converters._unit_tests import entry_point
+from taskpack.rewards.grader import extract_code
 
 TEST_FILE = "test.py"
 _MAPPED = ("id", "question", "test_cases", "tests")

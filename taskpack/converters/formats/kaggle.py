@@ -151,7 +151,7 @@ class KaggleOptions(Options):
 
 def reward_kind(options: KaggleOptions, answer: str | None) -> str | None:
     """The reward kind of a row whose answer is `answer` (see the module's doc)."""
-    from taskpack.converters._grade import exact_number
+    from taskpack.rewards.grader import exact_number
 
     if options.multiple_choice:
         return "multiple_choice"

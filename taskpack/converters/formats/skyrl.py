@@ -28,12 +28,13 @@ from taskpack.converters._chat import read_messages, text_messages
 from taskpack.converters._columnar.fieldmap import FieldMap, Native, Ordinal
 from taskpack.converters._columnar.kinds import Chat, JsonFields, Same, Text
 from taskpack.converters._format import Format, FreeField, Target, WriteOptions
-from taskpack.converters._grade import ANSWER_KINDS
 from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints
 from taskpack.converters._verifier import graded
 from taskpack.model import Task
+from taskpack.rewards import shipped
+from taskpack.rewards.grader import ANSWER_KINDS
 
 ENV_CLASSES = {"numeric_match": "gsm8k"}
 REWARDS = {env: kind for kind, env in ENV_CLASSES.items()}
@@ -165,20 +166,20 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     """The split's Parquet; where a task needs an environment skyrl-gym does not ship, the
     module that registers it (`taskpack_skyrl_env.py`) and the grader it uses, beside it."""
     path = out / f"{target.options.file_names.get(split, split)}.parquet"
-    shipped: list[bool] = []
+    ships: list[bool] = []
 
     def noted(tasks: Iterable[Task]) -> Iterator[Task]:
         for task in tasks:
-            if not shipped and _shipped(task):
-                shipped.append(True)
+            if not ships and _shipped(task):
+                ships.append(True)
             yield task
 
     written = write_native(FORMAT, noted(tasks), to_row, target, path)
-    if not shipped:
+    if not ships:
         return written
-    modules = resources.files("taskpack.converters")
-    for name, source in (("taskpack_skyrl_env.py", _MODULE), ("taskpack_grade.py", "_grade.py")):
-        write_atomic(out / name, modules.joinpath(source).read_bytes())
+    env = resources.files("taskpack.converters").joinpath(_MODULE).read_bytes()
+    write_atomic(out / "taskpack_skyrl_env.py", env)
+    write_atomic(out / "taskpack_grade.py", shipped("grader"))
     return [*written, out / "taskpack_skyrl_env.py", out / "taskpack_grade.py"]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from taskpack.converters._format import Format, Target
 from taskpack.converters._rows import Hints, native_rows
 from taskpack.converters._verifier import reply_fields, solve_reference
 from taskpack.model import Task
+from taskpack.rewards import shipped
 
 HOOK = "taskpack_trl_reward.py"
 
@@ -58,9 +58,8 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     if not scored:
         return [path]
-    modules = resources.files("taskpack.converters")
-    for name, source in ((HOOK, "_trl_reward.py"), ("taskpack_grade.py", "_grade.py")):
-        write_atomic(out / name, modules.joinpath(source).read_bytes())
+    for name, module in ((HOOK, "trl_hook"), ("taskpack_grade.py", "grader")):
+        write_atomic(out / name, shipped(module))
     return [path, out / HOOK, out / "taskpack_grade.py"]
 
 

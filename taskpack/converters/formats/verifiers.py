@@ -62,6 +62,7 @@ from taskpack.converters._sources.tables import iter_table_rows
 from taskpack.converters._verifier import solve_reference
 from taskpack.errors import TaskpackError, require
 from taskpack.model import Task
+from taskpack.rewards import shipped
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
 SCORED = {"exact_match", "numeric_match", "math_match", "multiple_choice", "unit_tests"}
@@ -240,9 +241,9 @@ def _write_datasets(tasks: Iterable[Task], out: Path, split: str, target: Target
     finally:
         staged.unlink(missing_ok=True)
         shutil.rmtree(cache, ignore_errors=True)
-    modules = resources.files("taskpack.converters")
-    for source, name in (("_verifiers_env.py", ENV_MODULE), ("_grade.py", "taskpack_grade.py")):
-        (out / name).write_bytes(modules.joinpath(source).read_bytes())
+    env = resources.files("taskpack.converters").joinpath("_verifiers_env.py").read_bytes()
+    (out / ENV_MODULE).write_bytes(env)
+    (out / "taskpack_grade.py").write_bytes(shipped("grader"))
     return [out / split, out / f"{split}.parquet", out / ENV_MODULE]
 
 
@@ -341,7 +342,7 @@ def _write_taskset(tasks: Iterable[Task], out: Path, split: str, target: Target)
     converters = resources.files("taskpack.converters")
     files = {
         module / "__init__.py": converters.joinpath(_TEMPLATE).read_bytes(),
-        module / "taskpack_grade.py": converters.joinpath("_grade.py").read_bytes(),
+        module / "taskpack_grade.py": shipped("grader"),
         out / "pyproject.toml": _pyproject(name),
     }
     for path, body in files.items():

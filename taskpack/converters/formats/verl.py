@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ from taskpack.converters._rowfile import write_native
 from taskpack.converters._rows import Hints
 from taskpack.converters._verifier import reply_fields
 from taskpack.model import Task
+from taskpack.rewards import shipped
 
 HOOK = "taskpack_reward.py"  # the reward function shipped beside the Parquet (`_verl_reward`)
 HOOK_FIELD = "taskpack_reward"  # extra_info's field it reads a task's reward from
@@ -178,9 +178,8 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
     written = write_native(FORMAT, noted(tasks), to_row, target, out / f"{split}.parquet", placed)
     if not hooked:
         return written
-    modules = resources.files("taskpack.converters")
-    for name, source in ((HOOK, "_verl_reward.py"), ("taskpack_grade.py", "_grade.py")):
-        write_atomic(out / name, modules.joinpath(source).read_bytes())
+    for name, module in ((HOOK, "verl_hook"), ("taskpack_grade.py", "grader")):
+        write_atomic(out / name, shipped(module))
     return [*written, out / HOOK, out / "taskpack_grade.py"]
 
 

@@ -26,7 +26,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # beside an export, the grader is `taskpack_grade.py`; in taskpack's own tree, `_grade.py`
 _PATH = next(
     p
-    for p in (os.path.join(_HERE, "taskpack_grade.py"), os.path.join(_HERE, "_grade.py"))
+    for p in (os.path.join(_HERE, "taskpack_grade.py"), os.path.join(_HERE, "grader.py"))
     if os.path.exists(p)
 )
 _SPEC = importlib.util.spec_from_file_location("taskpack_grade", _PATH)

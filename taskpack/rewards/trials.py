@@ -5,7 +5,7 @@ with no solution, 0; and every forger of the battery (`FORGERS`: the reward hack
 find), 0. Against its source (`sources=`), the source task's own verifier runs on the same
 candidates and must give the same rewards (reward parity).
 
-Tasks run in `taskpack.base.sandbox`: /app (the workdir, built from the Dockerfile's COPY steps),
+Tasks run in `taskpack.rewards.sandbox`: /app (the workdir, built from the Dockerfile's COPY steps),
 /tests, /solution and /logs are folders on a bounded tmpfs, the root file system is this
 machine's /usr, read-only. That stands in for `python:*` base images only; a task that needs
 any other image, a build step (RUN), or several containers cannot be run here and is counted
@@ -30,10 +30,10 @@ from typing import Any, Literal, NamedTuple
 
 from taskpack import records
 from taskpack.base.nesting import parse_json, parse_toml
-from taskpack.base.sandbox import SandboxError, files, run
 from taskpack.converters import task_folders
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
+from taskpack.rewards.sandbox import SandboxError, files, run
 
 # Images whose toolchain this machine has under /usr (which the sandbox binds read-only): a task
 # naming one runs here with the host's toolchain standing in for the image's.
@@ -618,11 +618,11 @@ def _runnable(image: str) -> str | None:
 
 def code_reward(task: Task, reply: str, limits: Bounds) -> Reward | None:
     """A reply to a Python unit-test task, its code read by the field's rule
-    (`converters.extract_code`: the fenced block defining the entry point, a body joined to
+    (`grader.extract_code`: the fenced block defining the entry point, a body joined to
     the prompt), graded by the task's own verifier in the sandbox. Raises Refused when the
     verifier timed out or wrote no reward it can stand behind, SandboxError when the sandbox
     cannot start."""
-    from taskpack.converters import extract_code
+    from taskpack.rewards.grader import extract_code
 
     assert isinstance(task.reward, records.UnitTests)
     code = extract_code(reply, task.reward.entry_point, task.instruction)

@@ -10,8 +10,8 @@ one split; any other key is carried through). Each output line is the input line
   wrote no reward, a reward kind nothing here scores). An error is never a 0: `annotate`
   leaves it out of pass rates and counts it.
 
-A completion is read as the field reads a model's reply (`converters.extract_code`, the
-answer rule of `_grade`): reasoning dropped, the last fenced block defining the entry point,
+A completion is read as the field reads a model's reply (`grader.extract_code`, the
+answer rule of `grader`): reasoning dropped, the last fenced block defining the entry point,
 the last `\\boxed{}` or `Answer:` line. Answer kinds are scored in process; Python unit tests
 in the sandbox `check` uses. Lines are graded `jobs` at a time and written in their order as
 they come, so an output that exists is continued where it stopped, never redone.
@@ -65,10 +65,10 @@ class Graded:
 
 def score(task: Task, completion: str, timeout: float = 120.0) -> Outcome:
     """One completion against `task`'s own verifier (see the module's doc)."""
-    from taskpack.base.sandbox import SandboxError
     from taskpack.converters import answer_reward
-    from taskpack.trials import Bounds, NotRunnable, Refused, code_reward, unscorable
-    from taskpack.trials import score as reward_of
+    from taskpack.rewards.sandbox import SandboxError
+    from taskpack.rewards.trials import Bounds, NotRunnable, Refused, code_reward, unscorable
+    from taskpack.rewards.trials import score as reward_of
 
     why = unscorable(task)
     if why is not None:
