@@ -57,6 +57,10 @@ FIXED = [
     "(" * BIG,
     "1," * (BIG // 2),
     "\\frac{" * 100_000 + "1" + "}{2}" * 100_000,
+    # an answer line's spaces that two repeats could share (18 s and 10 s of CPU before)
+    "answer" + " " * 60_000 + "y",
+    "Answer: the final answer is " + " " * 60_000 + "x",
+    "Final Answer: The final answer is " + "." * 60_000 + " I hope it is correct.",
 ]
 
 
@@ -153,7 +157,8 @@ def test_numbers_past_the_bounds_compare_by_value_spelled(got: str, want: str, s
 _TOKENS = [
     "9", "0", "1", "e", "E", "-", "+", ".", ",", "/", "\\boxed{", "\\fbox{", "{", "}", "$",
     "\\frac{", "}{", "\\(", "\\)", "%", "```", "```python\n", "<think>", "</think>", "\x00",
-    "\ud800", "\u2028", " ", "\n", "A", "Answer:", "\\left(", "\\text{",
+    "\ud800", "\u2028", " ", "\n", "A", "Answer:", "\\left(", "\\text{", "answer", "is",
+    "The final answer is ", "I hope it is correct.", "*",
 ]  # fmt: skip
 
 
@@ -168,6 +173,22 @@ _TOKENS = [
 def test_any_reply_of_the_fields_tokens_is_scored_in_bounds(parts: list[tuple[str, int]]) -> None:
     reply = "".join(token * n for token, n in parts)
     assert _check(grader, reply) <= CPU_BOUND, [(t, n) for t, n in parts]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "```" + "a" * BIG,
+        "```" + " " * BIG,
+        "```\n" * (BIG // 4),
+        ("```py" + " " * 50) * (BIG // 55),
+    ],
+)
+def test_code_is_read_out_of_any_reply_in_bounds(reply: str) -> None:
+    """A fence's info string read by one class: "```" and a megabyte without a newline took
+    4 s for 60 KB (quadratic) before."""
+    _, cpu = _cpu(lambda: float(len(grader.extract_code(reply, "f", "def f(x):\n"))))
+    assert cpu <= 50 * CPU_BOUND, cpu
 
 
 def test_code_replies_that_cannot_compile_score_zero() -> None:

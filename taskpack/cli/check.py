@@ -172,9 +172,25 @@ def _source_tasks(
 @click.argument("target")
 @click.argument("completions", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
-    "-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
     help="JSON Lines out: each input line with `reward`, `status` (pass, fail, error) and "
-    "`reason`. One that exists is continued where it stopped.",
+    "`reason`. One that exists is continued where it stopped. Required but with --compare.",
+)
+@click.option(
+    "--profile",
+    default="taskpack",
+    show_default=True,
+    help="The rule math tasks (math_match, numeric_match) are scored by: taskpack (the task's "
+    "own verifier), math-dapo, math-reward (verl 0.9.1's), math-verify (the math-verify "
+    "package, `pip install 'taskpack[math]'`).",
+)
+@click.option(
+    "--compare", is_flag=True,
+    help="Score the math completions by every profile and print where they part, by the "
+    "class of the gold answer, with examples (no output file).",
 )  # fmt: skip
 @click.option(
     "--split", "-s", "split_name", help="The split of lines that name none (else found by id)."
@@ -189,7 +205,9 @@ def _source_tasks(
 def grade(
     target: str,
     completions: Path,
-    out: Path,
+    out: Path | None,
+    profile: str,
+    compare: bool,
     split_name: str | None,
     jobs: int | None,
     timeout: float,
@@ -201,10 +219,18 @@ def grade(
     block that defines the entry point, the last \\boxed{} or Answer: line. Answers are scored
     in process, Python unit tests in the sandbox; `error` (nothing could score it) is never a
     0, and `annotate` leaves it out of pass rates."""
-    from taskpack.rewards.grading import grade as run
+    from taskpack.rewards import grading
 
-    report = run(
+    if compare:
+        found = grading.compare(
+            target, completions, split=split_name, jobs=jobs, registry=registry, quiet=quiet
+        )
+        click.echo(found.table())
+        return
+    if out is None:
+        raise click.UsageError("give -o/--output (or --compare)")
+    report = grading.grade(
         target, completions, out, split=split_name, jobs=jobs, timeout=timeout,
-        registry=registry, quiet=quiet,
+        registry=registry, quiet=quiet, profile=profile,
     )  # fmt: skip
     click.echo(report.summary())

@@ -669,13 +669,19 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
 # reasoning (`<think>...</think>`) is dropped; code is the last fenced block that defines the
 # entry point, else the last fenced block, else the text, joined to the prompt when it only
 # continues it (HumanEval's harness runs prompt + completion); an answer is the last `\boxed{}`,
-# else a final `Answer:` line, else the text (a number is then its last number).
+# else a final `Answer:` line (Minerva's "Final Answer: The final answer is $X$. I hope it is
+# correct." gives X), else the text (a number is then its last number).
 ANSWER_KINDS = ("exact_match", "numeric_match", "math_match", "multiple_choice")
-_FENCE = re.compile(r"```[ \t]*[\w+#.-]*[^\n`]*\n(.*?)```", re.S)
+# Each pattern is linear in the reply: no two adjacent repeats can take the same character (a
+# fence's info string is one class; an answer line's end is stripped after, not matched).
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _ANSWER_LINE = re.compile(
-    r"^[ \t*#>_]*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:\uff1a][\s*]*(.+?)[\s*]*$",
+    r"^[ \t*#>_]*(?:the\s+)?(?:final\s+)?answer(?:\s*is)?\s*[:\uff1a][\s*]*(.+)$",
     re.I | re.M,
 )
+_LINE_END = " \t\r\f\v*"
+_MINERVA_HEAD = re.compile(r"the\s+final\s+answer\s+is\s+", re.I)
+_MINERVA_END = re.compile(r"\.?\s*I\s+hope\s+it\s+is\s+correct\.?\s*$", re.I)  # in 64 chars
 
 
 def visible(reply: str, window: int = TAIL) -> str:
@@ -716,7 +722,15 @@ def extract_answer(reply: str) -> str:
     if boxed is not None:
         return boxed
     lines = _ANSWER_LINE.findall(text)
-    return lines[-1] if lines else text
+    if not lines:
+        return text
+    said: str = lines[-1].rstrip(_LINE_END)
+    head = _MINERVA_HEAD.match(said)
+    if head is None:
+        return said
+    said = said[head.end() :]
+    end = _MINERVA_END.search(said[-64:])
+    return said[: len(said) - len(said[-64:]) + end.start()] if end else said
 
 
 def answer_reply_score(spec: dict[str, Any], reply: str) -> float:

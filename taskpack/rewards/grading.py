@@ -33,6 +33,14 @@ from taskpack import records
 from taskpack.base.nesting import parse_json
 from taskpack.errors import TaskpackError, unknown
 from taskpack.model import Task
+from taskpack.rewards.profiles import (
+    MATH_KINDS,
+    PROFILES,
+    Profile,
+    Unavailable,
+    answer_class,
+    start,
+)
 from taskpack.storage.taskset import TaskSet
 
 STATUSES = ("pass", "fail", "error")
@@ -63,8 +71,11 @@ class Graded:
         return f"graded {done} completions{again}: {by}; {rate:.1f} completions/s -> {self.out}"
 
 
-def score(task: Task, completion: str, timeout: float = 120.0) -> Outcome:
-    """One completion against `task`'s own verifier (see the module's doc)."""
+def score(
+    task: Task, completion: str, timeout: float = 120.0, profile: Profile | None = None
+) -> Outcome:
+    """One completion against `task`'s own verifier (see the module's doc), or for a math
+    task, against `profile`'s rule where one is given."""
     from taskpack.converters import answer_reward
     from taskpack.rewards.sandbox import SandboxError
     from taskpack.rewards.trials import Bounds, NotRunnable, Refused, code_reward, unscorable
@@ -73,6 +84,10 @@ def score(task: Task, completion: str, timeout: float = 120.0) -> Outcome:
     why = unscorable(task)
     if why is not None:
         return Outcome(None, "error", f"not scored here: {why}")
+    if profile is not None and task.reward is not None and task.reward.kind in MATH_KINDS:
+        same = profile.same(completion, gold(task))
+        why = "" if same else f"not the answer by profile {profile.name}"
+        return Outcome(float(same), "pass" if same else "fail", why)
     if not isinstance(task.reward, records.UnitTests):
         reward = answer_reward(task, completion)
         return Outcome(reward, "pass" if reward >= 1.0 else "fail")
@@ -100,15 +115,18 @@ def grade(
     timeout: float = 120.0,
     registry: Any = None,
     quiet: bool = True,
+    profile: str = "taskpack",
 ) -> Graded:
     """Grade every line of `completions` against the tasks of `target` (a folder or
     NAME@VERSION) into `out` (see the module's doc); `split` is the split of lines that name
-    none; `timeout`: seconds a verifier may run. Returns the counts; a line that names no
-    task, or has no completion, stops the run with one line naming it (what was graded
-    before it is kept, and a run again continues there)."""
+    none; `timeout`: seconds a verifier may run; `profile`: the rule math tasks are scored by
+    (`profiles.PROFILES`; the default is the task's own verifier). Returns the counts; a line
+    that names no task, or has no completion, stops the run with one line naming it (what was
+    graded before it is kept, and a run again continues there)."""
     from taskpack.base.progress import counted
     from taskpack.curation.steps import open_target
 
+    rule = None if profile == "taskpack" else _profile(profile)
     ts = open_target(target, registry)
     source, out = Path(completions), Path(out)
     done = _resume(out)
@@ -133,7 +151,7 @@ def grade(
                 if k <= done:
                     continue
                 row, task = _task(ts, text, f"{source}:{n}", split)
-                pending.append((row, pool.submit(score, task, row["completion"], timeout)))
+                pending.append((row, pool.submit(score, task, row["completion"], timeout, rule)))
                 flush(4 * width)
         finally:  # a bad line stops the run: what was graded before it is written first
             flush(0)
@@ -191,3 +209,119 @@ def _task(ts: TaskSet, text: str, where: str, split: str | None) -> tuple[dict[s
         )
     tasks = found[0][1]
     return row, tasks[tasks.position(task_id) or 0]
+
+
+def gold(task: Task) -> str:
+    """A math task's reference answer, as the profiles compare it."""
+    from taskpack.converters import answer_spec
+
+    return str(answer_spec(task)["answer"])
+
+
+def _profile(name: str) -> Profile:
+    try:
+        return start(name)
+    except KeyError as e:
+        raise TaskpackError(str(e.args[0])) from None
+    except Unavailable as e:
+        raise TaskpackError(str(e)) from None
+
+
+@dataclass
+class Comparison:
+    """Where the math profiles part on a completions file: per class of gold answer, how
+    many completions, how many each profile passes, how many not all agree on, and examples
+    of those (id, gold answer, the reply's end, the profiles that pass it)."""
+
+    profiles: list[str]
+    missing: dict[str, str]  # profile -> why it did not run
+    classes: dict[str, Counter[str]] = field(default_factory=dict)
+    examples: dict[str, list[tuple[str, str, str, list[str]]]] = field(default_factory=dict)
+    skipped: int = 0  # completions of tasks no profile scores (not math)
+
+    def add(self, task_id: str, answer: str, reply: str, passed: list[str]) -> None:
+        kind = answer_class(answer)
+        counts = self.classes.setdefault(kind, Counter())
+        counts["completions"] += 1
+        counts.update(passed)
+        if 0 < len(passed) < len(self.profiles):
+            counts["split"] += 1
+            shown = self.examples.setdefault(kind, [])
+            if len(shown) < 3:
+                end = " ".join(reply[-70:].split())
+                shown.append((task_id, answer, end, passed))
+
+    def table(self) -> str:
+        names = self.profiles
+        head = ["class", "completions", *names, "profiles part"]
+        rows = [
+            [kind, str(c["completions"]), *(str(c[n]) for n in names), str(c["split"])]
+            for kind, c in sorted(self.classes.items(), key=lambda kv: -kv[1]["split"])
+        ]
+        total: Counter[str] = sum(self.classes.values(), Counter())
+        rows.append(["all", str(total["completions"]), *(str(total[n]) for n in names),
+                     str(total["split"])])  # fmt: skip
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+        lines = [
+            "  ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)) for r in [head, *rows]
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        for kind, shown in self.examples.items():
+            lines.append(f"{kind}:")
+            for task_id, answer, end, passed in shown:
+                lines.append(f"  {task_id}: gold {answer!r}, reply ...{end!r}: "
+                             f"passed by {', '.join(passed)}")  # fmt: skip
+        lines += [f"not run: {n} ({why})" for n, why in self.missing.items()]
+        if self.skipped:
+            lines.append(f"{self.skipped} completions of tasks that are not math were left out")
+        return "\n".join(lines)
+
+
+def compare(
+    target: str | os.PathLike[str] | TaskSet,
+    completions: str | os.PathLike[str],
+    *,
+    split: str | None = None,
+    jobs: int | None = None,
+    registry: Any = None,
+    quiet: bool = True,
+) -> Comparison:
+    """Every math profile on every completion of a math task in `completions`: where they
+    part, by the class of the gold answer (`Comparison.table()` prints it). A profile whose
+    package is missing is named, with why, and left out."""
+    from taskpack.base.progress import counted
+    from taskpack.curation.steps import open_target
+
+    ready, missing = [], {}
+    for name in PROFILES:
+        try:
+            ready.append(start(name))
+        except Unavailable as e:
+            missing[name] = str(e)
+    ts = open_target(target, registry)
+    source = Path(completions)
+    total = sum(1 for _ in _lines(source))
+    report = Comparison([p.name for p in ready], missing)
+
+    def verdicts(reply: str, answer: str) -> list[str]:
+        return [p.name for p in ready if p.same(reply, answer)]
+
+    width = max(1, jobs or os.cpu_count() or 1)
+    pending: deque[tuple[str, str, str, Future[list[str]]]] = deque()
+    with ThreadPoolExecutor(width) as pool:
+
+        def flush(keep: int) -> None:
+            while len(pending) > keep:
+                task_id, answer, reply, future = pending.popleft()
+                report.add(task_id, answer, reply, future.result())
+
+        for n, text in counted(_lines(source), "compared", total, quiet):
+            row, task = _task(ts, text, f"{source}:{n}", split)
+            if task.reward is None or task.reward.kind not in MATH_KINDS:
+                report.skipped += 1
+                continue
+            answer, reply = gold(task), row["completion"]
+            pending.append((task.id, answer, reply, pool.submit(verdicts, reply, answer)))
+            flush(4 * width)
+        flush(0)
+    return report

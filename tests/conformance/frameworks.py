@@ -149,6 +149,14 @@ FRAMEWORKS = {
             "from verl.utils.reward_score import default_compute_score"
         ),
     ),
+    # verl 0.9.1's math graders (math_dapo, math_reward, math_verify: standard-library files,
+    # loaded by path, so no torch) beside the math-verify package its math_verify.py calls
+    "verl_math": Framework(
+        "3.11",
+        ("math-verify[antlr4_13_2]==0.9.0",),
+        no_deps=("verl==0.9.1",),
+        check="import math_verify, importlib.util; assert importlib.util.find_spec('verl')",
+    ),
 }
 
 

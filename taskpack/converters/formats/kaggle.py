@@ -80,10 +80,13 @@ class KaggleOptions(Options):
     choice_labels: list[str] = Field(
         default_factory=list, description="The labels of the choices, in order (comma-separated)."
     )
-    reward: Literal["auto", "exact_match", "numeric_match", "multiple_choice"] = Field(
-        default="auto",
-        description="How an answer is scored: auto is multiple choice with choice columns, else "
-        "numeric_match where the answer is a number, else exact_match.",
+    reward: Literal["auto", "exact_match", "numeric_match", "math_match", "multiple_choice"] = (
+        Field(
+            default="auto",
+            description="How an answer is scored: auto is multiple choice with choice "
+            "columns, else numeric_match where the answer is a number, else exact_match; "
+            "math_match compares LaTeX answers (MATH-500's `\\frac{14}{3}`).",
+        )
     )
     strip_headers: bool = Field(
         default=False, description="Strip stray spaces around header names before matching."
