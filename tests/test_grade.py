@@ -253,3 +253,57 @@ def test_evalplus_gives_each_input_a_limit_from_its_reference(tmp_path: Path) ->
     assert grader.reply_score(spec, None, fast, tests) == 1.0
     assert grader.reply_score(spec, None, slow, tests) == 0.0
     assert grader._declared_budget(tests) == 900
+
+
+# A reference fast on its first run and slow on its second: the machine slowed down between
+# the run that set the limit and the run that judges an overrun.
+_SLOWING = (
+    "import time\n_runs = [0]\ndef f(x):\n    _runs[0] += 1\n"
+    "    time.sleep(0.01 if _runs[0] % 2 else 6)\n    return x * 2\n"
+)
+_HANGS = "def f(x):\n    while True:\n        pass\n"
+
+
+def _slowing_task(solution: str) -> dict[str, object]:
+    from taskpack.converters.formats.evalplus import to_task
+
+    row = {"task_id": "Mbpp/901", "prompt": "", "entry_point": "f",
+           "canonical_solution": solution, "base_input": [[1]], "plus_input": []}  # fmt: skip
+    return to_task(row, "test", 0)
+
+
+@pytest.mark.slow
+def test_a_reference_that_overruns_its_own_limit_is_no_reward_not_a_zero(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Item 7 of issue 75: the candidate overran its 5 s limit, and the reference, run again,
+    overran it too: the machine is too slow to judge, so there is no reward (TRL's None,
+    `grade`'s error), never a 0. A reference fast again leaves the 0 standing."""
+    task = _slowing_task(_SLOWING)
+    tests, spec = task["files"][0]["data"].decode(), task["reward"]  # type: ignore[index]
+    assert grader.reply_outcome(spec, None, _HANGS, tests) is None
+    said = capsys.readouterr().err.strip()
+    assert said.startswith("taskpack: no reward: the reference itself took 6.0 s on input [1]")
+    assert said.endswith("over its limit of 5.0 s")
+    assert grader.reply_score(spec, None, _HANGS, tests) == 0.0  # verl, Verifiers: no None
+    assert capsys.readouterr().err.startswith("taskpack: no reward: ")
+    fine = _slowing_task("def f(x):\n    return x * 2\n")
+    tests = fine["files"][0]["data"].decode()  # type: ignore[index]
+    assert grader.reply_outcome(fine["reward"], None, _HANGS, tests) == 0.0  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+def test_grade_writes_error_where_the_sandboxed_reference_overran(tmp_path: Path) -> None:
+    """The same through `taskpack grade`: the sandbox's grader writes no reward and says why;
+    the row is an `error` with that reason, and the right answer still passes."""
+    task = _slowing_task(_SLOWING)
+    taskpack.write(tmp_path / "set", {"test": [task]}, name="slowing")
+    rows = [{"id": task["id"], "completion": _HANGS},
+            {"id": task["id"], "completion": "def f(x):\n    return x * 2\n"}]  # fmt: skip
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = taskpack.grade(tmp_path / "set", tmp_path / "c.jsonl", tmp_path / "o.jsonl", jobs=1)
+    out = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert [(r["status"], r["reward"]) for r in out] == [("error", None), ("pass", 1.0)]
+    assert out[0]["reason"].startswith("the reference itself took")
+    assert dict(report.counts) == {"error": 1, "pass": 1}

@@ -52,13 +52,21 @@ fi
 exit $_taskpack_status
 """
 # grade.py writes the reward last; if it did not finish (it crashed, or the code under test
-# killed it), any reward file there is not its, and the score is 0.
+# killed it), any reward file there is not its, and the score is 0. Its exit status 3 alone
+# (the code under test, another user, cannot give it that) means no reward can be stood
+# behind (the machine was too slow to judge; it printed why): no reward file, as Harbor reads
+# an error.
 _GRADE_TEST = f"""#!/bin/bash
 {WRAPPED} grade /app against the reference in /tests/expected.json (tests/grade.py,
 # standard library only); the reward is grade.py's alone.
 rm -f {REWARD_FILES}
 mkdir -p /logs/verifier
-if ! python3 /tests/grade.py; then
+python3 /tests/grade.py
+_taskpack_status=$?
+if [ $_taskpack_status -eq 3 ]; then
+    rm -f {REWARD_FILES}
+    exit 3
+elif [ $_taskpack_status -ne 0 ]; then
     rm -f {REWARD_FILES}
     echo 0 > /logs/verifier/reward.txt
 fi

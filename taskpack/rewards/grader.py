@@ -421,6 +421,17 @@ class Opaque:
         return f"<{self.kind} object of the code under test>"
 
 
+class Unscorable(Exception):
+    """No reward can be stood behind: the grader's own part failed, not the reply (a test's
+    reference overran the limit it sets the code under test, so this machine is too slow to
+    judge). Never a 0: `grade` writes `error`, TRL's hook gives None, the sandbox's grader
+    writes no reward and says why in one line starting with NO_REWARD."""
+
+
+NO_REWARD = "taskpack: no reward: "
+UNSCORED = 3  # the exit status of the in-sandbox grader that wrote no reward, and why
+
+
 class _Candidate:
     """The code under test, across a process boundary: `name(*args)` there, its result here as
     plain data, its exceptions as exceptions of the same built-in type."""
@@ -648,11 +659,14 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
         signal.setitimer(signal.ITIMER_REAL, timeout + 1)
     try:
         exec(compile(imports, "solution.py", "exec"), namespace)
+        namespace["Unscorable"] = Unscorable  # a test that can tell the machine was too slow
         namespace.update({name: candidate.function(name) for name in functions})
         entry = namespace[spec["entry_point"]]  # before the tests' own `check` may shadow it
         exec(compile(tests, spec["test_file"], "exec"), namespace)
         if callable(namespace.get("check")) and "def check" in tests:
             namespace["check"](entry)
+    except Unscorable:
+        raise
     except BaseException:  # noqa: BLE001 - any failure of a test, whatever made it fail
         return 0.0
     finally:
@@ -743,11 +757,28 @@ def answer_reply_score(spec: dict[str, Any], reply: str) -> float:
 def reply_score(
     reward: dict[str, Any], answer: Any, reply: str, tests: str = "", prompt: str = ""
 ) -> float:
+    """`reply_outcome` for a trainer with no "no reward" (verl, Verifiers, SkyRL): where
+    nothing could score the reply, 0.0, said in one line on stderr. Nothing raises out of it."""
+    found = reply_outcome(reward, answer, reply, tests, prompt)
+    return 0.0 if found is None else found
+
+
+def reply_outcome(
+    reward: dict[str, Any], answer: Any, reply: str, tests: str = "", prompt: str = ""
+) -> float | None:
     """A chat reply (not files in /app) against its task's reward, as the Verifiers modules
     taskpack exports score it, read by the rule above (`prompt`: the task's, which a code
     reply may continue); code runs against `tests` as `unit_test_score` runs it. Kinds no
-    reply can show: 0.0. A reward function calls this on whatever a policy wrote: nothing
-    raises out of it."""
+    reply can show: 0.0. None where nothing could score it (`Unscorable`, said in one line on
+    stderr). A reward function calls this on whatever a policy wrote: nothing raises."""
+    try:
+        return _reply_score(reward, answer, reply, tests, prompt)
+    except Unscorable as e:
+        print(f"{NO_REWARD}{e}", file=sys.stderr)
+        return None
+
+
+def _reply_score(reward: dict[str, Any], answer: Any, reply: str, tests: str, prompt: str) -> float:
     if not isinstance(reply, str):
         reply = "" if reply is None else str(reply)
     kind = reward.get("kind")
@@ -794,7 +825,11 @@ def main() -> int:
     for name in ("reward.txt", "reward.json"):  # nothing written before grading is read
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(LOGS, name))
-    score = score_app(spec)
+    try:
+        score = score_app(spec)
+    except Unscorable as e:  # no reward file: the verifier's run says why, in one line
+        print(f"{NO_REWARD}{e}", flush=True)
+        return UNSCORED
     if not math.isfinite(score):
         score = 0.0
     with open(os.path.join(LOGS, "reward.json"), "w") as f:

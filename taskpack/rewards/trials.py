@@ -33,6 +33,7 @@ from taskpack.base.nesting import parse_json, parse_toml
 from taskpack.converters import task_folders
 from taskpack.errors import TaskpackError
 from taskpack.model import Task
+from taskpack.rewards.grader import NO_REWARD
 from taskpack.rewards.sandbox import SandboxError, files, run
 
 # Images whose toolchain this machine has under /usr (which the sandbox binds read-only): a task
@@ -676,6 +677,10 @@ def attempt(
     verifier = report["verifier"]
     if verifier["timed_out"]:
         raise Refused(f"the verifier timed out after {limits.timeout:g} s")
+    said = [line for line in verifier["log"].splitlines() if line.startswith(NO_REWARD)]
+    if said and not {"reward.txt", "reward.json"} & set(verifier["reward"]):
+        # taskpack's grader could not stand behind a reward (nor its exit status): why
+        raise Refused(said[-1][len(NO_REWARD) :])
     return parse_reward(verifier["reward"], verifier["status"], side.from_exit)
 
 

@@ -9,9 +9,10 @@ TRL hands a reward function every dataset column by name: each row's `taskpack_r
 text: its reward spec, reference answer, and a unit-test task's tests and prompt) says how its
 completion is scored, by taskpack's reader and grader (reasoning dropped, the fenced block
 defining the entry point, the last `\\boxed{}`; code run against the tests in a child process
-that only answers their calls). A row taskpack does not score gets None, which TRL reads as
-"no reward from this function", never a 0. `taskpack.trl.reward_func(split)` scores the same
-way, from a split's tasks.
+that only answers their calls). A row taskpack does not score, or a reply nothing could score
+(a test's reference overran its own limit: the machine was too slow), gets None, which TRL
+reads as "no reward from this function", never a 0. `taskpack.trl.reward_func(split)` scores
+the same way, from a split's tasks.
 """
 
 from __future__ import annotations
@@ -50,14 +51,14 @@ def taskpack_reward(
             out.append(None)
             continue
         fields = json.loads(held) if isinstance(held, str) else held
-        score = grade.reply_score(
+        score = grade.reply_outcome(  # None where nothing could score it: TRL's "no reward"
             fields["reward"],
             fields.get("answer"),
             _text(completion),
             fields.get("tests") or "",
             fields.get("prompt") or "",
         )
-        out.append(float(score))
+        out.append(None if score is None else float(score))
     return out
 
 

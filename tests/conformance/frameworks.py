@@ -149,6 +149,13 @@ FRAMEWORKS = {
             "from verl.utils.reward_score import default_compute_score"
         ),
     ),
+    # EvalPlus's own harness: `sanitize` (how it reads code out of a reply) and
+    # `untrusted_check` (how it runs one), for the extraction comparison and bench/grade.py
+    "evalplus": Framework(
+        "3.11",
+        ("evalplus==0.3.1",),
+        check="from evalplus.sanitize import sanitize; from evalplus.eval import untrusted_check",
+    ),
     # verl 0.9.1's math graders (math_dapo, math_reward, math_verify: standard-library files,
     # loaded by path, so no torch) beside the math-verify package its math_verify.py calls
     "verl_math": Framework(
