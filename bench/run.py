@@ -39,6 +39,7 @@ FULL = [
     ("scale_out.py", ["--rows", "1000000", "--rounds", "3"]),
     ("scale_out.py", ["--nodes", "2", "--rows", "25000,100000,400000,1600000", "--rounds", "2"]),
     ("decontaminate.py", ["--copies", "4", "--rounds", "5"]),
+    ("grade.py", ["--tasks", "60"]),
 ]
 SERVE_QUICK = ["--flood-tasks", "10000", "--flood-seconds", "5", "--diff-tasks", "5000"]
 QUICK = [
@@ -74,6 +75,7 @@ QUICK = [
     ("scale_out.py", ["--rows", "20000", "--rounds", "1"]),
     ("scale_out.py", ["--nodes", "2", "--rows", "10000,40000", "--rounds", "1"]),
     ("decontaminate.py", ["--copies", "1", "--rounds", "1"]),
+    ("grade.py", ["--tasks", "10", "--no-math"]),
 ]
 
 
