@@ -284,7 +284,6 @@ def _answer_score(spec: dict[str, Any], got: str) -> float:
 _CANDIDATE = r"""
 import base64, collections, decimal, fractions, io, json, os, pickle, sys, types
 _job = json.loads(sys.stdin.buffer.read())
-os.chdir(_job["cwd"])
 sys.stdin.close()
 _requests, _replies = os.fdopen(int(sys.argv[1]), "rb"), os.fdopen(int(sys.argv[2]), "wb")
 _tests = types.ModuleType(_job["module"])
@@ -586,51 +585,32 @@ def _kill_leftovers(session: int, dropped: bool) -> None:
         os.waitpid(pid, 0)
 
 
-class _Started:
-    """A candidate interpreter, started and waiting for its job on stdin: it holds nothing of
-    any test until `_Child` hands it one, so one can be started ahead (`warm`)."""
-
-    def __init__(self) -> None:
+class _Child:
+    def __init__(self, solution: str, classes: str, test_name: str, cwd: str, module: str):
         import subprocess
 
-        self.owner = os.getpid()  # a process forked after it started must not take it
-        to_child, self.requests_fd = os.pipe()
-        self.replies_fd, from_child = os.pipe()
+        to_child, self_requests = os.pipe()
+        self_replies, from_child = os.pipe()
         self.drop = _as_candidate()
+        if self.drop and not os.stat(cwd).st_mode & 0o001:
+            cwd = "/"  # a folder the candidate's uid may enter
         log = _log_file()
+        job = {"solution": solution, "classes": classes, "test_name": test_name}
+        job["module"] = module
         args = [sys.executable, "-I", "-c", _CANDIDATE, str(to_child), str(from_child)]
-        common = {"stdin": subprocess.PIPE, "stdout": log, "stderr": log, "cwd": "/"}
+        common = {"stdin": subprocess.PIPE, "stdout": log, "stderr": log}
         common |= {"pass_fds": (to_child, from_child), "start_new_session": True}
         try:
             try:
-                self.process = subprocess.Popen(args, **common, **self.drop)
+                self.process = subprocess.Popen(args, cwd=cwd, **common, **self.drop)
             except PermissionError:  # this Python is out of the unprivileged uid's reach
                 self.drop = {}
-                self.process = subprocess.Popen(args, **common)
+                self.process = subprocess.Popen(args, cwd=cwd, **common)
         finally:
             os.close(to_child)
             os.close(from_child)
-
-
-_spare: list[_Started] = []  # the next candidate interpreter, where a process grades many
-
-
-class _Child:
-    def __init__(
-        self, solution: str, classes: str, test_name: str, cwd: str, module: str, warm: bool
-    ):
-        mine = [x for x in _spare if x.owner == os.getpid()]
-        _spare.clear()
-        started = mine[0] if mine else _Started()
-        if warm:  # the next one starts while this one is graded
-            _spare.append(_Started())
-        self.process, self.drop = started.process, started.drop
-        if self.drop and not os.stat(cwd).st_mode & 0o001:
-            cwd = "/"  # a folder the candidate's uid may enter
-        job = {"solution": solution, "classes": classes, "test_name": test_name, "cwd": cwd}
-        job["module"] = module
-        self.requests = os.fdopen(started.requests_fd, "wb")
-        self.replies = os.fdopen(started.replies_fd, "rb", buffering=0)
+        self.requests = os.fdopen(self_requests, "wb")
+        self.replies = os.fdopen(self_replies, "rb", buffering=0)
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(job).encode())
@@ -647,14 +627,10 @@ class _Child:
         _kill_leftovers(self.process.pid, bool(self.drop))
 
 
-def unit_test_score(
-    spec: dict[str, Any], solution: str, tests: str, cwd: str, warm: bool = False
-) -> float:
+def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -> float:
     """The code `solution` against the test code `tests`: 1.0 if every test passed. The tests
     run here; the code under test in a child process that only answers their calls, so
-    nothing it does (exiting 0, killing or hooking a process, printing) decides the score.
-    `warm`: this process grades many, so the next child's interpreter starts now, while this
-    one is graded (it waits for its job holding nothing)."""
+    nothing it does (exiting 0, killing or hooking a process, printing) decides the score."""
     import signal
     import time
     import types
@@ -668,7 +644,7 @@ def unit_test_score(
     # The tests' own module, by a name of its own: pickled arguments name their classes by it.
     module = types.ModuleType(f"taskpack_tests_{secrets.token_hex(8)}")
     sys.modules[module.__name__] = module
-    child = _Child(solution, classes, spec["test_file"], cwd, module.__name__, warm)
+    child = _Child(solution, classes, spec["test_file"], cwd, module.__name__)
     candidate = _Candidate(child, time.monotonic() + timeout)
 
     def timed_out(*_: Any) -> None:
@@ -811,7 +787,7 @@ def _reply_score(reward: dict[str, Any], answer: Any, reply: str, tests: str, pr
 
         code = extract_code(reply, reward.get("entry_point"), prompt)
         with tempfile.TemporaryDirectory() as tmp:
-            return unit_test_score(reward, code, tests, tmp, warm=True)
+            return unit_test_score(reward, code, tests, tmp)
     if kind not in ANSWER_KINDS:
         return 0.0
     labels = [c["label"] for c in reward.get("choices", [])]
