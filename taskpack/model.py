@@ -247,6 +247,25 @@ class UnitTests(_Model, records.UnitTests):
     test_file: RelPath
 
 
+class IoTests(_Model, records.IoTests):
+    """A program judged on input/output tests, as contest problems are (CodeContests, TACO,
+    APPS, LiveCodeBench, DeepCoder). `test_file` is JSON Lines, one test a line: the program's
+    standard input and the standard output expected (`{"input": ..., "output": ...}`), or with
+    `call`, the arguments of one call of that function (or `Solution` method) and the value
+    expected (`{"args": [...], "output": ...}`). Each run may take `time_limit_sec`; outputs
+    are compared by `compare` (`lcb`: LiveCodeBench's rule, the whole output and each line
+    stripped, then each line equal as text or as numbers). `special_judge`: more than one
+    output is right and no checker is given, so no comparison may score it."""
+
+    kind: Literal["io_tests"] = "io_tests"
+    language: Text = "python"
+    test_file: RelPath
+    call: Text | None = None
+    time_limit_sec: float = Field(default=6.0, gt=0, le=3600)
+    compare: Literal["lcb"] = "lcb"
+    special_judge: bool = False
+
+
 class SweTests(_Model, records.SweTests):
     """SWE-bench style: these tests must go from failing to passing, those must keep passing."""
 
@@ -294,6 +313,7 @@ Reward = Annotated[
     | MathMatch
     | MultipleChoice
     | UnitTests
+    | IoTests
     | SweTests
     | WeightedTests
     | TestCommand
@@ -504,7 +524,9 @@ class Task(_Model, records.Task):
         paths = {p for _, p in task_level}
         reward = self.reward
         referenced = {
-            "reward.test_file": reward.test_file if isinstance(reward, UnitTests) else None,
+            "reward.test_file": (
+                reward.test_file if isinstance(reward, (UnitTests, IoTests)) else None
+            ),
             "reward.test_patch": reward.test_patch if isinstance(reward, SweTests) else None,
         }
         for field, path in referenced.items():

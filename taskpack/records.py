@@ -307,6 +307,10 @@ class UnitTests(LightRecord):
     pass
 
 
+class IoTests(LightRecord):
+    pass
+
+
 class SweTests(LightRecord):
     pass
 
@@ -637,6 +641,7 @@ REWARD_KINDS: dict[str, type[LightRecord]] = {
     "math_match": MathMatch,
     "multiple_choice": MultipleChoice,
     "unit_tests": UnitTests,
+    "io_tests": IoTests,
     "swe_tests": SweTests,
     "weighted_tests": WeightedTests,
     "test_command": TestCommand,

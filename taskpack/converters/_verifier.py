@@ -78,10 +78,15 @@ cd /app && {command}
 """
 
 
+# The kinds whose reply is code, run in the sandbox: Python unit tests and programs judged on
+# input/output tests. The rest are answers, compared as text.
+CODE_KINDS = (records.UnitTests, records.IoTests)
+
+
 def graded(task: Task) -> bool:
     """Whether `rewards/grader.py` checks this task's reward."""
     reward = task.reward
-    if isinstance(reward, records.UnitTests):
+    if isinstance(reward, CODE_KINDS):
         return reward.language == "python"
     if (
         isinstance(
@@ -97,7 +102,7 @@ def graded(task: Task) -> bool:
 def answer_spec(task: Task) -> dict[str, Any]:
     """What `grader.answer_score` compares an answer with, for a graded task of an answer
     kind: the reference and its rule, plain data (a grader in another process takes it)."""
-    if not graded(task) or isinstance(task.reward, records.UnitTests):
+    if not graded(task) or isinstance(task.reward, CODE_KINDS):
         raise TaskpackError(f"task {task.id!r}: its reward is not an answer compared as text")
     return expected(task, "reward")
 
@@ -110,7 +115,7 @@ def reply_fields(task: Task) -> dict[str, Any] | None:
     if reward is None or not graded(task):
         return None
     fields: dict[str, Any] = {"reward": reward.model_dump(mode="json"), "answer": task.answer}
-    if isinstance(reward, records.UnitTests):
+    if isinstance(reward, CODE_KINDS):
         fields["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
         fields["prompt"] = task.instruction
     return fields
@@ -138,6 +143,9 @@ def instruction_suffix(task: Task) -> str:
             f"\n\nWrite your code to {CODE_FILE}: a Python module that defines "
             f"`{reward.entry_point}`."
         )
+    if isinstance(reward, records.IoTests):
+        does = f"defines `{reward.call}`" if reward.call else "reads standard input"
+        return f"\n\nWrite your program to {CODE_FILE}: a Python program that {does}."
     if isinstance(reward, records.MultipleChoice):
         return f"\n\nWrite the letter of your answer to {ANSWER_FILE}."
     return f"\n\nWrite your final answer to {ANSWER_FILE}."
@@ -152,6 +160,8 @@ def expected(task: Task, test_name: str) -> dict[str, Any]:
             "entry_point": reward.entry_point,
             "test": test_name,
         }
+    if isinstance(reward, records.IoTests):
+        return {**reward.model_dump(mode="json", exclude={"language"}), "test": test_name}
     spec: dict[str, Any] = {
         "kind": reward.kind if reward is not None else "exact_match",
         "answer": task.answer,
@@ -207,6 +217,8 @@ def solve_reference(task: Task) -> str | None:
     HumanEval solution is a body completing the prompt's stub, so the stub comes first)."""
     if not graded(task):
         return None
+    if isinstance(task.reward, records.IoTests):
+        return task.solution
     if isinstance(task.reward, records.UnitTests):
         if task.solution is None:
             return None
@@ -219,7 +231,7 @@ def solve_script(task: Task) -> bytes | None:
     """The oracle for a task from elsewhere: the reference, put where the instruction says."""
     reference = solve_reference(task)
     if reference is not None:
-        path = CODE_FILE if isinstance(task.reward, records.UnitTests) else ANSWER_FILE
+        path = CODE_FILE if isinstance(task.reward, CODE_KINDS) else ANSWER_FILE
         return _write_file(path, reference.encode("utf-8"))
     if task.solution is None or isinstance(task.reward, records.SweTests):
         return None  # a gold patch is applied by the SWE-bench harness files' own solve.sh

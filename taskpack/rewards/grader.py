@@ -678,6 +678,147 @@ def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -
     return 1.0
 
 
+# --- programs judged on input/output tests (contest problems) ------------------------------
+# A program's run: its source through a memory file (any size, no disk), the test's input on
+# its standard input, its output read up to a bound, within the test's time limit, as the
+# candidate's uid where this grader is root; a test passes only if the program exited 0.
+_PROGRAM = r"""
+import os, sys
+_source = os.fdopen(int(sys.argv[1]), "rb").read()
+sys.argv = ["solution.py"]
+_globals = {"__name__": "__main__", "__builtins__": __builtins__}
+exec(compile(_source, "solution.py", "exec"), _globals)
+"""
+_CALL = "__taskpack_call__"  # the function a call-based test calls: the named one, or Solution's
+
+
+def lcb_same(got: str, want: str) -> bool:
+    """LiveCodeBench's rule for a program's output: the whole output and each line stripped,
+    the same number of lines, each line equal as text or, split on blanks, as decimals."""
+    from decimal import Decimal, InvalidOperation
+
+    ours, theirs = got.strip().split("\n"), want.strip().split("\n")
+    if len(ours) != len(theirs):
+        return False
+    for a, b in zip(ours, theirs):  # noqa: B905 - the same length, checked; Python 3.8 runs it
+        a, b = a.strip(), b.strip()
+        if a == b:
+            continue
+        try:
+            if [Decimal(x) for x in a.split()] != [Decimal(x) for x in b.split()]:
+                return False
+        except (InvalidOperation, ValueError):
+            return False
+    return True
+
+
+def _run_program(solution: str, stdin: str, cwd: str, limit: float, bound: int) -> str | None:
+    """The program's standard output on `stdin`; None when it overran `limit` seconds or
+    `bound` bytes, or did not exit 0."""
+    import subprocess
+    import threading
+    import time
+
+    source = os.memfd_create("solution.py")
+    os.write(source, solution.encode("utf-8", "surrogatepass"))
+    os.lseek(source, 0, os.SEEK_SET)
+    drop = _as_candidate()
+    if drop and not os.stat(cwd).st_mode & 0o001:
+        cwd = "/"
+    args = [sys.executable, "-I", "-c", _PROGRAM, str(source)]
+    common = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": _log_file()}
+    common |= {"pass_fds": (source,), "start_new_session": True, "cwd": cwd}
+    try:
+        try:
+            process = subprocess.Popen(args, **common, **drop)
+        except PermissionError:  # this Python is out of the unprivileged uid's reach
+            drop = {}
+            process = subprocess.Popen(args, **common)
+    finally:
+        os.close(source)
+    assert process.stdin is not None and process.stdout is not None
+
+    def feed() -> None:
+        with contextlib.suppress(OSError):
+            process.stdin.write(stdin.encode("utf-8", "surrogatepass"))  # type: ignore[union-attr]
+            process.stdin.close()  # type: ignore[union-attr]
+
+    threading.Thread(target=feed, daemon=True).start()
+    import select
+
+    out, deadline, whole = bytearray(), time.monotonic() + limit, False
+    while len(out) <= bound:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
+            break
+        more = os.read(process.stdout.fileno(), 1 << 16)
+        if not more:
+            whole = True
+            break
+        out += more
+    try:
+        status = process.wait(timeout=max(0.0, deadline - time.monotonic())) if whole else None
+    except subprocess.TimeoutExpired:
+        status = None
+    process.kill()
+    process.wait()
+    process.stdout.close()
+    _kill_leftovers(process.pid, bool(drop))
+    if status != 0:
+        return None
+    return out.decode("utf-8", "replace")
+
+
+def _plain(value: Any) -> Any:
+    """A call's result as JSON would hold it: tuples as lists (the tests' outputs are JSON)."""
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def io_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -> float:
+    """The program `solution` against input/output `tests` (JSON Lines, see taskpack's
+    IoTests): 1.0 if every test's output is right, by LiveCodeBench's rule (`lcb_same`) for
+    standard output, by equality for a call's value. Raises Unscorable for a task that needs
+    a special judge: no comparison can say its right outputs are right."""
+    if spec.get("special_judge"):
+        raise Unscorable("the task needs a special judge (more than one output is right)")
+    cases = [json.loads(line) for line in tests.splitlines() if line.strip()]
+    limit = float(spec.get("time_limit_sec") or 6)
+    call = spec.get("call")
+    if not cases:
+        return 0.0
+    if call is None:
+        for case in cases:
+            want = str(case["output"])
+            got = _run_program(solution, str(case["input"]), cwd, limit, 2 * len(want) + (1 << 20))
+            if got is None or not lcb_same(got, want):
+                return 0.0
+        return 1.0
+    import secrets
+    import time
+
+    shim = (
+        f"\n\ndef {_CALL}(*args):\n    f = globals().get({call!r})\n"
+        f"    return f(*args) if callable(f) else Solution().{call}(*args)\n"
+    )
+    if not call.isidentifier():
+        return 0.0
+    child = _Child(solution + shim, "", "tests.jsonl", cwd, f"taskpack_io_{secrets.token_hex(8)}")
+    try:
+        candidate = _Candidate(child, time.monotonic() + limit * len(cases) + 5)
+        for case in cases:
+            if _plain(candidate.call(_CALL, tuple(case["args"]), {}, limit)) != case["output"]:
+                return 0.0
+    except Exception:  # noqa: BLE001 - the program failed the call, however it failed
+        return 0.0
+    finally:
+        child.close()
+    return 1.0
+
+
 # --- what a model wrote, read as the field reads it -------------------------------------------
 # One rule per kind, used by every grader taskpack ships, `taskpack grade` and ORS sessions:
 # reasoning (`<think>...</think>`) is dropped; code is the last fenced block that defines the
@@ -782,11 +923,13 @@ def _reply_score(reward: dict[str, Any], answer: Any, reply: str, tests: str, pr
     if not isinstance(reply, str):
         reply = "" if reply is None else str(reply)
     kind = reward.get("kind")
-    if kind == "unit_tests":
+    if kind in ("unit_tests", "io_tests"):
         import tempfile
 
-        code = extract_code(reply, reward.get("entry_point"), prompt)
+        code = extract_code(reply, reward.get("entry_point") or reward.get("call"), prompt)
         with tempfile.TemporaryDirectory() as tmp:
+            if kind == "io_tests":
+                return io_test_score(reward, code, tests, tmp)
             return unit_test_score(reward, code, tests, tmp)
     if kind not in ANSWER_KINDS:
         return 0.0
@@ -807,11 +950,13 @@ def _log_file() -> Any:
 def score_app(spec: dict[str, Any]) -> float:
     """The agent's work in /app against `spec`."""
     try:
-        if spec["kind"] == "unit_tests":
+        if spec["kind"] in ("unit_tests", "io_tests"):
             with open(os.path.join(TESTS, spec["test_file"]), encoding="utf-8") as f:
                 tests = f.read()  # read before any code under test runs
             close_tests()
             solution = read_agent_file("solution.py").decode("utf-8")
+            if spec["kind"] == "io_tests":
+                return io_test_score(spec, solution, tests, APP)
             return unit_test_score(spec, solution, tests, APP)
         return answer_reply_score(spec, read_answer())
     except (OSError, UnicodeDecodeError):

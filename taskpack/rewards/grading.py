@@ -88,7 +88,7 @@ def score(
         same = profile.same(completion, gold(task))
         why = "" if same else f"not the answer by profile {profile.name}"
         return Outcome(float(same), "pass" if same else "fail", why)
-    if not isinstance(task.reward, records.UnitTests):
+    if not isinstance(task.reward, (records.UnitTests, records.IoTests)):
         reward = answer_reward(task, completion)
         return Outcome(reward, "pass" if reward >= 1.0 else "fail")
     try:

@@ -75,6 +75,9 @@ def tool(task: Task | None = None, name: str = TOOL) -> dict[str, Any]:
             f"your code: a Python module that defines `{reward.entry_point}` (a fenced block "
             "in your reply is read; a body continuing the given stub is joined to it)"
         )
+    elif isinstance(reward, records.IoTests):
+        does = f"defines `{reward.call}`" if reward.call else "reads standard input"
+        what = f"your program: Python that {does} (a fenced block in your reply is read)"
     elif isinstance(reward, records.MultipleChoice):
         labels = ", ".join(c.label for c in reward.choices)
         what = f"the label of your choice ({labels})"
@@ -113,7 +116,7 @@ def grade(task: Task, answer: str, slots: threading.BoundedSemaphore, graders: G
     why = ungraded(task)
     if why is not None:
         raise OrsError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
-    if not isinstance(task.reward, records.UnitTests):
+    if not isinstance(task.reward, (records.UnitTests, records.IoTests)):
         return graders.score(answer_spec(task), answer)
     if not slots.acquire(timeout=1.0):
         raise OrsError(HTTPStatus.SERVICE_UNAVAILABLE, "every grader is busy; try again")
