@@ -254,7 +254,8 @@ class IoTests(_Model, records.IoTests):
     `call`, the arguments of one call of that function (or `Solution` method) and the value
     expected (`{"args": [...], "output": ...}`). Each run may take `time_limit_sec`; outputs
     are compared by `compare` (`lcb`: LiveCodeBench's rule, the whole output and each line
-    stripped, then each line equal as text or as numbers). `special_judge`: more than one
+    stripped, then each line equal as text or as numbers; the program runs under the standard
+    imports LiveCodeBench gives it). `special_judge`: more than one
     output is right and no checker is given, so no comparison may score it."""
 
     kind: Literal["io_tests"] = "io_tests"

@@ -128,6 +128,17 @@ def test_a_program_passes_only_by_printing_each_right_output(cheat: str) -> None
     assert grader.reply_score(SPEC, None, f"```python\n{CHEATS[cheat]}```", TESTS) == 0.0
 
 
+def test_a_program_runs_under_livecodebenchs_imports() -> None:
+    """LiveCodeBench's testing_util runs a program under star imports of the standard
+    modules contest code uses: a program that relies on them passes there, and here."""
+    code = "n = int(input())\nd = defaultdict(int)\nd[n] += 1\nprint(int(sqrt(n)) + d[n])\n"
+    tests = '{"input": "16\\n", "output": "5\\n"}\n'
+    assert grader.reply_score(SPEC, None, code, tests) == 1.0
+    calls = '{"args": [[3, 1, 2]], "output": [1, 2, 3]}\n'
+    code = "def f(xs):\n    return list(sorted(xs, key=cmp_to_key(lambda a, b: a - b)))\n"
+    assert grader.reply_score({**SPEC, "call": "f"}, None, code, calls) == 1.0
+
+
 def test_call_based_tests_call_the_function_or_solutions_method() -> None:
     tests = '{"args": [[1, 2, 3]], "output": [3, 2, 1]}\n{"args": [[]], "output": []}\n'
     spec = {**SPEC, "call": "rev"}

@@ -690,6 +690,18 @@ _globals = {"__name__": "__main__", "__builtins__": __builtins__}
 exec(compile(_source, "solution.py", "exec"), _globals)
 """
 _CALL = "__taskpack_call__"  # the function a call-based test calls: the named one, or Solution's
+# LiveCodeBench runs every program under these imports (its testing_util's prelude), so a
+# program using `sqrt` or `defaultdict` without importing them passes there: under `lcb`, here
+# too.
+_LCB_MODULES = (
+    *("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random"),
+    *("statistics", "itertools", "functools", "operator", "io", "sys", "json"),
+)
+_LCB_PRELUDE = (
+    "".join(f"from {m} import *\n" for m in (*_LCB_MODULES, "builtins", "typing"))
+    + "".join(f"import {m}\n" for m in _LCB_MODULES)
+    + "sys.setrecursionlimit(50000)\n"
+)
 
 
 def lcb_same(got: str, want: str) -> bool:
@@ -790,6 +802,8 @@ def io_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -> 
     call = spec.get("call")
     if not cases:
         return 0.0
+    if spec.get("compare", "lcb") == "lcb":
+        solution = _LCB_PRELUDE + solution
     if call is None:
         for case in cases:
             want = str(case["output"])
