@@ -221,3 +221,49 @@ def test_verls_own_reward_loading_scores_an_exported_contest_problem(tmp_path: P
     config = str(tmp_path / "v" / "verl_data.yaml")
     out = run_check("verl", "check_verl_reward.py", config, str(tmp_path / "r.json"))
     assert out["scores"] == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.slow
+@pytest.mark.conformance
+def test_skyrl_gyms_own_make_scores_an_exported_contest_problem(tmp_path: Path) -> None:
+    """The SkyRL export ships the environment for `io_tests`: in skyrl-gym's venv,
+    PromptDataset loads the row and `skyrl_gym.make` of its env_class scores the right program
+    1, a wrong one 0."""
+    from taskpack.exporter import export
+
+    from .test_conformance import run_check
+
+    task = next(iter(read_source(CONTESTS, "deepcoder", split="test")))
+    taskpack.write(tmp_path / "set", {"test": [task.model_dump()]}, name="contests")
+    result = export(taskpack.open(tmp_path / "set"), "skyrl", tmp_path / "sky")
+    assert not any("io_tests" in loss for loss in result.losses), result.losses
+    replies = [[0, f"```python\n{BOOKS}```"], [0, BOOKS.replace("-ord", "ord")]]
+    (tmp_path / "r.json").write_text(json.dumps(replies))
+    parquet = str(tmp_path / "sky" / "test.parquet")
+    out = run_check("skyrl", "check_skyrl_envs.py", parquet, str(tmp_path / "r.json"))
+    assert out["env_classes"] == ["io_tests"]
+    assert out["rewards"] == [[0, 1.0], [0, 0.0]]
+
+
+@pytest.mark.slow
+@pytest.mark.conformance
+def test_verifiers_04_scores_an_exported_contest_problem(tmp_path: Path) -> None:
+    """A Verifiers 0.4 taskset package of contest problems: verifiers' own `load_taskset`
+    loads it, its scoring path gives the reference program 1 and a wrong reply 0, and
+    `validate` passes; the package reads back to the same tasks."""
+    from taskpack.exporter import export
+
+    from .test_conformance import installed, run_check
+
+    task = next(iter(read_source(CONTESTS, "deepcoder", split="test")))
+    taskpack.write(tmp_path / "set", {"test": [{**task.model_dump(), "solution": BOOKS}]},
+                   name="contests")  # fmt: skip
+    result = export(taskpack.open(tmp_path / "set"), "verifiers", tmp_path / "vf",
+                    options={"package": "contests_tp"})  # fmt: skip
+    assert result.losses == []
+    env = installed(tmp_path / "vf", tmp_path)
+    out = run_check("verifiers04", "check_verifiers_taskset.py", "contests_tp", env=env)
+    assert (out["reference"], out["wrong"], out["valid"]) == ([1.0], [0.0], [True])
+    back = list(read_source(tmp_path / "vf", "verifiers", split="test"))
+    assert [t.reward for t in back] == [taskpack.open(tmp_path / "set").split("test")[0].reward]
+    assert back[0].file("tests.jsonl").read_bytes() == task.file("tests.jsonl").read_bytes()

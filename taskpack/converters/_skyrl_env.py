@@ -1,8 +1,8 @@
 """SkyRL-Gym environments for the reward kinds skyrl-gym does not ship, written by taskpack's
 `skyrl` writer beside the Parquet it exports, as `taskpack_skyrl_env.py` (with
 `taskpack_grade.py`, taskpack's grader). Importing it registers one environment per reward
-kind the grader scores (`exact_match`, `math_match`, `multiple_choice`, `unit_tests`; numeric
-answers are skyrl-gym's own `gsm8k`), named as the rows' `env_class`:
+kind the grader scores (`exact_match`, `math_match`, `multiple_choice`, `unit_tests`,
+`io_tests`; numeric answers are skyrl-gym's own `gsm8k`), named as the rows' `env_class`:
 
     import sys, skyrl_gym
     sys.path.insert(0, EXPORT_DIR)
@@ -12,7 +12,8 @@ answers are skyrl-gym's own `gsm8k`), named as the rows' `env_class`:
 Each scores a reply in one step by the task's own reward, read from the row's `extra_info`: an
 answer (the last `\\boxed{...}` if there is one, else the whole reply) as the exported grader
 compares it, or Python code (the last fenced block) run against the task's tests in a child
-process that only answers their calls (`taskpack_grade.unit_test_score`).
+process that only answers their calls (`taskpack_grade.unit_test_score`), or a program run on
+each test's input (`taskpack_grade.io_test_score`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,6 @@ class TaskpackEnv(BaseTextEnv):  # type: ignore[misc]
         return BaseTextEnvStepOutput(observations=[], reward=score, done=True, metadata={})
 
 
-for _kind in (*grade.ANSWER_KINDS, "unit_tests"):
+for _kind in (*grade.ANSWER_KINDS, "unit_tests", "io_tests"):
     if _kind not in skyrl_gym.registry:
         skyrl_gym.register(id=_kind, entry_point=TaskpackEnv)

@@ -129,12 +129,12 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
 
 
 def _grading(task: Task) -> dict[str, Any]:
-    """What the shipped environment scores a reply by: the reward spec, and a unit test's
+    """What the shipped environment scores a reply by: the reward spec, and a code task's
     tests."""
     reward = task.reward
     assert reward is not None
     found: dict[str, Any] = {"reward": reward.model_dump(mode="json")}
-    if isinstance(reward, records.UnitTests):
+    if isinstance(reward, (records.UnitTests, records.IoTests)):
         found["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
     return found
 
@@ -185,7 +185,7 @@ def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[
 
 _MODULE = "_skyrl_env.py"
 # The env classes the shipped module registers: the reward kinds taskpack's grader scores.
-SHIPPED = (*ANSWER_KINDS, "unit_tests")
+SHIPPED = (*ANSWER_KINDS, "unit_tests", "io_tests")
 
 
 _CARRIES = frozenset({"prompt", "answer", "reward"})

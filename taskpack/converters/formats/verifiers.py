@@ -65,7 +65,8 @@ from taskpack.model import Task
 from taskpack.rewards import shipped
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
-SCORED = {"exact_match", "numeric_match", "math_match", "multiple_choice", "unit_tests"}
+SCORED = {"exact_match", "numeric_match", "math_match", "multiple_choice", "unit_tests", "io_tests"}
+_CODE = (records.UnitTests, records.IoTests)  # kinds whose tests ride along, whose reply is code
 _MODULE = re.compile(r"[a-z_][a-z0-9_]*")
 
 
@@ -183,12 +184,12 @@ def to_task(row: dict[str, Any], split: str, ordinal: int) -> tuple[dict[str, An
 
 
 def _info(task: Task) -> dict[str, Any]:
-    """What the environment module's rubric needs: the reward, and a unit test's test file."""
+    """What the environment module's rubric needs: the reward, and a code task's test file."""
     info: dict[str, Any] = {} if task.id.isdigit() else {"id": task.id}
     reward = task.reward
     if reward is not None:
         info["reward"] = reward.model_dump(mode="json")
-    if isinstance(reward, records.UnitTests):
+    if isinstance(reward, _CODE):
         info["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
     return info
 
@@ -263,9 +264,9 @@ _CARRIES = frozenset({"prompt", "answer", "reward"})
 
 
 def _only_test_file(task: Task) -> bool:
-    """A unit-test task whose only file is its test file: `info` carries it."""
+    """A code task whose only file is its test file: `info` carries it."""
     reward = task.reward
-    return isinstance(reward, records.UnitTests) and [f.path for f in task.files] == [
+    return isinstance(reward, _CODE) and [f.path for f in task.files] == [
         reward.test_file
     ]
 
@@ -433,7 +434,7 @@ def taskset_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         row["reward"] = reward.model_dump(mode="json")
         if reward.kind not in SCORED:
             target.losses.lost(f"reward kind {reward.kind!r} (no Verifiers reward scores it)", task)
-    if isinstance(reward, records.UnitTests):
+    if isinstance(reward, _CODE):
         row["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
     if task.solution is not None:
         row["solution"] = task.solution
@@ -441,8 +442,8 @@ def taskset_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         row["metadata"] = task.metadata
     reference = solve_reference(task)
     if reference is not None:
-        unit = isinstance(reward, records.UnitTests)
-        row["reference"] = f"```python\n{reference}```" if unit else reference
+        code = isinstance(reward, _CODE)
+        row["reference"] = f"```python\n{reference}```" if code else reference
     return row
 
 
@@ -512,10 +513,10 @@ def from_taskset_row(row: dict[str, Any], split: str, ordinal: int) -> tuple[dic
         "metadata": row.get("metadata") or {},
         "source": {"format": "verifiers", "split": split, "row": ordinal},
     }
-    if isinstance(reward, dict) and reward.get("kind") == "unit_tests":
+    if isinstance(reward, dict) and reward.get("kind") in ("unit_tests", "io_tests"):
         tests = row.get("tests")
         if not isinstance(tests, str) or not isinstance(reward.get("test_file"), str):
-            raise RowError("a unit-test task without its tests")
+            raise RowError(f"a {reward['kind']} task without its tests")
         task["files"] = [{"path": reward["test_file"], "role": "tests", "data": tests.encode()}]
     return task, {}
 
