@@ -267,3 +267,37 @@ def test_verifiers_04_scores_an_exported_contest_problem(tmp_path: Path) -> None
     back = list(read_source(tmp_path / "vf", "verifiers", split="test"))
     assert [t.reward for t in back] == [taskpack.open(tmp_path / "set").split("test")[0].reward]
     assert back[0].file("tests.jsonl").read_bytes() == task.file("tests.jsonl").read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.conformance
+def test_nemo_gyms_code_gen_grades_an_exported_contest_problem(tmp_path: Path) -> None:
+    """The NeMo Gym export writes `verifier_metadata.unit_tests` as its `code_gen` server
+    reads it: that server's own model, code extraction and LiveCodeBench check (its venv)
+    score the right program 1 and a wrong one 0, stdin and call-based alike."""
+    from taskpack.exporter import export
+
+    from .test_conformance import run_check
+
+    task = next(iter(read_source(CONTESTS, "deepcoder", split="test")))
+    tests = {"fn_name": "rev", "inputs": [[[1, 2, 3]], [[]]], "outputs": [[[3, 2, 1]], [[]]]}
+    call = to_task({"problem": "Reverse.", "id": "rev", "tests": tests}, "test", 1)
+    taskpack.write(tmp_path / "set", {"test": [task.model_dump(), call]}, name="contests")
+    result = export(taskpack.open(tmp_path / "set"), "nemo", tmp_path / "nemo")
+    assert not any("reward" in loss for loss in result.losses), result.losses
+    replies = [
+        [0, f"```python\n{BOOKS}```"],
+        [0, f"```python\n{BOOKS.replace('-ord', 'ord')}```"],
+        [1, "```python\nclass Solution:\n    def rev(self, xs):\n        return xs[::-1]\n```"],
+        [1, "```python\nclass Solution:\n    def rev(self, xs):\n        return xs\n```"],
+    ]
+    (tmp_path / "r.json").write_text(json.dumps(replies))
+    rows = str(tmp_path / "nemo" / "test.jsonl")
+    out = run_check("nemo", "check_nemo_code_gen.py", rows, str(tmp_path / "r.json"))
+    assert out["rewards"] == [1.0, 0.0, 1.0, 0.0]
+    # and taskpack's own grader agrees on the same replies
+    ours = [grader.reply_score(t.reward.model_dump(mode="json"), None, reply,
+                               t.file("tests.jsonl").read_bytes().decode())
+            for row, reply in replies
+            for t in [taskpack.open(tmp_path / "set").split("test")[row]]]  # fmt: skip
+    assert ours == out["rewards"]

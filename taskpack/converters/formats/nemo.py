@@ -9,7 +9,10 @@ rows in 0.7's materialized form (`{"task_id": {"taskset", "task_id"}, "task_inpu
 as their `task_input` and are written back in that form. Everything else the row holds
 (`agent_ref`, sampling settings such as `temperature`, `verifier_metadata`, task-specific
 keys) is kept in `extras.nemo` where it was found and written back there. A task from
-elsewhere gets `question` (its instruction) for NeMo Gym's verifiers.
+elsewhere gets `question` (its instruction) for NeMo Gym's verifiers, and a program judged on
+input/output tests (`io_tests`) the `verifier_metadata.unit_tests` NeMo Gym's `code_gen`
+environment grades (`inputs`, `outputs`, `fn_name`; a call's arguments one JSON value a line,
+as LiveCodeBench encodes them); every other reward kind is lost.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from taskpack.converters._format import Format, FreeField, Target, WriteOptions,
 from taskpack.converters._payload import PAYLOAD_KEY
 from taskpack.converters._rows import Hints, native_rows
 from taskpack.converters._sources.records import RowError
-from taskpack.model import Item, Part, Task, Tool
+from taskpack.model import IoTests, Item, Part, Task, Tool
 
 PARAMS = "responses_create_params"
 TASK_ID, TASK_INPUT = "task_id", "task_input"  # NeMo Gym 0.7's task identity and its row
@@ -217,6 +220,10 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         row["question"] = task.instruction
     if task.answer is not None:
         row["expected_answer"] = task.answer
+    if isinstance(task.reward, records.IoTests):
+        row["verifier_metadata"] = {"unit_tests": _unit_tests(task, task.reward)}
+    elif task.reward is not None:
+        target.losses.lost("reward", task)
     agent = target.options.agent_ref
     if agent is None and (env := target.environment(task)):
         # as NeMo Gym's data preparation marks each row of a collated file with its agent
@@ -226,6 +233,18 @@ def to_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
     if "taskset" in hints:  # as NeMo Gym 0.7's `materialize_task` wraps a flat row
         return {TASK_ID: {"taskset": hints["taskset"], TASK_ID: task.id}, TASK_INPUT: row}
     return row
+
+
+def _unit_tests(task: Task, reward: IoTests) -> dict[str, Any]:
+    """An io_tests task's tests as `code_gen` reads them (LiveCodeBench's `input_output`)."""
+    cases = [json.loads(line) for line in task.file(reward.test_file).read_bytes().splitlines()]
+    if reward.call is None:
+        return {"inputs": [c["input"] for c in cases], "outputs": [c["output"] for c in cases]}
+    return {
+        "inputs": ["\n".join(json.dumps(a) for a in c["args"]) for c in cases],
+        "outputs": [json.dumps(c["output"]) for c in cases],
+        "fn_name": reward.call,
+    }
 
 
 def write(tasks: Iterable[Task], out: Path, split: str, target: Target) -> list[Path]:
@@ -296,5 +315,5 @@ FORMAT: Format = Format(
     split_globs=(("*.jsonl", "file"),),
     write_options=NemoWriteOptions,
     trainer_configs=trainer_configs,
-    carries=frozenset({"prompt", "answer", "tools"}),
+    carries=frozenset({"prompt", "answer", "tools", "reward"}),  # reward: io_tests alone
 )

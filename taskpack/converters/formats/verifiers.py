@@ -266,9 +266,7 @@ _CARRIES = frozenset({"prompt", "answer", "reward"})
 def _only_test_file(task: Task) -> bool:
     """A code task whose only file is its test file: `info` carries it."""
     reward = task.reward
-    return isinstance(reward, _CODE) and [f.path for f in task.files] == [
-        reward.test_file
-    ]
+    return isinstance(reward, _CODE) and [f.path for f in task.files] == [reward.test_file]
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
