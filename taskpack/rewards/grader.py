@@ -585,30 +585,40 @@ def _kill_leftovers(session: int, dropped: bool) -> None:
         os.waitpid(pid, 0)
 
 
+def _start_candidate(
+    code: str, fds: tuple[int, ...], cwd: str, out: Any, err: Any
+) -> tuple[Any, bool]:
+    """`python -I -c code FD...` for the code under test, in a session of its own, as
+    CANDIDATE_UID where this grader may switch; the fds it is handed are closed here once it
+    holds them. Returns the process and whether it runs as that other uid."""
+    import subprocess
+
+    drop = _as_candidate()
+    if drop and not os.stat(cwd).st_mode & 0o001:
+        cwd = "/"  # a folder the candidate's uid may enter
+    args = [sys.executable, "-I", "-c", code, *map(str, fds)]
+    common = {"stdin": subprocess.PIPE, "stdout": out, "stderr": err, "cwd": cwd}
+    common |= {"pass_fds": fds, "start_new_session": True}
+    try:
+        try:
+            return subprocess.Popen(args, **common, **drop), bool(drop)
+        except PermissionError:  # this Python is out of the unprivileged uid's reach
+            return subprocess.Popen(args, **common), False
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 class _Child:
     def __init__(self, solution: str, classes: str, test_name: str, cwd: str, module: str):
-        import subprocess
-
         to_child, self_requests = os.pipe()
         self_replies, from_child = os.pipe()
-        self.drop = _as_candidate()
-        if self.drop and not os.stat(cwd).st_mode & 0o001:
-            cwd = "/"  # a folder the candidate's uid may enter
         log = _log_file()
         job = {"solution": solution, "classes": classes, "test_name": test_name}
         job["module"] = module
-        args = [sys.executable, "-I", "-c", _CANDIDATE, str(to_child), str(from_child)]
-        common = {"stdin": subprocess.PIPE, "stdout": log, "stderr": log}
-        common |= {"pass_fds": (to_child, from_child), "start_new_session": True}
-        try:
-            try:
-                self.process = subprocess.Popen(args, cwd=cwd, **common, **self.drop)
-            except PermissionError:  # this Python is out of the unprivileged uid's reach
-                self.drop = {}
-                self.process = subprocess.Popen(args, cwd=cwd, **common)
-        finally:
-            os.close(to_child)
-            os.close(from_child)
+        self.process, self.dropped = _start_candidate(
+            _CANDIDATE, (to_child, from_child), cwd, log, log
+        )
         self.requests = os.fdopen(self_requests, "wb")
         self.replies = os.fdopen(self_replies, "rb", buffering=0)
         assert self.process.stdin is not None
@@ -624,7 +634,7 @@ class _Child:
                 f.close()
         self.process.kill()
         self.process.wait()
-        _kill_leftovers(self.process.pid, bool(self.drop))
+        _kill_leftovers(self.process.pid, self.dropped)
 
 
 def unit_test_score(spec: dict[str, Any], solution: str, tests: str, cwd: str) -> float:
@@ -734,26 +744,13 @@ def _run_program(solution: str, stdin: str, cwd: str, limit: float, bound: int) 
     source = os.memfd_create("solution.py")
     os.write(source, solution.encode("utf-8", "surrogatepass"))
     os.lseek(source, 0, os.SEEK_SET)
-    drop = _as_candidate()
-    if drop and not os.stat(cwd).st_mode & 0o001:
-        cwd = "/"
-    args = [sys.executable, "-I", "-c", _PROGRAM, str(source)]
-    common = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": _log_file()}
-    common |= {"pass_fds": (source,), "start_new_session": True, "cwd": cwd}
-    try:
-        try:
-            process = subprocess.Popen(args, **common, **drop)
-        except PermissionError:  # this Python is out of the unprivileged uid's reach
-            drop = {}
-            process = subprocess.Popen(args, **common)
-    finally:
-        os.close(source)
+    process, dropped = _start_candidate(_PROGRAM, (source,), cwd, subprocess.PIPE, _log_file())
     assert process.stdin is not None and process.stdout is not None
 
     def feed() -> None:
         with contextlib.suppress(OSError):
-            process.stdin.write(stdin.encode("utf-8", "surrogatepass"))  # type: ignore[union-attr]
-            process.stdin.close()  # type: ignore[union-attr]
+            process.stdin.write(stdin.encode("utf-8", "surrogatepass"))
+            process.stdin.close()
 
     threading.Thread(target=feed, daemon=True).start()
     import select
@@ -775,7 +772,7 @@ def _run_program(solution: str, stdin: str, cwd: str, limit: float, bound: int) 
     process.kill()
     process.wait()
     process.stdout.close()
-    _kill_leftovers(process.pid, bool(drop))
+    _kill_leftovers(process.pid, dropped)
     if status != 0:
         return None
     return out.decode("utf-8", "replace")
