@@ -648,6 +648,9 @@ REWARD_KINDS: dict[str, type[LightRecord]] = {
     "rubric": Rubric,
     "judge": Judge,
 }
+# The reward kinds whose reply is code, run in the sandbox (the rest are answers, compared as
+# text): Python unit tests, and programs judged on input/output tests.
+CODE_KINDS = (UnitTests, IoTests)
 # Reward kinds holding lists of objects: field -> item class.
 _NESTED: dict[str, tuple[str, type[LightRecord]]] = {
     "multiple_choice": ("choices", Choice),

@@ -78,15 +78,10 @@ cd /app && {command}
 """
 
 
-# The kinds whose reply is code, run in the sandbox: Python unit tests and programs judged on
-# input/output tests. The rest are answers, compared as text.
-CODE_KINDS = (records.UnitTests, records.IoTests)
-
-
 def graded(task: Task) -> bool:
     """Whether `rewards/grader.py` checks this task's reward."""
     reward = task.reward
-    if isinstance(reward, CODE_KINDS):
+    if isinstance(reward, records.CODE_KINDS):
         return reward.language == "python"
     if (
         isinstance(
@@ -102,7 +97,7 @@ def graded(task: Task) -> bool:
 def answer_spec(task: Task) -> dict[str, Any]:
     """What `grader.answer_score` compares an answer with, for a graded task of an answer
     kind: the reference and its rule, plain data (a grader in another process takes it)."""
-    if not graded(task) or isinstance(task.reward, CODE_KINDS):
+    if not graded(task) or isinstance(task.reward, records.CODE_KINDS):
         raise TaskpackError(f"task {task.id!r}: its reward is not an answer compared as text")
     return expected(task, "reward")
 
@@ -115,7 +110,7 @@ def reply_fields(task: Task) -> dict[str, Any] | None:
     if reward is None or not graded(task):
         return None
     fields: dict[str, Any] = {"reward": reward.model_dump(mode="json"), "answer": task.answer}
-    if isinstance(reward, CODE_KINDS):
+    if isinstance(reward, records.CODE_KINDS):
         fields["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
         fields["prompt"] = task.instruction
     return fields
@@ -231,7 +226,7 @@ def solve_script(task: Task) -> bytes | None:
     """The oracle for a task from elsewhere: the reference, put where the instruction says."""
     reference = solve_reference(task)
     if reference is not None:
-        path = CODE_FILE if isinstance(task.reward, CODE_KINDS) else ANSWER_FILE
+        path = CODE_FILE if isinstance(task.reward, records.CODE_KINDS) else ANSWER_FILE
         return _write_file(path, reference.encode("utf-8"))
     if task.solution is None or isinstance(task.reward, records.SweTests):
         return None  # a gold patch is applied by the SWE-bench harness files' own solve.sh

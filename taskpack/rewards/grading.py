@@ -23,11 +23,12 @@ import json
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from taskpack import records
 from taskpack.base.nesting import parse_json
@@ -44,6 +45,8 @@ from taskpack.rewards.profiles import (
 from taskpack.storage.taskset import TaskSet
 
 STATUSES = ("pass", "fail", "error")
+K = TypeVar("K")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ def score(
         same = profile.same(completion, gold(task))
         why = "" if same else f"not the answer by profile {profile.name}"
         return Outcome(float(same), "pass" if same else "fail", why)
-    if not isinstance(task.reward, (records.UnitTests, records.IoTests)):
+    if not isinstance(task.reward, records.CODE_KINDS):
         reward = answer_reward(task, completion)
         return Outcome(reward, "pass" if reward >= 1.0 else "fail")
     try:
@@ -133,30 +136,46 @@ def grade(
     total = sum(1 for _ in _lines(source))
     report = Graded(out, resumed=done)
     started = time.monotonic()
-    width = max(1, jobs or os.cpu_count() or 1)
-    pending: deque[tuple[dict[str, Any], Future[Outcome]]] = deque()
-    with ThreadPoolExecutor(width) as pool, out.open("a", encoding="utf-8") as sink:
+    with out.open("a", encoding="utf-8") as sink:
 
-        def flush(keep: int) -> None:
-            while len(pending) > keep:
-                row, future = pending.popleft()
-                outcome = future.result()
-                row.update(reward=outcome.reward, status=outcome.status, reason=outcome.reason)
-                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-                sink.flush()
-                report.counts[outcome.status] += 1
-
-        try:
+        def work() -> Iterator[tuple[dict[str, Any], Callable[[], Outcome]]]:
             for k, (n, text) in enumerate(counted(_lines(source), "graded", total, quiet), 1):
-                if k <= done:
-                    continue
-                row, task = _task(ts, text, f"{source}:{n}", split)
-                pending.append((row, pool.submit(score, task, row["completion"], timeout, rule)))
-                flush(4 * width)
-        finally:  # a bad line stops the run: what was graded before it is written first
-            flush(0)
+                if k > done:
+                    row, task = _task(ts, text, f"{source}:{n}", split)
+                    yield row, partial(score, task, row["completion"], timeout, rule)
+
+        def write(row: dict[str, Any], outcome: Outcome) -> None:
+            row.update(reward=outcome.reward, status=outcome.status, reason=outcome.reason)
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.flush()
+            report.counts[outcome.status] += 1
+
+        _in_order(jobs, work(), write)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _in_order(
+    jobs: int | None, work: Iterable[tuple[K, Callable[[], R]]], done: Callable[[K, R], None]
+) -> None:
+    """Each piece of `work` run on `jobs` threads (default: one per CPU), its result handed to
+    `done` in the order the work came, at most four a thread ahead. Where the work stops on an
+    error (a bad line), what was submitted before it is handed on first."""
+    width = max(1, jobs or os.cpu_count() or 1)
+    pending: deque[tuple[K, Future[R]]] = deque()
+
+    def drain(keep: int) -> None:
+        while len(pending) > keep:
+            key, future = pending.popleft()
+            done(key, future.result())
+
+    with ThreadPoolExecutor(width) as pool:
+        try:
+            for key, job in work:
+                pending.append((key, pool.submit(job)))
+                drain(4 * width)
+        finally:
+            drain(0)
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -306,22 +325,17 @@ def compare(
     def verdicts(reply: str, answer: str) -> list[str]:
         return [p.name for p in ready if p.same(reply, answer)]
 
-    width = max(1, jobs or os.cpu_count() or 1)
-    pending: deque[tuple[str, str, str, Future[list[str]]]] = deque()
-    with ThreadPoolExecutor(width) as pool:
-
-        def flush(keep: int) -> None:
-            while len(pending) > keep:
-                task_id, answer, reply, future = pending.popleft()
-                report.add(task_id, answer, reply, future.result())
-
+    def work() -> Iterator[tuple[tuple[str, str, str], Callable[[], list[str]]]]:
         for n, text in counted(_lines(source), "compared", total, quiet):
             row, task = _task(ts, text, f"{source}:{n}", split)
             if task.reward is None or task.reward.kind not in MATH_KINDS:
                 report.skipped += 1
                 continue
             answer, reply = gold(task), row["completion"]
-            pending.append((task.id, answer, reply, pool.submit(verdicts, reply, answer)))
-            flush(4 * width)
-        flush(0)
+            yield (task.id, answer, reply), partial(verdicts, reply, answer)
+
+    def add(key: tuple[str, str, str], passed: list[str]) -> None:
+        report.add(*key, passed)
+
+    _in_order(jobs, work(), add)
     return report

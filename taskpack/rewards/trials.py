@@ -609,7 +609,7 @@ def unscorable(task: Task) -> str | None:
             f"its verifier ({kind}) needs what taskpack does not stand in for; it scores "
             "answers (exact, numeric, math, multiple choice) and Python unit tests"
         )
-    if isinstance(reward, (records.UnitTests, records.IoTests)):
+    if isinstance(reward, records.CODE_KINDS):
         return _runnable(_task_image(task))
     return None
 
@@ -643,7 +643,7 @@ def code_reward(task: Task, reply: str, limits: Bounds) -> Reward | None:
     from taskpack.rewards.grader import extract_code
 
     reward = task.reward
-    assert isinstance(reward, (records.UnitTests, records.IoTests))
+    assert isinstance(reward, records.CODE_KINDS)
     entry = reward.entry_point if isinstance(reward, records.UnitTests) else reward.call
     code = extract_code(reply, entry, task.instruction)
     like = Side({}, {}, {}, stand_in(_task_image(task)), "/app")

@@ -116,7 +116,7 @@ def grade(task: Task, answer: str, slots: threading.BoundedSemaphore, graders: G
     why = ungraded(task)
     if why is not None:
         raise OrsError(HTTPStatus.BAD_REQUEST, f"task {task.id!r} is not scored here: {why}")
-    if not isinstance(task.reward, (records.UnitTests, records.IoTests)):
+    if not isinstance(task.reward, records.CODE_KINDS):
         return graders.score(answer_spec(task), answer)
     if not slots.acquire(timeout=1.0):
         raise OrsError(HTTPStatus.SERVICE_UNAVAILABLE, "every grader is busy; try again")

@@ -134,7 +134,7 @@ def _grading(task: Task) -> dict[str, Any]:
     reward = task.reward
     assert reward is not None
     found: dict[str, Any] = {"reward": reward.model_dump(mode="json")}
-    if isinstance(reward, (records.UnitTests, records.IoTests)):
+    if isinstance(reward, records.CODE_KINDS):
         found["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
     return found
 

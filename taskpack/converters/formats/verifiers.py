@@ -66,7 +66,6 @@ from taskpack.rewards import shipped
 
 ENV_MODULE = "taskpack_env.py"  # vf.load_environment("taskpack_env") with the export on sys.path
 SCORED = {"exact_match", "numeric_match", "math_match", "multiple_choice", "unit_tests", "io_tests"}
-_CODE = (records.UnitTests, records.IoTests)  # kinds whose tests ride along, whose reply is code
 _MODULE = re.compile(r"[a-z_][a-z0-9_]*")
 
 
@@ -189,7 +188,7 @@ def _info(task: Task) -> dict[str, Any]:
     reward = task.reward
     if reward is not None:
         info["reward"] = reward.model_dump(mode="json")
-    if isinstance(reward, _CODE):
+    if isinstance(reward, records.CODE_KINDS):
         info["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
     return info
 
@@ -266,7 +265,9 @@ _CARRIES = frozenset({"prompt", "answer", "reward"})
 def _only_test_file(task: Task) -> bool:
     """A code task whose only file is its test file: `info` carries it."""
     reward = task.reward
-    return isinstance(reward, _CODE) and [f.path for f in task.files] == [reward.test_file]
+    return isinstance(reward, records.CODE_KINDS) and [f.path for f in task.files] == [
+        reward.test_file
+    ]
 
 
 def read(uri: str, split: str, options: Options) -> Iterator[Record]:
@@ -432,7 +433,7 @@ def taskset_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         row["reward"] = reward.model_dump(mode="json")
         if reward.kind not in SCORED:
             target.losses.lost(f"reward kind {reward.kind!r} (no Verifiers reward scores it)", task)
-    if isinstance(reward, _CODE):
+    if isinstance(reward, records.CODE_KINDS):
         row["tests"] = task.file(reward.test_file).read_bytes().decode("utf-8", "replace")
     if task.solution is not None:
         row["solution"] = task.solution
@@ -440,7 +441,7 @@ def taskset_row(task: Task, hints: Hints, target: Target) -> dict[str, Any]:
         row["metadata"] = task.metadata
     reference = solve_reference(task)
     if reference is not None:
-        code = isinstance(reward, _CODE)
+        code = isinstance(reward, records.CODE_KINDS)
         row["reference"] = f"```python\n{reference}```" if code else reference
     return row
 
